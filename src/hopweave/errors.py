@@ -1,0 +1,101 @@
+"""One error root for everything hopweave raises.
+
+Backend errors (networkx, Neo4j, FalkorDB, Qdrant, sentence-transformers) are translated at the
+store boundary into these types, so callers see the same error for the same failure everywhere.
+Every message says what was wrong and what to fix.
+"""
+
+from __future__ import annotations
+
+
+class HopweaveError(Exception):
+    """Root of every error hopweave raises on purpose."""
+
+
+class ConfigError(HopweaveError):
+    """A setting is missing or invalid (names the setting)."""
+
+
+class MissingDependencyError(ConfigError):
+    """An optional dependency is not installed; the message carries the install hint."""
+
+    def __init__(self, package: str, extra: str, purpose: str) -> None:
+        super().__init__(
+            f"{purpose} needs the optional package {package!r}: "
+            f"install it with `pip install 'hopweave[{extra}]'`"
+        )
+        self.package = package
+        self.extra = extra
+
+
+class InputError(HopweaveError):
+    """A caller-supplied value (utterance, session, file, argument) is malformed."""
+
+
+class SchemaError(HopweaveError):
+    """A label, relationship type or property is not in the declared graph schema."""
+
+
+class UnsafeIdentifierError(SchemaError):
+    """An identifier could inject Cypher (or is otherwise not a safe identifier)."""
+
+
+class FilterError(HopweaveError):
+    """A filter tree is malformed or names a field outside the shared vocabulary."""
+
+
+class PatternValidationError(HopweaveError):
+    """A TraversalPattern / GoalType write was rejected by a gate.
+
+    Attributes name the pattern, the offending field and what to fix.
+    """
+
+    def __init__(self, pattern: str, field: str, problem: str, fix: str = "") -> None:
+        msg = f"pattern {pattern!r}: field {field!r}: {problem}"
+        if fix:
+            msg += f" (fix: {fix})"
+        super().__init__(msg)
+        self.pattern = pattern
+        self.field = field
+        self.problem = problem
+        self.fix = fix
+
+
+class PatternConflictError(PatternValidationError):
+    """Two patterns answer one sub-question, or a definition changed without a version bump."""
+
+
+class PIIError(PatternValidationError):
+    """A pattern would return a PII property it did not declare."""
+
+
+class NotFoundError(HopweaveError):
+    """A node, pattern, goal, trace, profile or document does not exist (in this tenant)."""
+
+
+class UnknownProfileError(NotFoundError):
+    """A ranking profile name is not registered."""
+
+
+class StoreError(HopweaveError):
+    """A store failed (I/O, corruption, backend error)."""
+
+
+class StoreUnavailableError(StoreError):
+    """A store (server or embedded) cannot be reached right now."""
+
+
+class StoreCorruptError(StoreError):
+    """A store directory is unreadable or inconsistent."""
+
+
+class QueryTimeoutError(StoreError):
+    """A backend query exceeded its budget."""
+
+
+class TenantError(HopweaveError):
+    """A request has no tenant, or tried to cross a tenant boundary."""
+
+
+class EmbeddingSpaceError(HopweaveError):
+    """A vector does not belong to the collection's embedding space."""

@@ -1,0 +1,136 @@
+"""The GraphStore interface.
+
+Tenant scoping lives here, in one place callers cannot skip: every public read takes the tenant
+id first, validates it, lets the backend run, then re-checks every returned node's ``tenant_id``
+(a node is visible to tenant T iff its tenant_id is T or the shared ``_global``). Backends
+implement the ``_``-prefixed methods and must also scope their own queries by tenant (the
+post-check is a second wall, not the first).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from hopweave.errors import TenantError
+from hopweave.models.common import Bindings, PatternResult, Row, check_tenant
+from hopweave.models.filters import FilterTree
+from hopweave.models.metagraph import GoalType, TraversalPattern
+from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    label: str
+    props: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tenant_id(self) -> str:
+        return str(self.props.get("tenant_id", ""))
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    dst: str
+    type: str
+    props: dict[str, Any] = field(default_factory=dict)
+
+
+def visible(tenant_id: str, node_tenant: Any) -> bool:
+    return node_tenant == tenant_id or node_tenant == GLOBAL_TENANT
+
+
+class GraphStore(ABC):
+    """A property graph with a declared schema, a metagraph and tenant-scoped reads."""
+
+    schema: GraphSchema
+
+    # ---- tenant-scoped reads (template methods: do not override) --------------------------
+    def get_node(self, tenant_id: str, node_id: str) -> Node | None:
+        check_tenant(tenant_id)
+        node = self._get_node(tenant_id, node_id)
+        if node is None or not visible(tenant_id, node.tenant_id):
+            return None
+        return node
+
+    def find_nodes(
+        self, tenant_id: str, label: str, where: FilterTree | None = None, limit: int | None = None
+    ) -> list[Node]:
+        """Nodes of ``label`` visible to the tenant matching ``where`` (property filter), by id."""
+        check_tenant(tenant_id)
+        self.schema.label(label)
+        return [n for n in self._find_nodes(tenant_id, label, where, limit) if visible(tenant_id, n.tenant_id)]
+
+    def run_pattern(
+        self, tenant_id: str, pattern: TraversalPattern, bindings: Bindings, deadline: float | None = None
+    ) -> PatternResult:
+        """Run one pattern for the tenant. ``deadline`` is a ``time.perf_counter()`` instant
+        (defaults to now + pattern.budget_ms). Never raises for budget: returns truncated rows."""
+        check_tenant(tenant_id)
+        if bindings.session.tenant_id != tenant_id:
+            raise TenantError("bindings belong to another tenant than the one the pattern runs for")
+        result = self._run_pattern(tenant_id, pattern, bindings, deadline)
+        return _enforce_rows(tenant_id, result)
+
+    # ---- writes -------------------------------------------------------------------------
+    def write(self, tenant_id: str, nodes: Sequence[Node] = (), edges: Sequence[Edge] = ()) -> None:
+        """Atomically upsert nodes (merged by id) and edges (merged by src, type, dst).
+
+        Every node is written with ``tenant_id`` = this tenant (``_global`` for labels the schema
+        marks shared, which only the ``_global`` tenant may write). Both endpoints of an edge
+        must be visible to the tenant. Validates labels, types and properties against the schema.
+        """
+        check_tenant(tenant_id)
+        self._write(tenant_id, list(nodes), list(edges))
+
+    # ---- metagraph (shared across tenants) -----------------------------------------------
+    @abstractmethod
+    def goal_types(self) -> list[GoalType]: ...
+
+    @abstractmethod
+    def patterns(self, goal: str | None = None) -> list[TraversalPattern]:
+        """Patterns read from the graph's TraversalPattern nodes (of one goal if given), by name."""
+
+    @abstractmethod
+    def metagraph_revision(self) -> str:
+        """An opaque token that changes whenever a GoalType or TraversalPattern node changes."""
+
+    # ---- backend hooks --------------------------------------------------------------------
+    @abstractmethod
+    def _get_node(self, tenant_id: str, node_id: str) -> Node | None: ...
+
+    @abstractmethod
+    def _find_nodes(
+        self, tenant_id: str, label: str, where: FilterTree | None, limit: int | None
+    ) -> Iterable[Node]: ...
+
+    @abstractmethod
+    def _run_pattern(
+        self, tenant_id: str, pattern: TraversalPattern, bindings: Bindings, deadline: float | None
+    ) -> PatternResult: ...
+
+    @abstractmethod
+    def _write(self, tenant_id: str, nodes: list[Node], edges: list[Edge]) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> "GraphStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _enforce_rows(tenant_id: str, result: PatternResult) -> PatternResult:
+    rows: list[Row] = [r for r in result.rows if visible(tenant_id, r.properties.get("tenant_id"))]
+    if len(rows) != len(result.rows):
+        # A backend leaked another tenant's node: refuse loudly rather than filter silently.
+        raise TenantError(
+            f"pattern {result.pattern!r} returned nodes outside tenant {tenant_id!r}; "
+            "the backend's tenant scoping is broken"
+        )
+    return result

@@ -1,0 +1,208 @@
+"""The typed filter tree shared by every store.
+
+One tree, one vocabulary: the field names are chunk metadata fields and graph property names
+declared in the graph schema (``GraphSchema.filter_fields``). Compilers:
+
+- Qdrant ``models.Filter``: ``hopweave.search.qdrant_filter.to_qdrant``
+- Cypher ``(where, params)``: ``hopweave.graph.cypher``
+- Python predicate over a payload / node property dict: :func:`matches` (used by networkx and tests)
+
+Values are plain JSON scalars (str, int, float, bool) or ISO dates as strings. Ranges compare
+numbers, or ISO-8601 strings lexicographically (dates and datetimes in one format sort correctly).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Iterable, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hopweave.errors import FilterError
+
+Scalar = Union[str, int, float, bool]
+
+_FIELD_RE = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+
+
+class _Node(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Eq(_Node):
+    op: Literal["eq"] = "eq"
+    field: str = Field(pattern=_FIELD_RE)
+    value: Scalar
+
+
+class In(_Node):
+    op: Literal["in"] = "in"
+    field: str = Field(pattern=_FIELD_RE)
+    values: tuple[Scalar, ...] = Field(min_length=1)
+
+
+class Range(_Node):
+    """``gte <= field <= lte`` / ``gt < field < lt``; at least one bound."""
+
+    op: Literal["range"] = "range"
+    field: str = Field(pattern=_FIELD_RE)
+    gt: Scalar | None = None
+    gte: Scalar | None = None
+    lt: Scalar | None = None
+    lte: Scalar | None = None
+
+    @field_validator("lte")
+    @classmethod
+    def _one_bound(cls, v: Any, info: Any) -> Any:
+        d = info.data
+        if v is None and all(d.get(k) is None for k in ("gt", "gte", "lt")):
+            raise ValueError("a range needs at least one of gt, gte, lt, lte")
+        return v
+
+
+class And(_Node):
+    op: Literal["and"] = "and"
+    clauses: tuple["FilterTree", ...] = Field(min_length=1)
+
+
+class Or(_Node):
+    op: Literal["or"] = "or"
+    clauses: tuple["FilterTree", ...] = Field(min_length=1)
+
+
+class Not(_Node):
+    op: Literal["not"] = "not"
+    clause: "FilterTree"
+
+
+FilterTree = Annotated[Union[Eq, In, Range, And, Or, Not], Field(discriminator="op")]
+
+for _m in (And, Or, Not):
+    _m.model_rebuild()
+
+
+class _Holder(BaseModel):
+    tree: FilterTree
+
+
+def parse_filter(data: Any) -> FilterTree:
+    """Parse a dict (or an existing node) into a FilterTree. Raises FilterError."""
+    if isinstance(data, (Eq, In, Range, And, Or, Not)):
+        return data
+    try:
+        return _Holder(tree=data).tree
+    except Exception as exc:  # pydantic.ValidationError
+        raise FilterError(f"malformed filter tree: {exc}") from exc
+
+
+def fields(tree: FilterTree) -> set[str]:
+    """All field names a tree references."""
+    if isinstance(tree, (Eq, In, Range)):
+        return {tree.field}
+    if isinstance(tree, Not):
+        return fields(tree.clause)
+    out: set[str] = set()
+    for c in tree.clauses:
+        out |= fields(c)
+    return out
+
+
+def check_fields(tree: FilterTree, allowed: Iterable[str]) -> None:
+    """Raise FilterError if the tree names a field outside ``allowed`` (the shared vocabulary)."""
+    allowed_set = set(allowed)
+    unknown = sorted(fields(tree) - allowed_set)
+    if unknown:
+        raise FilterError(
+            f"filter names unknown field(s) {unknown}; allowed fields are {sorted(allowed_set)}"
+        )
+
+
+def and_(*clauses: FilterTree | None) -> FilterTree | None:
+    """Conjunction of the non-None clauses, flattening nested Ands; None if there are none."""
+    flat: list[FilterTree] = []
+    for c in clauses:
+        if c is None:
+            continue
+        if isinstance(c, And):
+            flat.extend(c.clauses)
+        else:
+            flat.append(c)
+    if not flat:
+        return None
+    if len(flat) == 1:
+        return flat[0]
+    return And(clauses=tuple(flat))
+
+
+def _cmp_ok(v: Any, bound: Any) -> bool:
+    # Only compare like with like: numbers with numbers, strings with strings.
+    if isinstance(v, bool) or isinstance(bound, bool):
+        return False
+    if isinstance(v, (int, float)) and isinstance(bound, (int, float)):
+        return True
+    return isinstance(v, str) and isinstance(bound, str)
+
+
+def _eq(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return a == b
+
+
+def matches(tree: FilterTree | None, payload: dict[str, Any]) -> bool:
+    """Evaluate a tree against a property dict. A missing field never matches Eq/In/Range.
+
+    A list-valued property matches Eq/In when any element matches (Qdrant semantics).
+    """
+    if tree is None:
+        return True
+    if isinstance(tree, And):
+        return all(matches(c, payload) for c in tree.clauses)
+    if isinstance(tree, Or):
+        return any(matches(c, payload) for c in tree.clauses)
+    if isinstance(tree, Not):
+        return not matches(tree.clause, payload)
+    if tree.field not in payload or payload[tree.field] is None:
+        return False
+    raw = payload[tree.field]
+    vals = raw if isinstance(raw, (list, tuple)) else [raw]
+    if isinstance(tree, Eq):
+        return any(_eq(v, tree.value) for v in vals)
+    if isinstance(tree, In):
+        return any(_eq(v, x) for v in vals for x in tree.values)
+    for v in vals:
+        ok = True
+        for bound, fn in (
+            (tree.gt, lambda a, b: a > b),
+            (tree.gte, lambda a, b: a >= b),
+            (tree.lt, lambda a, b: a < b),
+            (tree.lte, lambda a, b: a <= b),
+        ):
+            if bound is None:
+                continue
+            if not _cmp_ok(v, bound) or not fn(v, bound):
+                ok = False
+                break
+        if ok:
+            return True
+    return False
+
+
+def to_display(tree: FilterTree | None) -> dict[str, Any]:
+    """A flat, seed-004-style view: {field: value | [values] | {gte:..}} for a pure conjunction.
+
+    Non-conjunctive trees are returned as their JSON form.
+    """
+    if tree is None:
+        return {}
+    clauses = tree.clauses if isinstance(tree, And) else (tree,)
+    out: dict[str, Any] = {}
+    for c in clauses:
+        if isinstance(c, Eq) and c.field not in out:
+            out[c.field] = c.value
+        elif isinstance(c, In) and c.field not in out:
+            out[c.field] = list(c.values)
+        elif isinstance(c, Range) and c.field not in out:
+            out[c.field] = c.model_dump(exclude={"op", "field"}, exclude_none=True)
+        else:
+            return tree.model_dump(mode="json")
+    return out

@@ -1,0 +1,222 @@
+"""Metagraph models: GoalType and TraversalPattern, stored in the graph as
+``(:GoalType)-[:HAS_PATTERN]->(:TraversalPattern)``.
+
+A pattern is data; one Cypher compiler (``hopweave.graph.cypher``) turns it into
+``(query, params)`` and the networkx store walks the same structure natively.
+
+Values in predicates are :data:`ValueRef`: a literal, a binding to a resolved entity or session
+value, or a time relative to the request's ``as_of`` (never the wall clock).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from hopweave.models.schema import check_identifier
+
+Scalar = Union[str, int, float, bool]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ---- values -------------------------------------------------------------------------------
+class Literal_(_Frozen):
+    kind: Literal["literal"] = "literal"
+    value: Union[Scalar, tuple[Scalar, ...]]
+
+
+class Bind(_Frozen):
+    """A value taken from the request: ``session.<key>`` or ``entity.<EntityType>`` (its
+    canonical value, e.g. ``entity.Tier`` -> "Platinum"), or ``goal.name``."""
+
+    kind: Literal["bind"] = "bind"
+    ref: str = Field(pattern=r"^(session|entity|goal)\.[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    #: Value used when the binding is absent; if None and absent, the predicate is dropped?
+    #: No: an absent binding without default makes the pattern return no rows (fail closed).
+    default: Union[Scalar, None] = None
+
+
+class RelativeTime(_Frozen):
+    """``as_of`` shifted by ``amount`` ``unit`` (negative = past), as an ISO string of the
+    property's type (date -> YYYY-MM-DD, datetime -> YYYY-MM-DDTHH:MM:SS), or ``start_of``
+    the as_of's year/month/day."""
+
+    kind: Literal["relative"] = "relative"
+    amount: int = 0
+    unit: Literal["days", "months", "years"] = "days"
+    start_of: Literal["year", "month", "day", None] = None
+
+
+class AsOfYear(_Frozen):
+    """The integer year of ``as_of`` (for ``year = current year``)."""
+
+    kind: Literal["as_of_year"] = "as_of_year"
+    offset: int = 0
+
+
+ValueRef = Annotated[Union[Literal_, Bind, RelativeTime, AsOfYear], Field(discriminator="kind")]
+
+
+class Predicate(_Frozen):
+    """A condition on one node of the walk.
+
+    ``on`` is ``"target"`` or the 1-based hop index of an intermediate node (1 = the node
+    reached by the first edge; the seed is 0).
+    """
+
+    on: Union[Literal["target"], int] = "target"
+    property: str
+    op: Literal["eq", "ne", "in", "lt", "lte", "gt", "gte", "exists"] = "eq"
+    value: ValueRef | None = None
+
+    @field_validator("property")
+    @classmethod
+    def _safe(cls, v: str) -> str:
+        return check_identifier(v, "predicate property")
+
+    @model_validator(mode="after")
+    def _value_needed(self) -> "Predicate":
+        if self.op != "exists" and self.value is None:
+            raise ValueError(f"predicate on {self.property!r} with op {self.op!r} needs a value")
+        if isinstance(self.on, int) and self.on < 0:
+            raise ValueError("predicate 'on' hop index must be >= 0")
+        return self
+
+
+class EdgeStep(_Frozen):
+    type: str
+    direction: Literal["out", "in", "both"] = "out"
+
+    @field_validator("type")
+    @classmethod
+    def _safe(cls, v: str) -> str:
+        return check_identifier(v, "relationship type")
+
+
+class Seed(_Frozen):
+    """Which node the walk starts from: the node of ``type`` whose ``key`` equals ``value``."""
+
+    type: str
+    key: str = "id"
+    value: ValueRef = Field(default_factory=lambda: Bind(ref="session.customer_id"))
+
+    @field_validator("type", "key")
+    @classmethod
+    def _safe(cls, v: str) -> str:
+        return check_identifier(v, "seed identifier")
+
+
+class OrderBy(_Frozen):
+    property: str
+    direction: Literal["asc", "desc"] = "desc"
+
+    @field_validator("property")
+    @classmethod
+    def _safe(cls, v: str) -> str:
+        return check_identifier(v, "order property")
+
+
+class TraversalPattern(_Frozen):
+    """One sub-question's retrieval plan. Rows are target nodes (distinct), ordered by
+    ``order_by`` then ``id`` ascending (ties always break by id), truncated to ``limit``."""
+
+    name: str
+    goal: str
+    sub_question: str = Field(min_length=3, max_length=500)
+    seed: Seed
+    edge_sequence: tuple[EdgeStep, ...] = Field(min_length=1)
+    target_type: str
+    #: Labels required on intermediate nodes (index i = node after edge i+1); None = any label
+    #: allowed by the schema for that edge.
+    via_types: tuple[str | None, ...] = ()
+    predicates: tuple[Predicate, ...] = ()
+    depth: int = Field(ge=1)
+    budget_ms: int = Field(default=50, ge=1, le=10_000)
+    max_visited: int = Field(default=10_000, ge=1, le=10_000_000)
+    order_by: tuple[OrderBy, ...] = ()
+    limit: int = Field(default=50, ge=1, le=10_000)
+    #: Properties of the target returned in each row (besides id and label).
+    returns: tuple[str, ...] = ()
+    #: PII properties this pattern is allowed to return (must be declared here to pass the gate).
+    pii_allowed: tuple[str, ...] = ()
+    #: Context section this pattern's facts feed (a section name of the goal's template).
+    section: str | None = None
+    version: int = Field(ge=1)
+    author: str = Field(min_length=1)
+    created_at: datetime
+    description: str = ""
+
+    @field_validator("name", "goal", "target_type")
+    @classmethod
+    def _safe(cls, v: str) -> str:
+        return check_identifier(v, "pattern identifier")
+
+    @field_validator("returns", "pii_allowed")
+    @classmethod
+    def _safe_props(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for p in v:
+            check_identifier(p, "returned property")
+        return v
+
+    def definition_hash(self) -> str:
+        """Hash of everything that changes what the pattern returns (not version/author/time)."""
+        d = self.model_dump(mode="json", exclude={"version", "author", "created_at", "description"})
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class SectionTemplate(_Frozen):
+    """One section of the goal's context block. ``source`` says what fills it:
+    ``facts`` (rows of ``patterns``), ``chunks`` (policy chunks) or ``precedent`` (traces).
+    ``line`` is a str.format template over a row's properties (facts/precedent) or a chunk's
+    fields; ``title`` may use ``{document}``/``{section}`` for chunk sections."""
+
+    name: str
+    title: str
+    source: Literal["facts", "chunks", "precedent"]
+    patterns: tuple[str, ...] = ()
+    line: str = "{summary}"
+    max_lines: int = Field(default=10, ge=1, le=200)
+
+
+class GoalType(_Frozen):
+    name: str
+    description: str = Field(min_length=3)
+    examples: tuple[str, ...] = Field(min_length=1)
+    version: int = Field(ge=1)
+    author: str = "hopweave"
+    created_at: datetime | None = None
+    #: The context block's sections, in order.
+    sections: tuple[SectionTemplate, ...] = ()
+    #: Ranking profile used for this goal's document search (a registered profile name).
+    ranking_profile: str | None = None
+    #: Search query template for the document channel (str.format over entity values), if any.
+    search_template: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _safe(cls, v: str) -> str:
+        return check_identifier(v, "goal name")
+
+
+def pattern_node_id(name: str) -> str:
+    return f"PATTERN_{name}"
+
+
+def goal_node_id(name: str) -> str:
+    return f"GOAL_{name}"
+
+
+def to_json(obj: BaseModel) -> str:
+    """Canonical JSON of a model (sorted keys) as stored on graph nodes."""
+    return json.dumps(obj.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+def dump_props(obj: Any) -> dict[str, Any]:  # pragma: no cover - trivial
+    return obj.model_dump(mode="json")
