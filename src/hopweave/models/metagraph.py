@@ -38,8 +38,8 @@ class Bind(_Frozen):
 
     kind: Literal["bind"] = "bind"
     ref: str = Field(pattern=r"^(session|entity|goal)\.[A-Za-z_][A-Za-z0-9_]{0,63}$")
-    #: Value used when the binding is absent; if None and absent, the predicate is dropped?
-    #: No: an absent binding without default makes the pattern return no rows (fail closed).
+    #: Value used when the binding is absent. An absent binding without a default makes the
+    #: predicate (or seed) match nothing: patterns fail closed, never open.
     default: Union[Scalar, None] = None
 
 
