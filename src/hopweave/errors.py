@@ -99,3 +99,7 @@ class TenantError(HopweaveError):
 
 class EmbeddingSpaceError(HopweaveError):
     """A vector does not belong to the collection's embedding space."""
+
+
+class PatternIdentifierError(PatternValidationError, UnsafeIdentifierError):
+    """A pattern names a label, relationship type or property that is not a safe identifier."""

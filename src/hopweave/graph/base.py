@@ -83,7 +83,8 @@ class GraphStore(ABC):
         marks shared, which only the ``_global`` tenant may write). Both endpoints of an edge
         must be visible to the tenant. Validates labels, types and properties against the schema.
         """
-        check_tenant(tenant_id)
+        if tenant_id != GLOBAL_TENANT:  # the shared tenant is not a valid request tenant
+            check_tenant(tenant_id)
         self._write(tenant_id, list(nodes), list(edges))
 
     # ---- metagraph (shared across tenants) -----------------------------------------------

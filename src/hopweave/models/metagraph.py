@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -171,6 +171,40 @@ class TraversalPattern(_Frozen):
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
+class Metric(_Frozen):
+    """One number derived from a section's rows (e.g. payments on time in the last 24 months).
+
+    ``count`` counts rows (matching ``where``, a FilterTree over row properties); ``sum``/``min``/
+    ``max``/``mean`` aggregate ``property`` over those rows; ``percent`` is
+    ``100 * count(where) / count(all rows)`` rounded to an int.
+    """
+
+    fn: Literal["count", "sum", "min", "max", "mean", "percent"] = "count"
+    #: Rows of this pattern only (default: every pattern of the section).
+    pattern: Optional[str] = None
+    property: Optional[str] = None
+    where: Optional[dict[str, Any]] = None
+
+    @model_validator(mode="after")
+    def _needs_property(self) -> "Metric":
+        if self.fn in ("sum", "min", "max", "mean") and not self.property:
+            raise ValueError(f"metric fn {self.fn!r} needs a property")
+        if self.where is not None:
+            from hopweave.models.filters import parse_filter
+
+            parse_filter(self.where)
+        return self
+
+
+class Aggregate(_Frozen):
+    """A derived line: ``line`` is a str.format template over the metrics (each also offered as
+    ``<name>_s`` = "" when it is 1 else "s"), ``as_of_year``, ``as_of_date`` and entity values
+    (``entity_<Type>``)."""
+
+    line: str
+    metrics: dict[str, Metric] = Field(default_factory=dict)
+
+
 class SectionTemplate(_Frozen):
     """One section of the goal's context block. ``source`` says what fills it:
     ``facts`` (rows of ``patterns``), ``chunks`` (policy chunks) or ``precedent`` (traces).
@@ -183,6 +217,21 @@ class SectionTemplate(_Frozen):
     patterns: tuple[str, ...] = ()
     line: str = "{summary}"
     max_lines: int = Field(default=10, ge=1, le=200)
+    #: Derived lines computed over the rows (facts sections), placed before the row lines.
+    aggregates: tuple[Aggregate, ...] = ()
+    #: Patterns whose rows also become one line each (default: all of ``patterns``; ``[]`` =
+    #: aggregates only).
+    row_patterns: Optional[tuple[str, ...]] = None
+    #: Per-pattern row line templates (override ``line`` for that pattern's rows).
+    pattern_lines: dict[str, str] = Field(default_factory=dict)
+    #: Only rows matching this FilterTree (over row properties) become row lines.
+    row_where: Optional[dict[str, Any]] = None
+    #: Line shown when the section has nothing to show (so an empty answer is visible).
+    empty: str = "none found"
+    #: chunks/precedent: keep items while score >= min_score_ratio * best score ...
+    min_score_ratio: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: ... and stop at the first relative drop from the previous item larger than this.
+    cliff_drop: float = Field(default=1.0, gt=0.0, le=1.0)
 
 
 class GoalType(_Frozen):

@@ -1,0 +1,38 @@
+# hopweave: the two commands a new user needs are `make demo` and `make test`.
+# Both create .venv on first use (Python >= 3.11) and install hopweave with its extras.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: setup demo test test-unit test-falkordb bench clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# The CPU build of torch (pinned; an unpinned torch pulls a multi-GB CUDA build).
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[all]'
+	touch $@
+
+demo: setup
+	$(VENV)/bin/hopweave demo
+
+test: setup
+	$(PY) -m pytest -q
+	bash .ci/falkordb.sh
+
+test-unit: setup
+	$(PY) -m pytest -q tests/unit
+
+test-falkordb:
+	bash .ci/falkordb.sh
+
+bench: setup
+	$(VENV)/bin/hopweave bench maria --chunks 5000 --nodes 50000 --concurrency 20
+
+clean:
+	rm -rf .hopweave

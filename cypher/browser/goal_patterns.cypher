@@ -1,0 +1,5 @@
+// hopweave: a goal type with its traversal patterns (the metagraph of one goal).
+// Set the parameter first:  :param goal => 'LateFeeDispute'
+MATCH (g:GoalType {name: $goal})-[h:HAS_PATTERN]->(p:TraversalPattern)
+RETURN g, h, p, p.sub_question AS sub_question, p.edge_types AS edge_types, p.version AS version
+ORDER BY p.name

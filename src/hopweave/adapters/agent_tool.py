@@ -1,0 +1,114 @@
+"""The agent's retrieval tool (seed 003): ``retrieve(query, mode, filters, top_k)``.
+
+The agent chooses the mode (``keyword`` for exact identifiers, ``semantic`` for concepts,
+``hybrid`` when unsure) and may narrow the scope with filters in the shared vocabulary; it can
+never widen it: the tenant comes from the bound session, the index adds ``tenant_id`` and
+``version = current`` itself, and the tool adds ``status = active``. Filter field names are checked
+against the schema's chunk fields (an unknown field is an error the agent can read and fix).
+
+Use :class:`RetrieveTool` directly (a plain callable returning JSON-ready dicts) or
+:meth:`RetrieveTool.as_langchain_tool` for a LangChain ``StructuredTool`` (optional extra).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Mapping
+
+from hopweave.errors import InputError, MissingDependencyError
+from hopweave.models.common import Session
+from hopweave.models.filters import And, Eq, FilterTree, In, and_, check_fields, parse_filter
+
+Mode = Literal["semantic", "keyword", "hybrid"]
+
+#: Mode -> published ranking profile (None = the default hybrid profile).
+MODE_PROFILES: dict[str, str | None] = {"semantic": "dense_only", "keyword": "lexical_only", "hybrid": None}
+
+DESCRIPTION = (
+    "Retrieve policy passages. Use mode='keyword' for exact matches (policy ids, amounts, section "
+    "numbers), 'semantic' for concept-level questions, 'hybrid' when unsure. filters narrows the "
+    "scope with metadata fields (tier, product, policy_type, region, document_id, section, ...): "
+    "a value or a list of values per field."
+)
+
+
+def filters_to_tree(filters: Mapping[str, Any] | None) -> FilterTree | None:
+    """``{field: value | [values]}`` (or a FilterTree dict with ``op``) -> FilterTree."""
+    if not filters:
+        return None
+    if "op" in filters:
+        return parse_filter(dict(filters))
+    clauses: list[FilterTree] = []
+    for k in sorted(filters):
+        v = filters[k]
+        if isinstance(v, (list, tuple)):
+            if not v:
+                raise InputError(f"filter {k!r} has an empty list of values")
+            clauses.append(In(field=k, values=tuple(v)))
+        elif isinstance(v, (str, int, float, bool)):
+            clauses.append(Eq(field=k, value=v))
+        else:
+            raise InputError(f"filter {k!r}: use a value or a list of values, not {type(v).__name__}")
+    return And(clauses=tuple(clauses)) if len(clauses) > 1 else clauses[0]
+
+
+class RetrieveTool:
+    """``retrieve(query, mode, filters, top_k)`` bound to an engine and a session."""
+
+    name = "retrieve"
+    description = DESCRIPTION
+
+    def __init__(self, engine: Any, session: Session | Mapping[str, Any]) -> None:
+        self.engine = engine
+        self.session = session if isinstance(session, Session) else Session.model_validate(dict(session))
+
+    def __call__(self, query: str, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
+                 top_k: int = 10) -> list[dict[str, Any]]:
+        """Ranked passages as dicts (chunk_id, document, revision, version, section, text, score,
+        channels). Raises InputError for a bad mode / top_k / filter, FilterError for an unknown
+        field, StoreError when the index is unavailable."""
+        from hopweave.engine.stack import profile as get_profile
+
+        if not isinstance(query, str) or not query.strip():
+            raise InputError("query must be a non-empty string")
+        if mode not in MODE_PROFILES:
+            raise InputError(f"mode must be one of {sorted(MODE_PROFILES)}, not {mode!r}")
+        if not isinstance(top_k, int) or not 1 <= top_k <= 100:
+            raise InputError("top_k must be an integer between 1 and 100")
+        if self.engine.index is None:
+            raise InputError("the engine has no vector index to search")
+        tree = filters_to_tree(filters)
+        if tree is not None:
+            check_fields(tree, self.engine.graph.schema.filter_fields())
+        where = and_(Eq(field="status", value="active"), tree)
+        prof = get_profile(MODE_PROFILES[mode])
+        vec = space = None
+        if prof.uses_semantic:
+            vec = self.engine.embedder.embed([query])[0]
+            space = self.engine.embedder.space
+        res = self.engine.index.search(self.session.tenant_id, query, prof, where=where, limit=top_k,
+                                       query_vector=vec, query_space=space)
+        out = []
+        for h in res.hits:
+            out.append({
+                "chunk_id": h.chunk_id, "document": h.document, "document_id": h.document_id,
+                "revision": h.revision, "version": h.version, "section": h.section, "title": h.title,
+                "text": h.text, "score": round(h.score, 6),
+                "channels": {
+                    name: {"rank": ch.rank, "score": round(ch.score, 6)}
+                    for name, ch in (("semantic", h.semantic), ("lexical", h.lexical)) if ch is not None
+                },
+            })
+        return out
+
+    def as_langchain_tool(self) -> Any:
+        """A LangChain ``StructuredTool`` calling this tool. Raises MissingDependencyError."""
+        try:
+            from langchain_core.tools import StructuredTool
+        except ImportError:
+            raise MissingDependencyError("langchain-core", "langchain", "The LangChain agent tool") from None
+
+        def retrieve(query: str, mode: Mode = "hybrid", filters: dict[str, Any] | None = None,
+                     top_k: int = 10) -> list[dict[str, Any]]:
+            return self(query, mode=mode, filters=filters, top_k=top_k)
+
+        return StructuredTool.from_function(retrieve, name=self.name, description=self.description)

@@ -1,0 +1,113 @@
+"""LangChain integration: :class:`HopweaveRetriever`, a ``BaseRetriever`` over the Engine.
+
+Optional extra: ``pip install 'hopweave[langchain]'``. Importing this module without
+``langchain-core`` works; using :class:`HopweaveRetriever` then raises MissingDependencyError with
+the install hint.
+
+The retriever does not re-implement anything: each call is one ``Engine.retrieve`` (understand,
+pre-filtered hybrid search || graph patterns, precedent, assembly, decision trace), and the
+working set comes back as LangChain ``Document``s: the whole context block first (optional), then
+one document per policy chunk that reached the context, then one per fact / precedent section.
+Every document's metadata carries provenance and the trace id.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from hopweave.engine.result import RetrievalResult
+from hopweave.errors import MissingDependencyError
+
+try:  # pragma: no cover - exercised through the two branches in tests
+    from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+    from pydantic import ConfigDict
+
+    _HAVE_LANGCHAIN = True
+except ImportError:  # pragma: no cover
+    _HAVE_LANGCHAIN = False
+
+
+def _missing() -> MissingDependencyError:
+    return MissingDependencyError("langchain-core", "langchain", "The LangChain retriever")
+
+
+def to_documents(result: RetrievalResult, *, k: int = 8, include_context: bool = False,
+                 include_sections: bool = True) -> list[Any]:
+    """The result's working set as LangChain Documents (see the module docstring)."""
+    if not _HAVE_LANGCHAIN:
+        raise _missing()
+    base = {"trace_id": result.trace_id, "goal": result.goal, "as_of": result.as_of.isoformat()}
+    docs: list[Any] = []
+    if include_context:
+        docs.append(Document(page_content=result.context.text,
+                             metadata={**base, "kind": "context", "tokens": result.context.tokens,
+                                       "degraded": [d.model_dump() for d in result.degraded]}))
+    chunks = sorted((c for c in result.chunks if c.in_context), key=lambda c: (-c.score, c.chunk_id))[:k]
+    for c in chunks:
+        docs.append(Document(page_content=c.text, metadata={
+            **base, "kind": "policy", "chunk_id": c.chunk_id, "document": c.document, "document_id": c.document_id,
+            "revision": c.revision, "version": c.version, "section": c.section, "title": c.title, "score": c.score,
+            "source": c.metadata.get("source_uri"),
+            "channels": [ch.model_dump() for ch in c.channels],
+        }))
+    if include_sections:
+        by_section: dict[str, list[Any]] = {}
+        for ln in result.context.lines:
+            if ln.kind in ("fact", "aggregate", "precedent", "note", "empty"):
+                by_section.setdefault(ln.section, []).append(ln)
+        for name, lines in by_section.items():
+            kind = "precedent" if any(ln.kind == "precedent" for ln in lines) else "facts"
+            docs.append(Document(page_content="\n".join(ln.text for ln in lines), metadata={
+                **base, "kind": kind, "section": name,
+                "sources": sorted({s for ln in lines for s in ln.sources}),
+            }))
+    return docs
+
+
+if _HAVE_LANGCHAIN:
+
+    class HopweaveRetriever(BaseRetriever):
+        """LangChain retriever over a hopweave :class:`~hopweave.engine.engine.Engine`.
+
+        Attributes:
+            engine: the Engine (opened by the caller; the retriever does no I/O on construction).
+            session: the authenticated session (dict or Session) every query runs under.
+            as_of: evaluate cases at this instant (None = now, recorded on the trace).
+            k: at most this many policy-chunk documents.
+            include_context: put the whole sectioned context block first.
+            include_sections: add one document per fact / precedent section.
+            token_budget: the context block's token budget (engine default when None).
+        """
+
+        model_config = ConfigDict(arbitrary_types_allowed=True)
+
+        engine: Any
+        session: Any
+        as_of: Optional[str] = None
+        k: int = 8
+        include_context: bool = False
+        include_sections: bool = True
+        token_budget: Optional[int] = None
+
+        def _kwargs(self) -> dict[str, Any]:
+            return {"session": self.session, "as_of": self.as_of, "token_budget": self.token_budget}
+
+        def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Any]:
+            result = self.engine.retrieve(query, **self._kwargs())
+            return to_documents(result, k=self.k, include_context=self.include_context,
+                                include_sections=self.include_sections)
+
+        async def _aget_relevant_documents(
+            self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+        ) -> list[Any]:
+            result = await self.engine.aretrieve(query, **self._kwargs())
+            return to_documents(result, k=self.k, include_context=self.include_context,
+                                include_sections=self.include_sections)
+
+else:  # pragma: no cover
+
+    class HopweaveRetriever:  # type: ignore[no-redef]
+        def __init__(self, *a: Any, **k: Any) -> None:
+            raise _missing()

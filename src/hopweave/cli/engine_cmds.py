@@ -1,0 +1,286 @@
+"""Engine commands: ``demo``, ``retrieve``, ``replay`` and ``trace show|diff|used-by``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from hopweave.cli import app
+from hopweave.cli.common import emit_json, handle_errors
+from hopweave.errors import ConfigError, InputError
+
+trace_app = typer.Typer(help="Inspect recorded retrievals (DecisionTrace nodes).", no_args_is_help=True)
+app.add_typer(trace_app, name="trace")
+
+DEFAULT_STORE = Path(".hopweave") / "deltabank"
+STORE_HELP = "Store directory (default: $HOPWEAVE_STORE or .hopweave/deltabank)."
+DEMO_SCENARIO = "01_maria_late_fee.yaml"
+
+
+def _store(store: Optional[Path]) -> Path:
+    if store is not None:
+        return store
+    env = os.environ.get("HOPWEAVE_STORE")
+    return Path(env) if env else DEFAULT_STORE
+
+
+def _example_dir() -> Path:
+    from hopweave.paths import repo_root
+
+    env = os.environ.get("HOPWEAVE_EXAMPLES")
+    if env:
+        return Path(env) / "deltabank"
+    root = repo_root()
+    if root is None:
+        raise ConfigError(
+            "cannot find examples/deltabank: run from a source checkout (pip install -e .) or set "
+            "HOPWEAVE_EXAMPLES to the examples folder"
+        )
+    return root / "examples" / "deltabank"
+
+
+def _open_engine(store: Path, **config: Any) -> Any:
+    from hopweave.engine.engine import Engine, EngineConfig
+
+    if not (store / "graph").exists():
+        raise InputError(f"no hopweave store at {store}: run `hopweave demo` or `hopweave load` first")
+    return Engine.open(store, config=EngineConfig(**config) if config else None)
+
+
+def _read_session(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read session file {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"session file {path} must hold a JSON object")
+    data.pop("as_of", None)
+    return data
+
+
+def _print_context(result: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    con.print(f"[bold]goal[/] {result.goal or '(unclear: clarify)'}  confidence {result.confidence:.2f}  "
+              f"as_of {result.as_of.isoformat()}  trace {result.trace_id}")
+    con.print(f"[bold]filter[/] {json.dumps(result.filter_display, sort_keys=True)}")
+    con.print()
+    con.print(result.context.text, markup=False, highlight=False)
+    con.print()
+    con.print(f"[dim]{result.context.tokens} tokens of {result.context.budget} ({result.context.tokenizer}); "
+              f"{len(result.context.omitted)} line(s) left out[/]")
+    if result.degraded:
+        con.print("[yellow]degraded:[/]")
+        for d in result.degraded:
+            con.print(f"  - {d.stage}: {d.what}: {d.reason} -> {d.fallback}", markup=False)
+    t = Table(title="stage timings (ms)")
+    t.add_column("stage")
+    t.add_column("ms", justify="right")
+    for k in ("understand", "search", "traverse", "search_and_traverse", "precedent", "assemble", "record", "total"):
+        if k in result.timings_ms:
+            t.add_row(k, f"{result.timings_ms[k]:.1f}")
+    con.print(t)
+
+
+@app.command()
+@handle_errors
+def demo(
+    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
+) -> None:
+    """Run Maria's late-fee dispute (seed 004) end to end on the embedded store.
+
+    Loads the DeltaBank example (graph, metagraph, policy corpus) into the store if it is absent,
+    then prints the context block and a stage-timing table.
+    """
+    import time
+
+    from hopweave.engine.replay import check, load_scenario, run_scenario
+
+    store_dir = _store(store)
+    example = _example_dir()
+    if not (store_dir / "graph").exists():
+        from hopweave.deltabank.load import load_deltabank
+
+        t = time.perf_counter()
+        typer.echo(f"loading the DeltaBank example into {store_dir} ...", err=True)
+        load_deltabank(store_dir)
+        typer.echo(f"loaded in {time.perf_counter() - t:.1f} s", err=True)
+    sc = load_scenario(example / "scenarios" / DEMO_SCENARIO)
+    engine = _open_engine(store_dir)
+    try:
+        warm = engine.warmup()
+        typer.echo(f"models loaded in {sum(warm.values()) / 1000:.1f} s (once per process)", err=True)
+        result = run_scenario(engine, sc)
+    finally:
+        engine.close()
+    if as_json:
+        emit_json(result.to_json())
+        return
+    typer.echo(f"\n{sc.utterance!r}  (session {sc.resolved_session().customer_id}, tenant "
+               f"{sc.resolved_session().tenant_id})\n")
+    _print_context(result)
+    fails = check(sc, result)
+    if fails:
+        typer.echo("demo expectations NOT met:\n  " + "\n  ".join(fails), err=True)
+        raise typer.Exit(code=1)
+
+
+@app.command()
+@handle_errors
+def retrieve(
+    utterance: str = typer.Argument(..., help="What the customer said."),
+    session: Path = typer.Option(..., "--session", help="Session JSON file (tenant_id, customer_id, region, ...)."),
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="Evaluate the case at this ISO date/datetime."),
+    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    profile: Optional[str] = typer.Option(None, "--profile", help="Ranking profile name."),
+    token_budget: Optional[int] = typer.Option(None, "--token-budget", help="Context token budget."),
+    budget_ms: Optional[int] = typer.Option(None, "--budget-ms", help="Wall-clock budget."),
+    no_record: bool = typer.Option(False, "--no-record", help="Do not write a DecisionTrace."),
+    as_json: bool = typer.Option(False, "--json", help="Print the typed result as JSON."),
+) -> None:
+    """Retrieve the working set for one utterance."""
+    engine = _open_engine(_store(store))
+    try:
+        result = engine.retrieve(utterance, session=_read_session(session), as_of=as_of, profile=profile,
+                                 token_budget=token_budget, budget_ms=budget_ms, record=not no_record)
+    finally:
+        engine.close()
+    if as_json:
+        emit_json(result.to_json())
+    else:
+        _print_context(result)
+
+
+@app.command()
+@handle_errors
+def replay(
+    paths: list[Path] = typer.Argument(..., help="Scenario files or folders."),
+    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    twice: bool = typer.Option(False, "--twice", help="Replay each scenario twice and require identical bytes."),
+    no_record: bool = typer.Option(False, "--no-record", help="Do not write DecisionTraces."),
+    as_json: bool = typer.Option(False, "--json", help="Print the outcomes as JSON."),
+) -> None:
+    """Re-run scenarios at their recorded as_of and check their expectations (exit 1 on failure)."""
+    from hopweave.engine.replay import REPLAY_CONFIG, replay as run
+
+    engine = _open_engine(_store(store), **REPLAY_CONFIG.__dict__)
+    try:
+        outcomes = run(engine, paths, record=not no_record)
+        if twice:
+            again = run(engine, paths, record=False)
+            outcomes = [
+                o if o.context_hash == a.context_hash and o.trace_id == a.trace_id else o.model_copy(update={
+                    "passed": False,
+                    "failures": o.failures + (f"second replay differs: context {o.context_hash[:12]} vs "
+                                              f"{a.context_hash[:12]}, trace {o.trace_id} vs {a.trace_id}",)})
+                for o, a in zip(outcomes, again)
+            ]
+    finally:
+        engine.close()
+    failed = [o for o in outcomes if not o.passed]
+    if as_json:
+        emit_json([o.model_dump(mode="json") for o in outcomes])
+    else:
+        for o in outcomes:
+            mark = "PASS" if o.passed else "FAIL"
+            typer.echo(f"{mark}  {o.scenario:40s} goal={o.goal or '-':22s} trace={o.trace_id} "
+                       f"tokens={o.tokens} {o.timings_ms.get('total', 0):.0f}ms")
+            for f in o.failures:
+                typer.echo(f"      - {f}")
+        typer.echo(f"\n{len(outcomes) - len(failed)}/{len(outcomes)} scenarios passed"
+                   + (" (each replayed twice, byte-identical)" if twice and not failed else ""))
+    if failed:
+        raise typer.Exit(code=1)
+
+
+def _tenant(tenant: Optional[str]) -> str:
+    t = tenant or os.environ.get("HOPWEAVE_TENANT")
+    if not t:
+        raise InputError("traces are tenant-scoped: pass --tenant (or set HOPWEAVE_TENANT)")
+    return t
+
+
+@trace_app.command("show")
+@handle_errors
+def trace_show(
+    trace_id: str = typer.Argument(..., help="A recorded retrieval's trace id (RT_...)."),
+    tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant id (or $HOPWEAVE_TENANT)."),
+    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    pii: bool = typer.Option(False, "--pii", help="Show the utterance (a PII property)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """What trace T saw: plan, patterns and versions, chunks, facts, precedent, context."""
+    from hopweave.engine import record as rec
+    from hopweave.engine.stack import open_graph
+
+    graph = open_graph(_store(store))
+    t = rec.load(graph, _tenant(tenant), trace_id)
+    t = t if pii else t.redacted()
+    if as_json:
+        emit_json(t.model_dump(mode="json"))
+        return
+    typer.echo(f"trace {t.trace_id}  goal={t.goal}@{t.goal_version}  as_of={t.as_of}  customer={t.customer_id}")
+    typer.echo(f"utterance: {t.utterance}")
+    pats = ", ".join(f"{p.get('name')}@{p.get('version')}" for p in t.patterns)
+    typer.echo(f"patterns:  {pats or '-'}")
+    typer.echo(f"filter:    {json.dumps(t.filter, sort_keys=True)}")
+    typer.echo(f"profile:   {t.ranking_profile}")
+    typer.echo(f"chunks:    {', '.join(t.chunk_ids) or '-'}")
+    typer.echo(f"facts:     {', '.join(t.fact_ids) or '-'}")
+    typer.echo(f"precedent: {', '.join(t.precedent_ids) or '-'}")
+    typer.echo(f"degraded:  {json.dumps(t.degraded) if t.degraded else '-'}")
+    typer.echo(f"context ({t.tokens} tokens, sha256 {str(t.context_hash)[:16]}):\n{t.context_text}")
+
+
+@trace_app.command("diff")
+@handle_errors
+def trace_diff(
+    a: str = typer.Argument(..., help="Earlier trace id."),
+    b: str = typer.Argument(..., help="Later trace id."),
+    tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant id (or $HOPWEAVE_TENANT)."),
+    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Exactly what changed between two recorded retrievals (plan, what was seen, context)."""
+    from hopweave.engine import record as rec
+    from hopweave.engine.stack import open_graph
+
+    graph = open_graph(_store(store))
+    t = _tenant(tenant)
+    d = rec.diff(rec.load(graph, t, a), rec.load(graph, t, b))
+    if as_json:
+        emit_json(d.model_dump(mode="json"))
+    else:
+        typer.echo(d.render())
+
+
+@trace_app.command("used-by")
+@handle_errors
+def trace_used_by(
+    pattern: str = typer.Argument(..., help="TraversalPattern name."),
+    version: Optional[int] = typer.Option(None, "--version", help="Only traces that used this version."),
+    tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant id (or $HOPWEAVE_TENANT)."),
+    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Which recorded retrievals used pattern X (through USED_PATTERN edges)."""
+    from hopweave.engine import record as rec
+    from hopweave.engine.stack import open_graph
+
+    graph = open_graph(_store(store))
+    traces = rec.traces_using(graph, _tenant(tenant), pattern, version)
+    if as_json:
+        emit_json([{"trace_id": x.trace_id, "as_of": x.as_of, "goal": x.goal,
+                    "pattern_versions": [p for p in x.patterns if p.get("name") == pattern]} for x in traces])
+        return
+    for x in traces:
+        v = next((p.get("version") for p in x.patterns if p.get("name") == pattern), None)
+        typer.echo(f"{x.trace_id}  as_of={x.as_of}  goal={x.goal}  {pattern}@{v}")
+    typer.echo(f"{len(traces)} trace(s) used {pattern}" + (f"@{version}" if version else ""))

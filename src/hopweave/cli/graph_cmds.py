@@ -1,0 +1,201 @@
+"""Graph commands: ``load``, ``patterns list|show|validate|uses``, ``traverse``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from hopweave.cli import app
+from hopweave.cli.common import emit_json, handle_errors
+from hopweave.errors import InputError, NotFoundError
+
+DEFAULT_STORE = Path(".hopweave/store")
+
+patterns_app = typer.Typer(help="List, show, validate and search the stored traversal patterns.", no_args_is_help=True)
+app.add_typer(patterns_app, name="patterns")
+
+StoreOpt = typer.Option(DEFAULT_STORE, "--store", help="Store directory (default: .hopweave/store).")
+JsonOpt = typer.Option(False, "--json", help="Print JSON.")
+
+
+def _open_existing(store: Path) -> Any:
+    from hopweave.graph import GRAPH_SUBDIR, open_graph_store
+
+    graph_dir = store / GRAPH_SUBDIR
+    if not (graph_dir / "snapshot.pkl").exists() and not (graph_dir / "journal.jsonl").exists():
+        raise NotFoundError(f"no graph store at {store}: run `hopweave load --store {store}` first")
+    return open_graph_store(store, read_only=True)
+
+
+def _echo(text: str) -> None:
+    typer.echo(text)
+
+
+@app.command("load")
+@handle_errors
+def load_cmd(
+    example: Optional[Path] = typer.Argument(None, help="Example folder (default: examples/deltabank)."),
+    store: Path = StoreOpt,
+    nodes: int = typer.Option(20_000, "--nodes", help="Approximate number of graph nodes to generate."),
+    seed: int = typer.Option(4421, "--seed", help="Generator seed (same seed => same graph)."),
+    no_vectors: bool = typer.Option(False, "--no-vectors", help="Graph only: skip embedding the policy corpus."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Build the DeltaBank example (graph, metagraph, policy corpus vectors) into a store, replacing it."""
+    from hopweave.deltabank.load import load_deltabank
+
+    if example is not None and not example.is_dir():
+        raise InputError(f"example folder {example} does not exist")
+    summary = load_deltabank(store, nodes=nodes, seed=seed, example_dir=example, with_vectors=not no_vectors)
+    if as_json:
+        emit_json(summary)
+        return
+    _echo(f"loaded {summary['nodes']:,} nodes, {summary['edges']:,} edges, {summary['goals']} goal types, "
+          f"{summary['patterns']} patterns into {summary['store']} in {summary['seconds']} s")
+
+
+# ---- patterns ------------------------------------------------------------------------------------
+def _pattern_row(p: Any) -> dict[str, Any]:
+    return {"name": p.name, "goal": p.goal, "version": p.version, "sub_question": p.sub_question,
+            "seed_type": p.seed.type, "edge_types": [s.type for s in p.edge_sequence],
+            "target_type": p.target_type, "depth": p.depth, "budget_ms": p.budget_ms,
+            "definition_hash": p.definition_hash()}
+
+
+@patterns_app.command("list")
+@handle_errors
+def patterns_list(
+    goal: Optional[str] = typer.Option(None, "--goal", help="Only this goal's patterns."),
+    store: Path = StoreOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """List the patterns stored in the graph."""
+    with _open_existing(store) as s:
+        rows = [_pattern_row(p) for p in s.patterns(goal)]
+    if as_json:
+        emit_json(rows)
+        return
+    for r in rows:
+        _echo(f"{r['goal']:<20} {r['name']:<28} v{r['version']}  {'-'.join(r['edge_types']):<40} {r['sub_question']}")
+
+
+@patterns_app.command("show")
+@handle_errors
+def patterns_show(name: str = typer.Argument(..., help="Pattern name."), store: Path = StoreOpt) -> None:
+    """Print one pattern's full definition (JSON, as stored in the graph)."""
+    with _open_existing(store) as s:
+        for p in s.patterns():
+            if p.name == name:
+                emit_json(p.model_dump(mode="json"))
+                return
+    raise NotFoundError(f"no pattern named {name!r} in the store; see `hopweave patterns list`")
+
+
+@patterns_app.command("validate")
+@handle_errors
+def patterns_validate(
+    schema: Optional[Path] = typer.Option(None, "--schema", help="Validate against this schema file (default: the store's)."),
+    store: Path = StoreOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Re-run the write gates on every stored pattern (e.g. against a changed schema). Exit 1 on errors."""
+    from hopweave.graph.gates import validate_all
+    from hopweave.models.schema import GraphSchema
+
+    with _open_existing(store) as s:
+        sch = GraphSchema.load(schema) if schema else None
+        errors = validate_all(s, sch)
+        total = len(s.patterns())
+    out = {"patterns": total, "invalid": {k: [str(e) for e in v] for k, v in sorted(errors.items())}}
+    if as_json:
+        emit_json(out)
+    else:
+        for name, errs in out["invalid"].items():
+            for e in errs:
+                _echo(f"INVALID {name}: {e}")
+        _echo(f"{total - len(errors)}/{total} patterns valid")
+    if errors:
+        raise typer.Exit(code=1)
+
+
+@patterns_app.command("uses")
+@handle_errors
+def patterns_uses(
+    rel: Optional[str] = typer.Option(None, "--rel", help="Relationship type."),
+    label: Optional[str] = typer.Option(None, "--label", help="Node label."),
+    store: Path = StoreOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Every pattern that uses a relationship type and/or a label (co-evolution with the schema)."""
+    from hopweave.graph.gates import patterns_using
+
+    if rel is None and label is None:
+        raise InputError("give --rel TYPE and/or --label LABEL")
+    with _open_existing(store) as s:
+        rows = [_pattern_row(p) for p in patterns_using(s, rel_type=rel, label=label)]
+    if as_json:
+        emit_json(rows)
+        return
+    for r in rows:
+        _echo(f"{r['goal']:<20} {r['name']:<28} v{r['version']}  {'-'.join(r['edge_types'])}")
+    _echo(f"{len(rows)} pattern(s)")
+
+
+# ---- traverse ------------------------------------------------------------------------------------
+def _parse_entities(values: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for v in values:
+        if "=" not in v:
+            raise InputError(f"--entity {v!r}: use TYPE=VALUE, e.g. --entity Tier=Platinum")
+        k, val = v.split("=", 1)
+        out[k.strip()] = val.strip()
+    return out
+
+
+@app.command("traverse")
+@handle_errors
+def traverse_cmd(
+    goal: str = typer.Option(..., "--goal", help="Goal type whose patterns to run, e.g. LateFeeDispute."),
+    seed: str = typer.Option(..., "--seed", help="The session's customer id (the patterns' seed), e.g. CUST_4421."),
+    as_of: str = typer.Option(..., "--as-of", help="Request time (YYYY-MM-DD or ISO datetime); relative times use it."),
+    store: Path = StoreOpt,
+    tenant: str = typer.Option("deltabank", "--tenant", help="The session's tenant."),
+    entity: list[str] = typer.Option([], "--entity", help="Resolved entity TYPE=VALUE (repeatable)."),
+    workers: int = typer.Option(8, "--workers", help="Parallel patterns."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Run a goal's traversal patterns (read from the graph) in parallel for a seed customer."""
+    from hopweave.graph.traverse import run_goal_patterns, seed_entities
+    from hopweave.models.common import Bindings, Session, to_datetime
+
+    when = to_datetime(as_of)
+    with _open_existing(store) as s:
+        patterns = s.patterns(goal)
+        if not patterns:
+            known = sorted(g.name for g in s.goal_types())
+            raise NotFoundError(f"goal {goal!r} has no patterns in the store; goals: {known}")
+        entities = {**seed_entities(s, tenant, "Customer", seed), **_parse_entities(entity)}
+        bindings = Bindings(session=Session(tenant_id=tenant, customer_id=seed), as_of=when, goal=goal,
+                            entities=entities)
+        results = run_goal_patterns(s, tenant, patterns, bindings, max_workers=workers)
+    out = [
+        {
+            "pattern": r.pattern, "version": r.version, "sub_question": r.sub_question, "section": r.section,
+            "rows": [row.model_dump(mode="json") for row in r.rows], "truncated": r.truncated,
+            "truncated_reason": r.truncated_reason, "elapsed_ms": r.elapsed_ms, "visited": r.visited,
+            "seed_id": r.seed_id, "error": r.error,
+        }
+        for r in results
+    ]
+    if as_json:
+        emit_json(out)
+        return
+    for r in out:
+        flag = f" [truncated: {r['truncated_reason']}]" if r["truncated"] else ""
+        _echo(f"{r['pattern']} v{r['version']} — {r['sub_question']} ({r['elapsed_ms']:.2f} ms){flag}")
+        for row in r["rows"]:
+            _echo(f"    {row['node_id']}: {row['properties'].get('summary', '')}")
+        if r["error"]:
+            _echo(f"    error: {r['error']}")

@@ -1,0 +1,442 @@
+"""The context assembler: a sectioned working set under one token budget, with provenance.
+
+Sections and their order come from the goal's ``SectionTemplate`` list (data, not code):
+
+- ``facts`` sections render pattern rows with the section's ``line`` template, preceded by
+  ``aggregates`` (derived lines such as "22/24 months on-time"), and say so when a pattern was
+  truncated or failed;
+- ``chunks`` sections render policy chunks: ranked by fused score, cut at a score cliff,
+  near-duplicates dropped, the best chunk of each source document first (diversity);
+- ``precedent`` sections render past decision traces ranked by similarity.
+
+One budget covers everything (headers included), counted with a real tokenizer
+(:mod:`hopweave.engine.tokens`). Selection is greedy and round-robin over sections (the first line
+of every section, then the second, ...), so a tight budget keeps every section represented; a line
+that does not fit is left out whole and recorded in ``ContextBlock.omitted``. The rendered text
+keeps template order. Everything here is a pure function of its inputs: same inputs, same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Iterable, Mapping, Sequence
+
+from hopweave.engine.result import (
+    ChunkItem,
+    ContextBlock,
+    ContextLine,
+    OmittedLine,
+    PrecedentItem,
+)
+from hopweave.engine.tokens import TokenCounter, default_counter
+from hopweave.models.common import PatternResult, Row
+from hopweave.models.filters import matches, parse_filter
+from hopweave.models.metagraph import Aggregate, Metric, SectionTemplate, pattern_node_id
+
+#: Jaccard similarity of word 3-shingles above which a chunk is a near-duplicate of a kept one.
+NEAR_DUPLICATE = 0.8
+_WORD = re.compile(r"[a-z0-9$€%.]+")
+
+
+# ---------------------------------------------------------------------------- formatting
+class _Formatter(string.Formatter):
+    def get_value(self, key: Any, args: Any, kwargs: Any) -> Any:
+        v = super().get_value(key, args, kwargs)
+        if v is None:
+            raise KeyError(key)
+        return v
+
+
+_FMT = _Formatter()
+
+
+def render(template: str, values: Mapping[str, Any], *fallbacks: str) -> str:
+    """``template`` formatted over ``values``; on a missing value or bad format spec, the first
+    fallback template that works; the last resort is ``""``."""
+    for t in (template, *fallbacks):
+        try:
+            return " ".join(_FMT.vformat(t, (), dict(values)).split())
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError):
+            continue
+    return ""
+
+
+def _row_values(row: Row) -> dict[str, Any]:
+    d = dict(row.properties)
+    d.setdefault("id", row.node_id)
+    d.setdefault("label", row.label)
+    return d
+
+
+def _shingles(text: str) -> frozenset[tuple[str, ...]]:
+    words = _WORD.findall(text.lower())
+    if len(words) < 3:
+        return frozenset({tuple(words)})
+    return frozenset(tuple(words[i : i + 3]) for i in range(len(words) - 2))
+
+
+def jaccard(a: str, b: str) -> float:
+    sa, sb = _shingles(a), _shingles(b)
+    if not sa or not sb:
+        return 0.0
+    return len(sa & sb) / len(sa | sb)
+
+
+# ---------------------------------------------------------------------------- aggregates
+def _metric(metric: Metric, rows: Sequence[Row]) -> float | int | None:
+    where = parse_filter(metric.where) if metric.where else None
+    picked = [r for r in rows if matches(where, r.properties)]
+    if metric.fn == "count":
+        return len(picked)
+    if metric.fn == "percent":
+        return round(100 * len(picked) / len(rows)) if rows else None
+    vals = [
+        float(r.properties[metric.property])  # type: ignore[index]
+        for r in picked
+        if isinstance(r.properties.get(metric.property or ""), (int, float))
+        and not isinstance(r.properties.get(metric.property or ""), bool)
+    ]
+    if not vals:
+        return None
+    if metric.fn == "sum":
+        return sum(vals)
+    if metric.fn == "min":
+        return min(vals)
+    if metric.fn == "max":
+        return max(vals)
+    return sum(vals) / len(vals)
+
+
+def aggregate_line(
+    agg: Aggregate, rows_by_pattern: Mapping[str, Sequence[Row]], base: Mapping[str, Any]
+) -> str:
+    """Render one aggregate over the section's rows (``rows_by_pattern``)."""
+    values = dict(base)
+    all_rows = [r for rows in rows_by_pattern.values() for r in rows]
+    for name, metric in agg.metrics.items():
+        rows = rows_by_pattern.get(metric.pattern, ()) if metric.pattern else all_rows
+        v = _metric(metric, rows)
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        values[name] = v
+        values[f"{name}_s"] = "" if v == 1 else "s"
+    return render(agg.line, values)
+
+
+# ---------------------------------------------------------------------------- candidates
+@dataclass
+class _Cand:
+    section: int
+    order: int  # position in the rendered section
+    rank: int  # selection priority within the section (0 first)
+    kind: str
+    text: str
+    sources: tuple[str, ...] = ()
+    citation: str = ""
+    header: str | None = None  # per-item header (chunk sections with a templated title)
+    item_id: str | None = None  # chunk id / trace id
+    tokens: int = 0
+
+
+@dataclass
+class _Section:
+    tpl: SectionTemplate
+    header: str
+    cands: list[_Cand] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Assembly:
+    block: ContextBlock
+    chunks: tuple[ChunkItem, ...]
+    precedent: tuple[PrecedentItem, ...]
+
+
+def _cut_ranked(items: Sequence[Any], tpl: SectionTemplate) -> tuple[list[Any], dict[str, str]]:
+    """Score-cliff cut over items sorted by score desc; returns kept and {id: reason}."""
+    kept: list[Any] = []
+    dropped: dict[str, str] = {}
+    best = items[0].score if items else 0.0
+    prev = None
+    stopped = False
+    for it in items:
+        key = getattr(it, "chunk_id", None) or it.trace_id
+        if stopped:
+            dropped[key] = "score_cliff"
+            continue
+        if best > 0 and it.score < tpl.min_score_ratio * best:
+            stopped = True
+        elif prev is not None and prev > 0 and (prev - it.score) / prev > tpl.cliff_drop:
+            stopped = True
+        if stopped:
+            dropped[key] = "score_cliff"
+            continue
+        kept.append(it)
+        prev = it.score
+    return kept, dropped
+
+
+def _chunk_order(chunks: Sequence[ChunkItem], tpl: SectionTemplate) -> tuple[list[ChunkItem], dict[str, str]]:
+    ranked = sorted(chunks, key=lambda c: (-c.score, c.chunk_id))
+    kept, dropped = _cut_ranked(ranked, tpl)
+    unique: list[ChunkItem] = []
+    for c in kept:
+        dup = next((u for u in unique if jaccard(u.text, c.text) >= NEAR_DUPLICATE), None)
+        if dup is not None:
+            dropped[c.chunk_id] = f"near_duplicate_of:{dup.chunk_id}"
+        else:
+            unique.append(c)
+    # Diversity: the best chunk of each document first, then the rest, each by score.
+    seen: set[str] = set()
+    first, rest = [], []
+    for c in unique:
+        key = f"{c.document_id}@{c.revision}"
+        (rest if key in seen else first).append(c)
+        seen.add(key)
+    ordered = first + rest
+    for c in ordered[tpl.max_lines :]:
+        dropped[c.chunk_id] = "max_lines"
+    return ordered[: tpl.max_lines], dropped
+
+
+def _citation(c: ChunkItem) -> str:
+    parts = [c.chunk_id, c.document or c.document_id]
+    if c.revision:
+        parts.append(c.revision)
+    if c.version:
+        parts.append(c.version)
+    if c.section:
+        parts.append(f"section {c.section}")
+    return ", ".join(parts)
+
+
+def _with_src(text: str, sources: Iterable[str], provenance: bool) -> str:
+    """``text`` with a compact inline provenance marker (the full list stays on the line)."""
+    src = list(sources)
+    if not provenance or not src:
+        return text
+    shown = ", ".join(src[:3]) + (f" +{len(src) - 3}" if len(src) > 3 else "")
+    return f"{text}  (src: {shown})"
+
+
+def _facts_section(
+    s: _Section, si: int, facts_by_pattern: Mapping[str, PatternResult], base: Mapping[str, Any], provenance: bool
+) -> list[OmittedLine]:
+    tpl = s.tpl
+    names = list(tpl.patterns)
+    rows_by_pattern = {n: facts_by_pattern[n].rows for n in names if n in facts_by_pattern}
+    order = 0
+    omitted: list[OmittedLine] = []
+    for agg in tpl.aggregates:
+        used = {m.pattern for m in agg.metrics.values() if m.pattern} or set(rows_by_pattern)
+        pats = sorted(p for p in used if p in rows_by_pattern)
+        # Provenance of a derived line: the pattern(s) that produced the rows, then the rows.
+        srcs = tuple(pattern_node_id(p) for p in pats) + tuple(
+            sorted({r.node_id for p in pats for r in rows_by_pattern[p]})
+        )
+        text = aggregate_line(agg, rows_by_pattern, base)
+        if not text:
+            continue
+        shown = [f"{p}: {len(rows_by_pattern[p])} row{'' if len(rows_by_pattern[p]) == 1 else 's'}" for p in pats]
+        s.cands.append(_Cand(si, order, order, "aggregate", _with_src(text, shown, provenance), srcs,
+                             citation="; ".join(shown)))
+        order += 1
+    row_names = names if tpl.row_patterns is None else [n for n in tpl.row_patterns if n in names]
+    where = parse_filter(tpl.row_where) if tpl.row_where else None
+    rows: list[tuple[str, Row]] = []
+    seen: set[str] = set()
+    for n in row_names:
+        for r in rows_by_pattern.get(n, ()):
+            if r.node_id not in seen and matches(where, r.properties):
+                seen.add(r.node_id)
+                rows.append((n, r))
+    for i, (n, r) in enumerate(rows):
+        if i >= tpl.max_lines:
+            omitted.append(OmittedLine(section=tpl.name, kind="fact", tokens=0, reason="max_lines", sources=(r.node_id,)))
+            continue
+        text = render(tpl.pattern_lines.get(n, tpl.line), _row_values(r), tpl.line, "{summary}", "{label} {id}")
+        s.cands.append(_Cand(si, order, order, "fact", _with_src(text, (r.node_id,), provenance), (r.node_id,)))
+        order += 1
+    for n in names:
+        pr = facts_by_pattern.get(n)
+        if pr is None:
+            note = f"(not run: pattern {n})"
+        elif pr.error:
+            note = f"(unavailable: pattern {n} failed: {pr.error})"
+        elif pr.truncated and pr.truncated_reason != "limit":  # a limit is the pattern's design
+            note = f"(incomplete: pattern {n} truncated by {pr.truncated_reason or 'budget'})"
+        else:
+            continue
+        # Notes rank first: an incomplete answer must be visible before its partial rows.
+        s.cands.append(_Cand(si, 10_000 + order, -1, "note", note, (n,)))
+        order += 1
+    return omitted
+
+
+def assemble(
+    sections: Sequence[SectionTemplate],
+    facts: Sequence[PatternResult],
+    chunks: Sequence[ChunkItem],
+    precedent: Sequence[PrecedentItem],
+    *,
+    as_of: datetime,
+    entities: Mapping[str, Any] | None = None,
+    budget_tokens: int = 2000,
+    counter: TokenCounter | None = None,
+    provenance: bool = True,
+    notes: Sequence[str] = (),
+) -> Assembly:
+    """Build the context block.
+
+    Returns an :class:`Assembly`: the block plus the chunks and precedent items marked
+    ``in_context`` / ``omitted_reason``. Never raises for content; a budget too small even for
+    the notes yields an empty block with everything listed as omitted.
+    """
+    counter = counter or default_counter()
+    base: dict[str, Any] = {"as_of_year": as_of.year, "as_of_date": as_of.date().isoformat()}
+    for k, v in (entities or {}).items():
+        base[f"entity_{k}"] = v
+    facts_by_pattern = {f.pattern: f for f in facts}
+    omitted: list[OmittedLine] = []
+    secs: list[_Section] = []
+    chunk_reason: dict[str, str] = {}
+    prec_reason: dict[str, str] = {}
+    assigned: set[str] = set()
+
+    if notes:
+        note_sec = _Section(SectionTemplate(name="note", title="Note", source="facts"), "[Note]")
+        for i, n in enumerate(notes):
+            note_sec.cands.append(_Cand(0, i, -1, "note", n))
+        secs.append(note_sec)
+
+    for tpl in sections:
+        si = len(secs)
+        extra = sorted(f.pattern for f in facts if f.section == tpl.name and f.pattern not in tpl.patterns)
+        if extra:
+            tpl = tpl.model_copy(update={"patterns": tuple(tpl.patterns) + tuple(extra)})
+        templated = "{" in tpl.title
+        s = _Section(tpl, "" if templated and tpl.source == "chunks" else f"[{tpl.title}]")
+        if tpl.source == "facts":
+            assigned.update(tpl.patterns)
+            omitted += _facts_section(s, si, facts_by_pattern, base, provenance)
+        elif tpl.source == "chunks":
+            kept, dropped = _chunk_order(chunks, tpl)
+            chunk_reason.update(dropped)
+            line_t = '"{text}"' if tpl.line == "{summary}" else tpl.line
+            for i, c in enumerate(kept):
+                vals = {**c.metadata, **c.model_dump(exclude={"metadata", "channels"})}
+                short = " ".join(x for x in (c.chunk_id, c.revision, c.version) if x)
+                text = _with_src(render(line_t, vals, '"{text}"'), (short,), provenance)
+                header = f"[{render(tpl.title, vals, '{document}')}]" if templated else None
+                s.cands.append(_Cand(si, i, i, "chunk", text, (c.chunk_id,), _citation(c), header, c.chunk_id))
+        else:
+            assigned.update(tpl.patterns)
+            ranked = sorted(precedent, key=lambda p: (-p.score, p.trace_id))
+            kept, dropped = _cut_ranked(ranked, tpl)
+            prec_reason.update(dropped)
+            for p in kept[tpl.max_lines :]:
+                prec_reason[p.trace_id] = "max_lines"
+            line_t = "{id}: {summary}" if tpl.line == "{summary}" else tpl.line
+            for i, p in enumerate(kept[: tpl.max_lines]):
+                vals = {**p.properties, "id": p.trace_id, "summary": p.summary, "score": p.score}
+                text = render(line_t, vals, "{id}: {summary}", "{id}")
+                s.cands.append(_Cand(si, i, i, "precedent", text, (p.trace_id,), item_id=p.trace_id))
+        if not s.cands:
+            s.cands.append(_Cand(si, 0, -1, "empty", tpl.empty))
+        secs.append(s)
+
+    for f in facts:
+        if f.pattern not in assigned and f.rows:
+            omitted.append(
+                OmittedLine(section="", kind="fact", tokens=0, reason=f"pattern {f.pattern} feeds no section",
+                            sources=tuple(r.node_id for r in f.rows))
+            )
+
+    # ---- greedy, round-robin selection under one budget -----------------------------------
+    for s in secs:
+        for c in s.cands:
+            c.tokens = counter.count(c.text) + (counter.count(c.header) if c.header else 0)
+    header_cost = [counter.count(s.header) if s.header else 0 for s in secs]
+    queue = sorted(
+        (c for s in secs for c in s.cands), key=lambda c: (c.rank > -1, c.rank, c.section, c.order)
+    )
+    used = 0
+    paid: set[int] = set()
+    chosen: list[_Cand] = []
+    for c in queue:
+        cost = c.tokens + (header_cost[c.section] if c.section not in paid else 0)
+        if used + cost <= budget_tokens:
+            used += cost
+            paid.add(c.section)
+            chosen.append(c)
+        else:
+            omitted.append(OmittedLine(section=secs[c.section].tpl.name, kind=c.kind, tokens=c.tokens,
+                                       reason="token_budget", sources=c.sources))
+            if c.item_id:
+                (chunk_reason if c.kind == "chunk" else prec_reason)[c.item_id] = "token_budget"
+
+    text, lines = _render(secs, chosen, counter)
+    total = counter.count(text)
+    while total > budget_tokens and chosen:  # title placeholders ({count}) can shift a count
+        c = chosen.pop()
+        omitted.append(OmittedLine(section=secs[c.section].tpl.name, kind=c.kind, tokens=c.tokens,
+                                   reason="token_budget", sources=c.sources))
+        if c.item_id:
+            (chunk_reason if c.kind == "chunk" else prec_reason)[c.item_id] = "token_budget"
+        text, lines = _render(secs, chosen, counter)
+        total = counter.count(text)
+
+    in_ctx = {c.item_id for c in chosen if c.item_id}
+    out_chunks = tuple(
+        c.model_copy(update={"in_context": c.chunk_id in in_ctx, "omitted_reason": None if c.chunk_id in in_ctx
+                             else chunk_reason.get(c.chunk_id, "not_selected")})
+        for c in chunks
+    )
+    out_prec = tuple(
+        p.model_copy(update={"in_context": p.trace_id in in_ctx, "omitted_reason": None if p.trace_id in in_ctx
+                             else prec_reason.get(p.trace_id, "not_selected")})
+        for p in precedent
+    )
+    block = ContextBlock(
+        text=text,
+        tokens=total,
+        budget=budget_tokens,
+        tokenizer=getattr(counter, "name", type(counter).__name__),
+        sections=tuple(secs[i].tpl.name for i in sorted({c.section for c in chosen})),
+        lines=tuple(lines),
+        omitted=tuple(omitted),
+    )
+    return Assembly(block=block, chunks=out_chunks, precedent=out_prec)
+
+
+def _render(secs: list[_Section], chosen: list[_Cand], counter: TokenCounter) -> tuple[str, list[ContextLine]]:
+    by_sec: dict[int, list[_Cand]] = {}
+    for c in chosen:
+        by_sec.setdefault(c.section, []).append(c)
+    blocks: list[str] = []
+    lines: list[ContextLine] = []
+    for i, s in enumerate(secs):
+        cs = sorted(by_sec.get(i, []), key=lambda c: c.order)
+        if not cs:
+            continue
+        out: list[str] = []
+        if s.header:
+            count = sum(1 for c in cs if c.kind in ("precedent", "chunk"))
+            header = render(s.header, {"count": count, "count_s": "" if count == 1 else "s"}, s.header)
+            out.append(header)
+            lines.append(ContextLine(section=s.tpl.name, kind="header", text=header, tokens=counter.count(header)))
+        for c in cs:
+            if c.header:
+                if out and not s.header:
+                    out.append("")
+                out.append(c.header)
+                lines.append(ContextLine(section=s.tpl.name, kind="header", text=c.header,
+                                         tokens=counter.count(c.header), sources=c.sources, citation=c.citation))
+            out.append(c.text)
+            lines.append(ContextLine(section=s.tpl.name, kind=c.kind, text=c.text,  # type: ignore[arg-type]
+                                     tokens=counter.count(c.text), sources=c.sources, citation=c.citation))
+        blocks.append("\n".join(out))
+    return "\n\n".join(blocks), lines

@@ -1,0 +1,330 @@
+"""Decision traces of retrievals: write, query, diff.
+
+Every retrieval becomes a ``:DecisionTrace {kind: "retrieval"}`` written through the GraphStore
+(so tenant scoping and schema validation apply), linked::
+
+    (t)-[:USED_PATTERN {version}]->(:TraversalPattern)   one per pattern that ran
+    (t)-[:FOR_CUSTOMER]->(:Customer)   (t)-[:FOR_GOAL]->(:GoalType)
+    (t)-[:CITES]->(:Document)          every document revision whose chunk reached the context
+    (t)-[:SAW_FACT]->(node)            every graph node whose row reached the context
+
+with the goal, entities, filter, chunk/fact/precedent ids, ranking profile, as_of, timings, the
+context text and its hash. The trace id is a hash of the inputs, the as_of, the store revision and
+what was seen, so replaying the same case on the same store gives the same id (an idempotent
+upsert), and any change in what was seen gives a new id that :func:`diff` can compare.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from datetime import datetime
+from typing import Any, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hopweave.engine.result import RetrievalResult
+from hopweave.errors import NotFoundError
+from hopweave.graph.base import Edge, GraphStore, Node
+from hopweave.models.common import Bindings, Session
+from hopweave.models.documents import document_node_id
+from hopweave.models.metagraph import (
+    EdgeStep,
+    Literal_,
+    OrderBy,
+    Predicate,
+    Seed,
+    TraversalPattern,
+    goal_node_id,
+    pattern_node_id,
+)
+
+KIND = "retrieval"
+_EPOCH = datetime(2000, 1, 1)
+
+
+def _canon(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def trace_id_for(
+    *,
+    tenant_id: str,
+    utterance: str,
+    session: Session,
+    as_of: datetime,
+    store_revision: str,
+    goal: str | None,
+    patterns: Sequence[tuple[str, int]],
+    chunk_ids: Sequence[str],
+    context_hash: str,
+) -> str:
+    """``RT_`` + 20 hex digits of sha256 over the inputs and what was seen (deterministic)."""
+    blob = _canon(
+        {
+            "tenant": tenant_id,
+            "utterance": utterance,
+            "session": session.model_dump(mode="json"),
+            "as_of": as_of.isoformat(),
+            "store": store_revision,
+            "goal": goal,
+            "patterns": sorted(patterns),
+            "chunks": list(chunk_ids),
+            "context": context_hash,
+        }
+    )
+    return "RT_" + hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def build(result: RetrievalResult, session: Session, store: GraphStore) -> tuple[list[Node], list[Edge]]:
+    """The trace node and its edges for ``result`` (edges only to nodes visible to the tenant)."""
+    tenant = result.tenant_id
+    ctx_chunks = [c for c in result.chunks if c.in_context]
+    fact_ids = sorted({s for ln in result.context.lines if ln.kind == "fact" for s in ln.sources})
+    agg_ids = sorted({s for ln in result.context.lines if ln.kind == "aggregate" for s in ln.sources
+                      if not s.startswith("PATTERN_")})
+    prec_ids = [p.trace_id for p in result.precedent if p.in_context]
+    patterns = sorted((f.pattern, f.version) for f in result.facts)
+    props: dict[str, Any] = {
+        "kind": KIND,
+        "goal": result.goal,
+        "goal_version": result.goal_version,
+        "confidence": round(result.confidence, 6),
+        "customer_id": session.customer_id,
+        "utterance": result.utterance,
+        "as_of": result.as_of,
+        "timestamp": result.as_of,
+        "session_json": session.model_dump(mode="json"),
+        "entities_json": [e.model_dump(mode="json") for e in result.entities],
+        "filter_json": result.filter or {},
+        "search_query": result.search_query,
+        "chunk_ids": [c.chunk_id for c in ctx_chunks],
+        "fact_ids": sorted(set(fact_ids) | set(agg_ids)),
+        "precedent_ids": prec_ids,
+        "patterns_json": [{"name": n, "version": v} for n, v in patterns],
+        "ranking_profile": (
+            f"{result.ranking_profile}@{result.ranking_profile_version}" if result.ranking_profile else None
+        ),
+        "timings_json": result.timings_ms,
+        "degraded_json": [d.model_dump(mode="json") for d in result.degraded],
+        "context_hash": result.context.hash,
+        "context_text": result.context.text,
+        "tokens": result.context.tokens,
+        "store_revision": result.store_revision,
+        "metagraph_revision": result.metagraph_revision,
+        "summary": (
+            f"retrieval for {result.goal or 'unclear goal'} "
+            f"({len(ctx_chunks)} chunks, {len(fact_ids) + len(agg_ids)} facts, {len(prec_ids)} precedent)"
+        ),
+    }
+    node = Node(id=result.trace_id, label="DecisionTrace", props={k: v for k, v in props.items() if v is not None})
+    edges: list[Edge] = []
+
+    def link(dst: str, rel: str, labels: Sequence[str] | None = None, **eprops: Any) -> None:
+        target = store.get_node(tenant, dst)
+        if target is None or (labels is not None and target.label not in labels):
+            return
+        edges.append(Edge(src=result.trace_id, dst=dst, type=rel, props=eprops))
+
+    for name, version in patterns:
+        link(pattern_node_id(name), "USED_PATTERN", ("TraversalPattern",), version=version)
+    if session.customer_id:
+        link(session.customer_id, "FOR_CUSTOMER", ("Customer",))
+    if result.goal:
+        link(goal_node_id(result.goal), "FOR_GOAL", ("GoalType",))
+    for doc in sorted({(c.document_id, c.revision) for c in ctx_chunks}):
+        link(document_node_id(*doc), "CITES", ("Document",))
+    saw = set(store.schema.rel("SAW_FACT").to_labels)
+    for nid in sorted(set(fact_ids) | set(agg_ids) | set(prec_ids)):
+        link(nid, "SAW_FACT", tuple(saw))
+    return [node], edges
+
+
+def record(store: GraphStore, result: RetrievalResult, session: Session) -> None:
+    """Write the trace of ``result`` (idempotent for the same trace id). Raises StoreError."""
+    nodes, edges = build(result, session, store)
+    store.write(result.tenant_id, nodes, edges)
+
+
+# ---------------------------------------------------------------------------- reading
+class RecordedTrace(BaseModel):
+    """A recorded retrieval as read back from the graph."""
+
+    model_config = ConfigDict(frozen=True)
+
+    trace_id: str
+    goal: str | None = None
+    goal_version: int | None = None
+    confidence: float | None = None
+    as_of: str | None = None
+    customer_id: str | None = None
+    utterance: str | None = None
+    session: dict[str, Any] = Field(default_factory=dict)
+    entities: list[Any] = Field(default_factory=list)
+    filter: dict[str, Any] = Field(default_factory=dict)
+    search_query: str | None = None
+    chunk_ids: list[str] = Field(default_factory=list)
+    fact_ids: list[str] = Field(default_factory=list)
+    precedent_ids: list[str] = Field(default_factory=list)
+    patterns: list[dict[str, Any]] = Field(default_factory=list)
+    ranking_profile: str | None = None
+    timings_ms: dict[str, Any] = Field(default_factory=dict)
+    degraded: list[Any] = Field(default_factory=list)
+    context_hash: str | None = None
+    context_text: str = ""
+    tokens: int | None = None
+    store_revision: str | None = None
+    metagraph_revision: str | None = None
+
+    def redacted(self) -> "RecordedTrace":
+        """Without the PII utterance (the schema flags DecisionTrace.utterance as PII)."""
+        return self.model_copy(update={"utterance": "<redacted: PII>" if self.utterance else None})
+
+
+def _json(v: Any, default: Any) -> Any:
+    if isinstance(v, str):
+        try:
+            return json.loads(v)
+        except ValueError:
+            return default
+    return default if v is None else v
+
+
+def load(store: GraphStore, tenant_id: str, trace_id: str) -> RecordedTrace:
+    """The recorded retrieval ``trace_id`` of the tenant. Raises NotFoundError (also for another
+    tenant's trace: tenants cannot tell whether it exists)."""
+    node = store.get_node(tenant_id, trace_id)
+    if node is None or node.label != "DecisionTrace" or node.props.get("kind") != KIND:
+        raise NotFoundError(f"no recorded retrieval {trace_id!r} in tenant {tenant_id!r}")
+    p = node.props
+    return RecordedTrace(
+        trace_id=trace_id,
+        goal=p.get("goal"),
+        goal_version=p.get("goal_version"),
+        confidence=p.get("confidence"),
+        as_of=p.get("as_of"),
+        customer_id=p.get("customer_id"),
+        utterance=p.get("utterance"),
+        session=_json(p.get("session_json"), {}),
+        entities=_json(p.get("entities_json"), []),
+        filter=_json(p.get("filter_json"), {}),
+        search_query=p.get("search_query"),
+        chunk_ids=list(p.get("chunk_ids") or []),
+        fact_ids=list(p.get("fact_ids") or []),
+        precedent_ids=list(p.get("precedent_ids") or []),
+        patterns=_json(p.get("patterns_json"), []),
+        ranking_profile=p.get("ranking_profile"),
+        timings_ms=_json(p.get("timings_json"), {}),
+        degraded=_json(p.get("degraded_json"), []),
+        context_hash=p.get("context_hash"),
+        context_text=p.get("context_text") or "",
+        tokens=p.get("tokens"),
+        store_revision=p.get("store_revision"),
+        metagraph_revision=p.get("metagraph_revision"),
+    )
+
+
+def _query_pattern(name: str, seed: Seed, edge: EdgeStep, target: str, predicates: tuple[Predicate, ...] = (),
+                   returns: tuple[str, ...] = (), order: tuple[OrderBy, ...] = ()) -> TraversalPattern:
+    """An ad-hoc (never stored) pattern: the audit queries are graph walks like any other."""
+    return TraversalPattern(
+        name=name, goal="_audit", sub_question=name.replace("_", " "), seed=seed, edge_sequence=(edge,),
+        target_type=target, predicates=predicates, depth=1, budget_ms=5_000, max_visited=1_000_000,
+        limit=10_000, returns=returns, order_by=order, version=1, author="hopweave", created_at=_EPOCH,
+    )
+
+
+def traces_using(
+    store: GraphStore, tenant_id: str, pattern: str, version: int | None = None
+) -> list[RecordedTrace]:
+    """Recorded retrievals of the tenant that used ``pattern`` (at ``version`` if given), newest
+    as_of first, ties by id."""
+    q = _query_pattern(
+        "traces_using_pattern",
+        Seed(type="TraversalPattern", key="name", value=Literal_(value=pattern)),
+        EdgeStep(type="USED_PATTERN", direction="in"),
+        "DecisionTrace",
+        predicates=(Predicate(property="kind", op="eq", value=Literal_(value=KIND)),),
+        returns=("kind",),
+    )
+    bindings = Bindings(session=Session(tenant_id=tenant_id), as_of=_EPOCH)
+    res = store.run_pattern(tenant_id, q, bindings)
+    out = [load(store, tenant_id, r.node_id) for r in res.rows]
+    if version is not None:
+        out = [t for t in out if any(p.get("name") == pattern and p.get("version") == version for p in t.patterns)]
+    return sorted(out, key=lambda t: (t.as_of or "", t.trace_id), reverse=True)
+
+
+class TraceDiff(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    a: str
+    b: str
+    same_context: bool
+    changes: dict[str, Any] = Field(default_factory=dict)
+    context_diff: list[str] = Field(default_factory=list)
+
+    def render(self) -> str:
+        if self.same_context and not self.changes:
+            return f"{self.a} and {self.b}: identical context and plan"
+        out = [f"--- {self.a}", f"+++ {self.b}"]
+        for k, v in self.changes.items():
+            if isinstance(v, dict) and ("added" in v or "removed" in v):
+                for x in v.get("removed", []):
+                    out.append(f"{k}: - {x}")
+                for x in v.get("added", []):
+                    out.append(f"{k}: + {x}")
+                for x in v.get("changed", []):
+                    out.append(f"{k}: ~ {x}")
+            else:
+                out.append(f"{k}: {v[0]!r} -> {v[1]!r}")
+        if self.context_diff:
+            out.append("context:")
+            out.extend(self.context_diff)
+        return "\n".join(out)
+
+
+def _set_diff(a: Sequence[Any], b: Sequence[Any]) -> dict[str, list[Any]]:
+    sa, sb = set(a), set(b)
+    d: dict[str, list[Any]] = {}
+    if sa - sb:
+        d["removed"] = sorted(sa - sb)
+    if sb - sa:
+        d["added"] = sorted(sb - sa)
+    return d
+
+
+def diff(a: RecordedTrace, b: RecordedTrace) -> TraceDiff:
+    """What changed from trace ``a`` to trace ``b``: plan (goal, patterns and versions, filter,
+    profile), what was seen (chunks, facts, precedent) and the context, line by line."""
+    changes: dict[str, Any] = {}
+    for field in ("goal", "goal_version", "ranking_profile", "as_of", "search_query", "metagraph_revision",
+                  "store_revision", "tokens"):
+        va, vb = getattr(a, field), getattr(b, field)
+        if va != vb:
+            changes[field] = (va, vb)
+    if a.filter != b.filter:
+        changes["filter"] = (a.filter, b.filter)
+    pa = {p["name"]: p.get("version") for p in a.patterns}
+    pb = {p["name"]: p.get("version") for p in b.patterns}
+    pd: dict[str, list[str]] = {}
+    if set(pa) - set(pb):
+        pd["removed"] = [f"{n}@{pa[n]}" for n in sorted(set(pa) - set(pb))]
+    if set(pb) - set(pa):
+        pd["added"] = [f"{n}@{pb[n]}" for n in sorted(set(pb) - set(pa))]
+    changed = [f"{n}@{pa[n]} -> @{pb[n]}" for n in sorted(set(pa) & set(pb)) if pa[n] != pb[n]]
+    if changed:
+        pd["changed"] = changed
+    if pd:
+        changes["patterns"] = pd
+    for field in ("chunk_ids", "fact_ids", "precedent_ids"):
+        d = _set_diff(getattr(a, field), getattr(b, field))
+        if d:
+            changes[field] = d
+    ctx = list(
+        difflib.unified_diff(a.context_text.splitlines(), b.context_text.splitlines(), a.trace_id, b.trace_id,
+                             lineterm="", n=1)
+    )[2:]
+    return TraceDiff(a=a.trace_id, b=b.trace_id, same_context=a.context_hash == b.context_hash, changes=changes,
+                     context_diff=ctx)

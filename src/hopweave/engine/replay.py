@@ -1,0 +1,296 @@
+"""Scenario replay for audit.
+
+A scenario file (YAML) pins one case: the utterance, the authenticated session, the ``as_of``
+and what the retrieval must (and must not) produce::
+
+    name: maria_late_fee
+    utterance: I want to dispute this $39 late fee on my Platinum card.
+    session_file: ../sessions/maria.json      # or session: {tenant_id: ..., customer_id: ...}
+    as_of: "2026-05-12T10:00:00"
+    options: {token_budget: 2000, pattern_overrides: {recent_transactions: {max_visited: 3}},
+              faults: [search_unavailable]}
+    expect:
+      goal: LateFeeDispute        # null = no goal (clarify); omit to not check
+      clarify: false
+      sections: [Customer, Event, Payment history, Waiver history, Applicable policy, Precedent]
+      facts: ["22/24 months on-time", "0 waivers used in 2026"]   # substrings of the context
+      absent: ["Gold customers"]                                     # must not appear
+      chunks: [waiver-policy-v3.pdf#3.2]                  # chunk ids or document#section
+      forbidden_chunks: [waiver-policy-v2.pdf, gold-waiver-policy-v3.pdf#3.2]
+      forbidden_metadata: {version: [superseded], tier: [Gold]}     # no context chunk may carry these
+      documents: [waiver-policy-v3.pdf]
+      precedent: [TRACE_8514, TRACE_8702, TRACE_8108]
+      degraded: [search]            # stages that must report a degradation
+      entities: {Tier: Platinum}
+
+:func:`replay` runs scenarios at their recorded ``as_of`` with deterministic budgets (a busy
+machine must not truncate a walk by time) and checks each expectation; a failure names the
+expectation and what was found instead. Same store + same as_of -> byte-identical context.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Literal, Optional
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from hopweave.engine.engine import Engine, EngineConfig
+from hopweave.engine.result import RetrievalResult
+from hopweave.errors import InputError, StoreUnavailableError
+from hopweave.models.common import Session
+
+Fault = Literal["search_unavailable", "understand_unavailable"]
+_UNSET = object()
+
+#: Replays are audits: wall-clock budgets are relaxed so timing never changes what is seen.
+REPLAY_CONFIG = EngineConfig(budget_ms=60_000, pattern_budget_scale=100.0)
+
+
+class Options(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    token_budget: Optional[int] = Field(default=None, ge=0)
+    profile: Optional[str] = None
+    budget_ms: Optional[int] = Field(default=None, ge=1)
+    pattern_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    faults: list[Fault] = Field(default_factory=list)
+
+
+class Expect(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    goal: Any = _UNSET
+    clarify: Optional[bool] = None
+    min_confidence: Optional[float] = None
+    sections: list[str] = Field(default_factory=list)
+    facts: list[str] = Field(default_factory=list)
+    absent: list[str] = Field(default_factory=list)
+    chunks: list[str] = Field(default_factory=list)
+    forbidden_chunks: list[str] = Field(default_factory=list)
+    forbidden_metadata: dict[str, list[Any]] = Field(default_factory=dict)
+    documents: list[str] = Field(default_factory=list)
+    precedent: list[str] = Field(default_factory=list)
+    forbidden_precedent: list[str] = Field(default_factory=list)
+    degraded: list[str] = Field(default_factory=list)
+    not_degraded: bool = False
+    entities: dict[str, Any] = Field(default_factory=dict)
+    max_tokens: Optional[int] = None
+    truncated_patterns: list[str] = Field(default_factory=list)
+
+
+class Scenario(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    tags: list[str] = Field(default_factory=list)
+    utterance: str
+    session: Optional[dict[str, Any]] = None
+    session_file: Optional[str] = None
+    as_of: str
+    options: Options = Field(default_factory=Options)
+    expect: Expect = Field(default_factory=Expect)
+    path: str = ""
+
+    def resolved_session(self) -> Session:
+        data: dict[str, Any] = {}
+        if self.session_file:
+            p = Path(self.path).parent / self.session_file if self.path else Path(self.session_file)
+            try:
+                data.update(json.loads(p.read_text(encoding="utf-8")))
+            except (OSError, ValueError) as exc:
+                raise InputError(f"scenario {self.name}: cannot read session file {p}: {exc}") from exc
+        data.update(self.session or {})
+        data.pop("as_of", None)
+        try:
+            return Session.model_validate(data)
+        except ValidationError as exc:
+            raise InputError(f"scenario {self.name}: malformed session: {exc}") from exc
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read one scenario YAML file. Raises InputError naming the file and the problem."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"cannot read scenario {p}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"scenario {p} is not a YAML mapping")
+    if "as_of" in data and not isinstance(data["as_of"], str):
+        data["as_of"] = str(data["as_of"]).replace(" ", "T")
+    try:
+        return Scenario.model_validate({**data, "path": str(p)})
+    except ValidationError as exc:
+        raise InputError(f"scenario {p} is invalid: {exc}") from exc
+
+
+def scenario_paths(paths: Iterable[str | Path]) -> list[Path]:
+    """Expand files and folders (``*.yaml`` inside, sorted) into scenario files."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out.extend(sorted(q for q in p.glob("*.y*ml") if q.is_file()))
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise InputError(f"no scenario file or folder at {p}")
+    return out
+
+
+class Outcome(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    scenario: str
+    path: str
+    passed: bool
+    failures: tuple[str, ...] = ()
+    trace_id: str = ""
+    goal: Optional[str] = None
+    confidence: float = 0.0
+    context_hash: str = ""
+    tokens: int = 0
+    degraded: tuple[str, ...] = ()
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+
+class _DownIndex:
+    """Fault injection: a vector index whose server is down."""
+
+    def search(self, *a: Any, **k: Any) -> Any:
+        raise StoreUnavailableError("the vector index is unreachable (scenario fault: search_unavailable)")
+
+    def require_info(self) -> Any:
+        raise StoreUnavailableError("the vector index is unreachable (scenario fault: search_unavailable)")
+
+    def close(self) -> None:
+        pass
+
+
+class _DownUnderstander:
+    def understand(self, *a: Any, **k: Any) -> Any:
+        raise StoreUnavailableError("the understanding stage is unavailable (scenario fault)")
+
+
+def _engine_for(engine: Engine, faults: list[str]) -> Engine:
+    if not faults:
+        return engine
+    return Engine(
+        engine.graph,
+        _DownIndex() if "search_unavailable" in faults else engine.index,
+        embedder=engine._embedder,
+        understander=_DownUnderstander() if "understand_unavailable" in faults else engine._understander,
+        config=engine.config,
+        counter=engine._counter,
+    )
+
+
+def run_scenario(engine: Engine, sc: Scenario, *, record: bool = True) -> RetrievalResult:
+    """Run one scenario at its as_of (faults injected as declared)."""
+    eng = _engine_for(engine, sc.options.faults)
+    try:
+        return eng.retrieve(
+            sc.utterance,
+            session=sc.resolved_session(),
+            as_of=sc.as_of,
+            budget_ms=sc.options.budget_ms,
+            profile=sc.options.profile,
+            token_budget=sc.options.token_budget,
+            record=record,
+            pattern_overrides=sc.options.pattern_overrides or None,
+        )
+    finally:
+        if eng is not engine:
+            eng._pool.shutdown(wait=False)
+
+
+def chunk_matches(chunk: Any, ref: str) -> bool:
+    """A chunk reference is a chunk id, ``<document>#<section>`` (``waiver-policy-v3.pdf#3.2``) or
+    ``<document>`` alone (any section of that file)."""
+    if ref == chunk.chunk_id:
+        return True
+    doc, _, section = ref.partition("#")
+    return doc == chunk.document and (not section or section == chunk.section)
+
+
+def check(sc: Scenario, r: RetrievalResult) -> list[str]:
+    """Failed expectations of ``sc`` on result ``r`` (empty = pass)."""
+    e = sc.expect
+    f: list[str] = []
+    text = r.context.text
+    if e.goal is not _UNSET and r.goal != e.goal:
+        f.append(f"goal: expected {e.goal!r}, got {r.goal!r} (confidence {r.confidence:.2f})")
+    if e.clarify is not None and r.clarify != e.clarify:
+        f.append(f"clarify: expected {e.clarify}, got {r.clarify}")
+    if e.min_confidence is not None and r.confidence < e.min_confidence:
+        f.append(f"confidence {r.confidence:.3f} < {e.min_confidence}")
+    for s in e.sections:
+        if s not in r.context.sections:
+            f.append(f"section {s!r} missing (sections: {list(r.context.sections)})")
+    for s in e.facts:
+        if s not in text:
+            f.append(f"fact {s!r} not in the context")
+    for s in e.absent:
+        if s in text:
+            f.append(f"text {s!r} must not be in the context")
+    in_ctx = [c for c in r.chunks if c.in_context]
+    for c in e.chunks:
+        if not any(chunk_matches(x, c) for x in in_ctx):
+            got = next((x for x in r.chunks if chunk_matches(x, c)), None)
+            why = f"retrieved but left out ({got.omitted_reason})" if got else "not retrieved"
+            f.append(f"chunk {c} not in the context: {why}")
+    for c in e.forbidden_chunks:
+        if any(chunk_matches(x, c) for x in in_ctx):
+            f.append(f"forbidden chunk {c} is in the context")
+    for field_, bad in e.forbidden_metadata.items():
+        for c in in_ctx:
+            v = c.metadata.get(field_)
+            vals = v if isinstance(v, list) else [v]
+            if any(x in bad for x in vals) and not (isinstance(v, list) and any(x not in bad for x in vals)):
+                f.append(f"chunk {c.chunk_id} has forbidden {field_}={v!r}")
+    docs = {c.document for c in in_ctx}
+    for d in e.documents:
+        if d not in docs:
+            f.append(f"document {d} not cited (cited: {sorted(docs)})")
+    prec_ids = {p.trace_id for p in r.precedent if p.in_context}
+    for t in e.precedent:
+        if t not in prec_ids:
+            f.append(f"precedent {t} not in the context (got {sorted(prec_ids)})")
+    for t in e.forbidden_precedent:
+        if t in prec_ids:
+            f.append(f"precedent {t} must not be in the context")
+    stages = {d.stage for d in r.degraded}
+    for s in e.degraded:
+        if s not in stages and not any(s in f"{d.stage}:{d.what}" for d in r.degraded):
+            f.append(f"expected a degradation of {s!r}, got {sorted(stages)}")
+    if e.not_degraded and r.degraded:
+        f.append("expected no degradation, got " + "; ".join(f"{d.stage}: {d.what}: {d.reason}" for d in r.degraded))
+    ents = {x.type: x.value for x in r.entities}
+    for k, v in e.entities.items():
+        if ents.get(k) != v:
+            f.append(f"entity {k}: expected {v!r}, got {ents.get(k)!r}")
+    if e.max_tokens is not None and r.context.tokens > e.max_tokens:
+        f.append(f"context has {r.context.tokens} tokens > {e.max_tokens}")
+    trunc = {p.pattern for p in r.facts if p.truncated}
+    for p in e.truncated_patterns:
+        if p not in trunc:
+            f.append(f"pattern {p} should be truncated (truncated: {sorted(trunc)})")
+    return f
+
+
+def replay(engine: Engine, paths: Iterable[str | Path], *, record: bool = True) -> list[Outcome]:
+    """Run and check every scenario under ``paths`` (files or folders)."""
+    out: list[Outcome] = []
+    for p in scenario_paths(paths):
+        sc = load_scenario(p)
+        r = run_scenario(engine, sc, record=record)
+        fails = check(sc, r)
+        out.append(Outcome(
+            scenario=sc.name, path=str(p), passed=not fails, failures=tuple(fails), trace_id=r.trace_id,
+            goal=r.goal, confidence=r.confidence, context_hash=r.context.hash, tokens=r.context.tokens,
+            degraded=tuple(f"{d.stage}: {d.what}" for d in r.degraded), timings_ms=r.timings_ms,
+        ))
+    return out

@@ -1,0 +1,184 @@
+"""The typed result of one retrieval (``Engine.retrieve``) and its JSON form.
+
+Scores and provenance are attached to items (one object per chunk, per fact set, per precedent
+trace), never kept in parallel lists. ``RetrievalResult.to_json()`` is what ``hopweave retrieve
+--json`` prints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hopweave.models.common import PatternResult
+
+Stage = Literal["understand", "search", "traverse", "precedent", "assemble", "record", "engine"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ChannelView(_Frozen):
+    """One ranking channel's view of a chunk or trace: rank (from 1), raw score, contribution."""
+
+    channel: Literal["semantic", "lexical", "rerank"]
+    rank: int
+    score: float
+    contribution: Optional[float] = None
+
+
+class ChunkItem(_Frozen):
+    """A policy chunk the document search returned, with provenance and per-channel scores."""
+
+    chunk_id: str
+    document_id: str
+    document: str = ""
+    title: str = ""
+    revision: str = ""
+    version: str = ""
+    section: str = ""
+    text: str
+    #: Fused score under the request's ranking profile.
+    score: float
+    rank: int
+    channels: tuple[ChannelView, ...] = ()
+    #: Chunk metadata in the shared vocabulary (tier, product, policy_type, region, status, ...).
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    #: Whether the assembler put this chunk into the context block.
+    in_context: bool = False
+    #: Why it was left out (near-duplicate, score cliff, budget, max_lines), when it was.
+    omitted_reason: Optional[str] = None
+
+
+class PrecedentItem(_Frozen):
+    """A past decision trace offered as precedent, ranked by hybrid similarity to this case."""
+
+    trace_id: str
+    summary: str = ""
+    text: str = ""
+    score: float
+    rank: int
+    channels: tuple[ChannelView, ...] = ()
+    properties: dict[str, Any] = Field(default_factory=dict)
+    #: The pattern whose rows produced this candidate.
+    pattern: str = ""
+    in_context: bool = False
+    omitted_reason: Optional[str] = None
+
+
+class Degradation(_Frozen):
+    """Something the engine could not do as planned, and what it did instead."""
+
+    stage: Stage
+    what: str
+    reason: str
+    fallback: str = ""
+
+
+class ContextLine(_Frozen):
+    """One line of the context block with its provenance.
+
+    ``sources`` are graph node ids (facts), chunk ids (policy) or trace ids (precedent);
+    ``citation`` is the human-readable provenance (document, revision, version, section).
+    """
+
+    section: str
+    kind: Literal["header", "fact", "aggregate", "chunk", "precedent", "note", "empty"]
+    text: str
+    tokens: int
+    sources: tuple[str, ...] = ()
+    citation: str = ""
+
+
+class OmittedLine(_Frozen):
+    section: str
+    kind: str
+    tokens: int
+    reason: str
+    sources: tuple[str, ...] = ()
+
+
+class ContextBlock(_Frozen):
+    """The assembled, sectioned working set under one token budget."""
+
+    text: str
+    tokens: int
+    budget: int
+    tokenizer: str
+    sections: tuple[str, ...] = ()
+    lines: tuple[ContextLine, ...] = ()
+    omitted: tuple[OmittedLine, ...] = ()
+
+    @property
+    def hash(self) -> str:
+        return context_hash(self.text)
+
+
+def context_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class EntityItem(_Frozen):
+    """A resolved entity (type, canonical value) and where it came from."""
+
+    type: str
+    value: Any
+    source: str = ""
+    text: str = ""
+    node_id: Optional[str] = None
+
+
+class RetrievalResult(_Frozen):
+    trace_id: str
+    tenant_id: str
+    utterance: str
+    as_of: datetime
+    #: True when as_of was not given and the engine used the current time (not replayable
+    #: unless the recorded as_of is passed back).
+    as_of_defaulted: bool = False
+    goal: Optional[str] = None
+    goal_version: Optional[int] = None
+    confidence: float = 0.0
+    #: The goal was unclear: a fallback plan ran and the agent should ask the customer.
+    clarify: bool = False
+    entities: tuple[EntityItem, ...] = ()
+    #: The chunk filter as a FilterTree (JSON) and its flat display form.
+    filter: Optional[dict[str, Any]] = None
+    filter_display: dict[str, Any] = Field(default_factory=dict)
+    search_query: str = ""
+    ranking_profile: Optional[str] = None
+    ranking_profile_version: Optional[int] = None
+    chunks: tuple[ChunkItem, ...] = ()
+    facts: tuple[PatternResult, ...] = ()
+    precedent: tuple[PrecedentItem, ...] = ()
+    context: ContextBlock
+    degraded: tuple[Degradation, ...] = ()
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    store_revision: str = ""
+    metagraph_revision: str = ""
+
+    @property
+    def tokens(self) -> int:
+        return self.context.tokens
+
+    @property
+    def context_text(self) -> str:
+        return self.context.text
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form printed by ``hopweave retrieve --json`` (sorted, deterministic apart
+        from ``timings_ms``)."""
+        d = self.model_dump(mode="json")
+        block = d.pop("context")
+        d["context"] = block["text"]
+        d["tokens"] = block["tokens"]
+        d["token_budget"] = block["budget"]
+        d["tokenizer"] = block["tokenizer"]
+        d["context_lines"] = block["lines"]
+        d["omitted"] = block["omitted"]
+        d["context_hash"] = context_hash(block["text"])
+        return d

@@ -1,0 +1,109 @@
+"""What differs between the Cypher engines hopweave runs on, as data.
+
+The compiled pattern and filter queries use only the openCypher subset that Neo4j 5 and FalkorDB
+both accept (verified by the congruence suites); the compiler reads only two fields from here
+(the aggregate that picks a target's path, and the index guard). Everything that *does* differ —
+schema DDL, how a time bound is passed, how errors look, whether a read-only entry point exists —
+is one row of :data:`CAPABILITIES`, read by ``cypher_store`` and its two driver subclasses.
+Add a field here instead of writing ``if engine == ...`` anywhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from hopweave.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """One Cypher engine's differences (see the module docstring)."""
+
+    name: str
+    #: ``min()`` over lists of strings is lexicographic (used to pick a target's smallest path).
+    list_min_aggregate: bool
+    #: ``(n:A|B)`` label disjunction inside a node pattern (FalkorDB: no; we use WHERE n:A OR n:B).
+    label_disjunction: bool
+    #: ``IF NOT EXISTS`` on CREATE INDEX / CONSTRAINT.
+    ddl_if_not_exists: bool
+    #: Template of a property index statement (``{name}``, ``{label}``, ``{prop}`` are validated
+    #: identifiers, already backtick-escaped where needed).
+    index_ddl: str
+    #: Template of a unique-id constraint as a Cypher statement, or None when the engine
+    #: creates constraints through a command (``unique_constraint_command``).
+    unique_ddl: str | None
+    #: Non-Cypher command creating a unique constraint (FalkorDB ``GRAPH.CONSTRAINT``), or None.
+    unique_constraint_command: tuple[str, ...] | None
+    #: How a per-query time bound is passed to the server: transaction timeout in seconds
+    #: (Neo4j) or the GRAPH.QUERY TIMEOUT argument in milliseconds (FalkorDB).
+    timeout_unit: Literal["s", "ms"]
+    #: Smallest server-side timeout the engine accepts, in milliseconds.
+    min_timeout_ms: int
+    #: The engine has a read-only query entry point (FalkorDB GRAPH.RO_QUERY, Neo4j READ access).
+    read_only_queries: bool
+    #: Substrings of server error messages that mean "query exceeded its time bound".
+    timeout_markers: tuple[str, ...]
+    #: Substrings of server error messages that mean "unique constraint violated".
+    constraint_markers: tuple[str, ...]
+    #: How a property is written in a comparison that must not be answered from an index
+    #: (``{x}`` = the property expression). FalkorDB 4's range index compares strings wrongly
+    #: (``v < 'B'`` returned 'Platinum' and 'B') and equates booleans with numbers
+    #: (``v = 1`` matched ``true``); ``[{x}][0]`` is the same value but not index-answerable. Used
+    #: for every range and for equality with a non-string value.
+    index_guard: str
+    #: Rows per UNWIND batch when bulk loading.
+    bulk_batch: int
+    #: The engine enforces a node-visit bound inside a query (neither does; networkx does).
+    max_visited_in_query: bool
+
+
+NEO4J = Capabilities(
+    name="neo4j",
+    list_min_aggregate=True,
+    label_disjunction=True,
+    ddl_if_not_exists=True,
+    index_ddl="CREATE INDEX {name} IF NOT EXISTS FOR (n:{label}) ON (n.{prop})",
+    unique_ddl="CREATE CONSTRAINT {name} IF NOT EXISTS FOR (n:{label}) REQUIRE n.{prop} IS UNIQUE",
+    unique_constraint_command=None,
+    timeout_unit="s",
+    min_timeout_ms=1,
+    read_only_queries=True,
+    timeout_markers=("TransactionTimedOut", "terminated", "timed out", "timeout"),
+    constraint_markers=("ConstraintValidationFailed", "already exists with label"),
+    index_guard="{x}",
+    bulk_batch=5_000,
+    max_visited_in_query=False,
+)
+
+FALKORDB = Capabilities(
+    name="falkordb",
+    list_min_aggregate=True,
+    label_disjunction=False,
+    ddl_if_not_exists=False,
+    index_ddl="CREATE INDEX FOR (n:{label}) ON (n.{prop})",
+    unique_ddl=None,
+    unique_constraint_command=("GRAPH.CONSTRAINT", "CREATE", "{graph}", "UNIQUE", "NODE", "{label}",
+                               "PROPERTIES", "1", "{prop}"),
+    timeout_unit="ms",
+    min_timeout_ms=1,
+    read_only_queries=True,
+    timeout_markers=("Query timed out", "timed out"),
+    constraint_markers=("unique constraint violation",),
+    index_guard="[{x}][0]",
+    bulk_batch=5_000,
+    max_visited_in_query=False,
+)
+
+#: The one table. Keys are the engine names used in settings and CLI options.
+CAPABILITIES: dict[str, Capabilities] = {c.name: c for c in (NEO4J, FALKORDB)}
+
+
+def capabilities(engine: str) -> Capabilities:
+    """The row of :data:`CAPABILITIES` for ``engine``; raises ConfigError for unknown engines."""
+    try:
+        return CAPABILITIES[engine]
+    except KeyError:
+        raise ConfigError(
+            f"unknown Cypher engine {engine!r}; known engines: {sorted(CAPABILITIES)}"
+        ) from None

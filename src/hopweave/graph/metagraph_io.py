@@ -1,0 +1,172 @@
+"""Metagraph files -> gates -> graph nodes.
+
+Goal files (``metagraph/goals/*.yaml``)::
+
+    goal:      {name, description, examples, version, sections, ranking_profile, ...}
+    defaults:  {author, created_at, version, budget_ms, ...}   # merged into every pattern
+    patterns:  [{name, sub_question, seed, edge_sequence, target_type, predicates, ...}, ...]
+
+A pattern's ``goal`` defaults to the file's goal. Value shorthand: a plain scalar (or list) where
+a ValueRef is expected is a literal; ``{bind: session.customer_id, default: x}``,
+``{relative: -24, unit: months}`` and ``{as_of_year: 0}`` are the other kinds (the long form
+``{kind: ..., ...}`` works too).
+
+:func:`write_metagraph` writes ``(:GoalType)-[:HAS_PATTERN]->(:TraversalPattern)`` as tenant
+``_global`` after the gates. At query time patterns are read from the graph
+(``GraphStore.patterns()``), never from these files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+from hopweave.errors import InputError, PatternValidationError
+from hopweave.graph.base import Edge, GraphStore, Node
+from hopweave.graph.gates import gate_write, labels_used
+from hopweave.models.common import to_datetime
+from hopweave.models.metagraph import (
+    GoalType,
+    TraversalPattern,
+    goal_node_id,
+    pattern_node_id,
+    to_json,
+)
+from hopweave.models.schema import GLOBAL_TENANT
+
+
+def _value(v: Any) -> Any:
+    if isinstance(v, Mapping):
+        if "kind" in v:
+            return dict(v)
+        if "bind" in v:
+            return {"kind": "bind", "ref": v["bind"], "default": v.get("default")}
+        if "relative" in v:
+            return {"kind": "relative", "amount": v["relative"], "unit": v.get("unit", "days"),
+                    "start_of": v.get("start_of")}
+        if "as_of_year" in v:
+            return {"kind": "as_of_year", "offset": v["as_of_year"] or 0}
+        return dict(v)
+    if isinstance(v, list):
+        return {"kind": "literal", "value": tuple(v)}
+    return {"kind": "literal", "value": v}
+
+
+def expand_pattern(raw: Mapping[str, Any], goal: str, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """Apply file defaults, the file's goal and value shorthands to one raw pattern mapping."""
+    data: dict[str, Any] = {**defaults, **raw}
+    data.setdefault("goal", goal)
+    seed = data.get("seed")
+    if isinstance(seed, Mapping) and "value" in seed:
+        data["seed"] = {**seed, "value": _value(seed["value"])}
+    preds = []
+    for pred in data.get("predicates") or ():
+        if isinstance(pred, Mapping) and True in pred:
+            # YAML 1.1 reads an unquoted `on:` key as the boolean True.
+            pred = {("on" if k is True else k): v for k, v in pred.items()}
+        if isinstance(pred, Mapping) and pred.get("value") is not None:
+            pred = {**pred, "value": _value(pred["value"])}
+        preds.append(pred)
+    if preds:
+        data["predicates"] = preds
+    if "depth" not in data and isinstance(data.get("edge_sequence"), list):
+        data["depth"] = len(data["edge_sequence"])
+    return data
+
+
+def read_goal_file(path: str | Path) -> tuple[GoalType, list[dict[str, Any]]]:
+    """Parse one goal file into its GoalType and raw (expanded, not yet gated) pattern dicts."""
+    p = Path(path)
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"goal file {p} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"goal file {p} is not valid YAML: {exc}") from exc
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("goal"), Mapping):
+        raise InputError(f"goal file {p} needs a top-level 'goal' mapping (and 'patterns')")
+    try:
+        goal = GoalType.model_validate(doc["goal"])
+    except Exception as exc:  # pydantic ValidationError or UnsafeIdentifierError
+        raise PatternValidationError(str(doc["goal"].get("name", p.stem)), "goal", f"invalid GoalType in {p}: {exc}",
+                                     "fix the goal mapping") from None
+    defaults = doc.get("defaults") or {}
+    raws = [expand_pattern(r, goal.name, defaults) for r in doc.get("patterns") or ()]
+    return goal, raws
+
+
+def load_goal_files(directory: str | Path | None = None) -> tuple[list[GoalType], list[dict[str, Any]]]:
+    """Read every ``*.yaml`` of ``directory`` (default: the shipped ``metagraph/goals``), by file name."""
+    if directory is None:
+        from hopweave.paths import metagraph_dir
+
+        directory = metagraph_dir() / "goals"
+    d = Path(directory)
+    if not d.is_dir():
+        raise InputError(f"goal directory {d} does not exist")
+    goals: list[GoalType] = []
+    raws: list[dict[str, Any]] = []
+    for f in sorted(d.glob("*.yaml")):
+        g, r = read_goal_file(f)
+        goals.append(g)
+        raws.extend(r)
+    return goals, raws
+
+
+def _time(dt: Any) -> str | None:
+    t = to_datetime(dt)
+    return t.strftime("%Y-%m-%dT%H:%M:%S") if t else None
+
+
+def pattern_node(p: TraversalPattern) -> Node:
+    return Node(
+        id=pattern_node_id(p.name),
+        label="TraversalPattern",
+        props={
+            "name": p.name, "goal": p.goal, "sub_question": p.sub_question, "seed_type": p.seed.type,
+            "edge_types": [s.type for s in p.edge_sequence], "labels_used": labels_used(p),
+            "target_type": p.target_type, "depth": p.depth, "budget_ms": p.budget_ms, "version": p.version,
+            "author": p.author, "created_at": _time(p.created_at), "definition_hash": p.definition_hash(),
+            "definition": to_json(p),
+        },
+    )
+
+
+def goal_node(g: GoalType) -> Node:
+    return Node(
+        id=goal_node_id(g.name),
+        label="GoalType",
+        props={"name": g.name, "description": g.description, "examples": list(g.examples), "version": g.version,
+               "definition": to_json(g)},
+    )
+
+
+def write_metagraph(
+    store: GraphStore, goals: Iterable[GoalType], patterns: Iterable[Mapping[str, Any] | TraversalPattern]
+) -> dict[str, Any]:
+    """Gate and write goal types and patterns into ``store`` (tenant ``_global``) in one write.
+
+    Returns ``{"goals": n, "patterns": n, "unchanged": n, "revision": ...}``. Raises the first
+    gate error (PatternValidationError and subclasses); nothing is written then."""
+    goals = list(goals)
+    stored = store.patterns()
+    parsed = gate_write(store.schema, goals, patterns, stored)
+    stored_by = {p.name: p for p in stored}
+    unchanged = sum(1 for p in parsed if p.name in stored_by and to_json(stored_by[p.name]) == to_json(p))
+    nodes = [goal_node(g) for g in goals] + [pattern_node(p) for p in parsed]
+    edges = [Edge(goal_node_id(p.goal), pattern_node_id(p.name), "HAS_PATTERN") for p in parsed]
+    missing_goals = {p.goal for p in parsed} - {g.name for g in goals} - {g.name for g in store.goal_types()}
+    if missing_goals:
+        name = sorted(missing_goals)[0]
+        raise PatternValidationError(name, "goal", f"goal {name!r} is neither written nor stored",
+                                     "write its GoalType together with its patterns")
+    store.write(GLOBAL_TENANT, nodes, edges)
+    return {"goals": len(goals), "patterns": len(parsed), "unchanged": unchanged, "revision": store.metagraph_revision()}
+
+
+def load_metagraph(store: GraphStore, directory: str | Path | None = None) -> dict[str, Any]:
+    """Read the goal files (default: shipped) and :func:`write_metagraph` them."""
+    goals, raws = load_goal_files(directory)
+    return write_metagraph(store, goals, raws)

@@ -1,0 +1,604 @@
+"""The embedded default GraphStore: a networkx MultiDiGraph, persistent in a directory.
+
+- Storage: ``<directory>/snapshot.pkl`` + ``journal.jsonl`` (see ``_persist``). Each
+  :meth:`write` appends one fsync'd journal line (a DecisionTrace per retrieval does not rewrite a
+  million-node snapshot); :meth:`compact` rewrites the snapshot atomically and empties the
+  journal; :meth:`bulk` loads millions of items in memory and commits them as one snapshot. A
+  killed process leaves the previous committed state readable.
+- Several processes may open one directory: writes take an exclusive flock and first catch up
+  with records other processes appended; :meth:`refresh` catches up explicitly.
+- Threads: reads (walks) run concurrently under a read lock; writes apply under the write lock.
+- The networkx graph (:attr:`graph`) has nodes keyed by id with attributes = properties plus
+  ``label``, and one edge per (src, type, dst) with key = the relationship type. Treat it as
+  read-only; write through :meth:`write` / :meth:`bulk`.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+import networkx as nx
+
+from hopweave.errors import InputError, StoreError
+from hopweave.graph import _persist as P
+from hopweave.graph.base import Edge, GraphStore, Node, visible
+from hopweave.graph.walk import LABEL_KEY, walk
+from hopweave.graph.write_rules import WriteValidator
+from hopweave.models.common import Bindings, PatternResult
+from hopweave.models.filters import And, Eq, FilterTree, matches
+from hopweave.models.metagraph import GoalType, TraversalPattern
+from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
+
+_META_LABELS = frozenset({"GoalType", "TraversalPattern"})
+#: Graphs at least this large are moved out of the cyclic GC's reach after loading (gc.freeze),
+#: so full collections do not scan millions of long-lived dicts in the middle of a retrieval.
+FREEZE_THRESHOLD = 100_000
+
+
+class _RWLock:
+    """Many readers or one writer; reentrant for readers of one thread; writers preferred."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writer: int | None = None
+        self._waiting = 0
+        self._local = threading.local()
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        depth = getattr(self._local, "depth", 0)
+        me = threading.get_ident()
+        if depth or self._writer == me:
+            self._local.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._local.depth = depth
+            return
+        with self._cond:
+            while self._writer is not None or self._waiting:
+                self._cond.wait()
+            self._readers += 1
+        self._local.depth = 1
+        try:
+            yield
+        finally:
+            self._local.depth = 0
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        me = threading.get_ident()
+        if self._writer == me:
+            yield
+            return
+        with self._cond:
+            self._waiting += 1
+            while self._writer is not None or self._readers:
+                self._cond.wait()
+            self._waiting -= 1
+            self._writer = me
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = None
+                self._cond.notify_all()
+
+
+class _State:
+    """The in-memory graph plus its indexes."""
+
+    def __init__(self, payload: dict[str, Any] | None = None) -> None:
+        g = nx.MultiDiGraph()
+        if payload is not None:
+            g._node = payload["node"]
+            g._adj = g._succ = payload["succ"]
+            g._pred = payload["pred"]
+            self.by_label: dict[str, set[str]] = payload["by_label"]
+        else:
+            self.by_label = {}
+        self.g = g
+        self.node: dict[str, dict[str, Any]] = g._node
+        self.succ: dict[str, dict[str, dict[str, dict[str, Any]]]] = g._succ
+        self.pred: dict[str, dict[str, dict[str, dict[str, Any]]]] = g._pred
+        #: (label, property) -> value -> ids; built on first use, maintained by writes.
+        self.prop_index: dict[tuple[str, str], dict[Any, set[str]]] = {}
+        self.edge_count = sum(len(kd) for nbrs in self.succ.values() for kd in nbrs.values())
+
+    def payload(self) -> dict[str, Any]:
+        return {"node": self.node, "succ": self.succ, "pred": self.pred, "by_label": self.by_label}
+
+    # ---- GraphView for the walker ----------------------------------------------------------
+    def node_attrs(self, node_id: str) -> dict[str, Any] | None:
+        return self.node.get(node_id)
+
+    def seed_candidates(self, label: str, key: str, values: tuple[Any, ...]) -> Iterable[str]:
+        if key == "id":
+            return [v for v in values if isinstance(v, str) and v in self.node]
+        idx = self.index(label, key)
+        out: set[str] = set()
+        for v in values:
+            try:
+                out |= idx.get(v, set())
+            except TypeError:  # unhashable value
+                continue
+        return out
+
+    def neighbors(self, node_id: str, rel_type: str, direction: str) -> Iterable[str]:
+        out: list[str] = []
+        if direction in ("out", "both"):
+            nbrs = self.succ.get(node_id)
+            if nbrs:
+                out.extend(v for v, kd in nbrs.items() if rel_type in kd)
+        if direction in ("in", "both"):
+            nbrs = self.pred.get(node_id)
+            if nbrs:
+                out.extend(u for u, kd in nbrs.items() if rel_type in kd)
+        return out
+
+    # ---- indexes -------------------------------------------------------------------------
+    def index(self, label: str, key: str) -> dict[Any, set[str]]:
+        idx = self.prop_index.get((label, key))
+        if idx is None:
+            idx = {}
+            for nid in self.by_label.get(label, ()):
+                _index_add(idx, self.node[nid].get(key), nid)
+            self.prop_index[(label, key)] = idx
+        return idx
+
+    # ---- mutations (validated before) ------------------------------------------------------
+    def upsert_node(self, nid: str, label: str, props: dict[str, Any], removed: Sequence[str]) -> None:
+        attrs = self.node.get(nid)
+        if attrs is None:
+            attrs = {LABEL_KEY: label}
+            attrs.update(props)
+            self.node[nid] = attrs
+            self.succ[nid] = {}
+            self.pred[nid] = {}
+            self.by_label.setdefault(label, set()).add(nid)
+            for (lab, key), idx in self.prop_index.items():
+                if lab == label:
+                    _index_add(idx, attrs.get(key), nid)
+            return
+        for (lab, key), idx in self.prop_index.items():
+            if lab == label and (key in props or key in removed):
+                _index_remove(idx, attrs.get(key), nid)
+                _index_add(idx, props.get(key), nid)
+        attrs.update(props)
+        for k in removed:
+            attrs.pop(k, None)
+
+    def upsert_edge(self, src: str, rel: str, dst: str, props: dict[str, Any]) -> None:
+        nbrs = self.succ[src]
+        kd = nbrs.get(dst)
+        if kd is None:
+            kd = {}
+            nbrs[dst] = kd
+            self.pred[dst][src] = kd
+        cur = kd.get(rel)
+        if cur is None:
+            kd[rel] = dict(props)
+            self.edge_count += 1
+        elif props:
+            cur.update(props)
+
+
+def _index_add(idx: dict[Any, set[str]], value: Any, nid: str) -> None:
+    if value is None:
+        return
+    for v in value if isinstance(value, list) else (value,):
+        idx.setdefault(v, set()).add(nid)
+
+
+def _index_remove(idx: dict[Any, set[str]], value: Any, nid: str) -> None:
+    if value is None:
+        return
+    for v in value if isinstance(value, list) else (value,):
+        s = idx.get(v)
+        if s is not None:
+            s.discard(nid)
+            if not s:
+                del idx[v]
+
+
+class NetworkxGraphStore(GraphStore):
+    """GraphStore on networkx, persistent in ``directory`` (None = in memory only).
+
+    The constructor does no I/O; the directory is read on first use (or :meth:`load`).
+    """
+
+    def __init__(
+        self, directory: str | Path | None, schema: GraphSchema | None = None, *, read_only: bool = False
+    ) -> None:
+        if schema is None:
+            from hopweave.paths import default_schema_path
+
+            schema = GraphSchema.load(default_schema_path())
+        self.schema = schema
+        self.directory = Path(directory) if directory is not None else None
+        self.read_only = read_only
+        self._validator = WriteValidator(schema)
+        self._rw = _RWLock()
+        self._wlock = threading.RLock()
+        self._loaded = False
+        self._closed = False
+        self._st = _State()
+        self._seq = 0
+        self._journal_offset = 0
+        self._snap_sig: tuple[int, int, int] | None = None
+        self._meta_version = 0
+        self._meta_cache: tuple[int, list[GoalType], list[TraversalPattern], str] | None = None
+        self._index_lock = threading.Lock()
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    @classmethod
+    def open(cls, directory: str | Path | None, schema: GraphSchema | None = None, **kw: Any) -> "NetworkxGraphStore":
+        """Construct and load now (raises StoreCorruptError for an unreadable directory)."""
+        store = cls(directory, schema, **kw)
+        store.load()
+        return store
+
+    def load(self) -> None:
+        """(Re)read the snapshot and journal from disk."""
+        with self._wlock, self._rw.write():
+            self._load_locked()
+
+    def _ensure(self) -> None:
+        if self._closed:
+            raise StoreError("the graph store is closed; open it again")
+        if not self._loaded:
+            with self._wlock:
+                if not self._loaded:
+                    with self._rw.write():
+                        self._load_locked()
+
+    def _load_locked(self) -> None:
+        st, seq, off, sig = _State(), 0, 0, None
+        if self.directory is not None:
+            with P.locked(self.directory, exclusive=False):
+                snap = P.read_snapshot(self.directory)
+                sig = P.snapshot_signature(self.directory)
+                if snap is not None:
+                    header, payload = snap
+                    st = _State(payload)
+                    seq = int(header.get("last_seq", 0))
+                records, off = P.read_journal(self.directory, 0)
+                seq = self._replay(st, records, seq)
+        self._st, self._seq, self._journal_offset, self._snap_sig = st, seq, off, sig
+        self._meta_version += 1
+        self._loaded = True
+        if len(st.node) >= FREEZE_THRESHOLD:
+            gc.collect()
+            gc.freeze()
+
+    @staticmethod
+    def _replay(st: _State, records: list[dict[str, Any]], seq: int) -> int:
+        for rec in records:
+            if rec["seq"] <= seq:
+                continue
+            for nid, label, props, removed in rec.get("n", ()):
+                st.upsert_node(nid, label, props, removed)
+            for src, rel, dst, props in rec.get("e", ()):
+                st.upsert_edge(src, rel, dst, props)
+            seq = rec["seq"]
+        return seq
+
+    def _catch_up_locked(self) -> None:
+        """Apply what other processes committed since we read the directory (exclusive lock held)."""
+        if self.directory is None:
+            return
+        sig = P.snapshot_signature(self.directory)
+        size = P.journal_size(self.directory)
+        if sig != self._snap_sig or size < self._journal_offset:
+            with self._rw.write():
+                self._load_locked_exclusive()
+        elif size > self._journal_offset:
+            records, off = P.read_journal(self.directory, self._journal_offset)
+            if records:
+                with self._rw.write():
+                    self._seq = self._replay(self._st, records, self._seq)
+                    self._meta_version += 1
+            self._journal_offset = off
+
+    def _load_locked_exclusive(self) -> None:
+        # Same as _load_locked but we already hold the exclusive flock.
+        assert self.directory is not None
+        st, seq = _State(), 0
+        snap = P.read_snapshot(self.directory)
+        if snap is not None:
+            header, payload = snap
+            st, seq = _State(payload), int(header.get("last_seq", 0))
+        records, off = P.read_journal(self.directory, 0)
+        self._seq = self._replay(st, records, seq)
+        self._st, self._journal_offset = st, off
+        self._snap_sig = P.snapshot_signature(self.directory)
+        self._meta_version += 1
+
+    def refresh(self) -> None:
+        """Catch up with writes other processes committed to the directory."""
+        self._ensure()
+        if self.directory is None or not (self.directory / P.LOCK).exists():
+            return
+        with self._wlock, P.locked(self.directory, exclusive=True):
+            self._catch_up_locked()
+
+    def close(self) -> None:
+        self._closed = True
+
+    # ---- introspection -------------------------------------------------------------------
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        """The underlying networkx graph (read-only use)."""
+        self._ensure()
+        return self._st.g
+
+    def stats(self) -> dict[str, Any]:
+        """Node and edge counts, counts by label, journal size."""
+        self._ensure()
+        with self._rw.read():
+            return {
+                "nodes": len(self._st.node),
+                "edges": self._st.edge_count,
+                "labels": {k: len(v) for k, v in sorted(self._st.by_label.items())},
+                "journal_bytes": self._journal_offset,
+                "last_seq": self._seq,
+            }
+
+    # ---- reads ---------------------------------------------------------------------------
+    def _get_node(self, tenant_id: str, node_id: str) -> Node | None:
+        self._ensure()
+        with self._rw.read():
+            attrs = self._st.node.get(node_id)
+            if attrs is None or not visible(tenant_id, attrs.get("tenant_id")):
+                return None
+            return _to_node(node_id, attrs)
+
+    def _find_nodes(
+        self, tenant_id: str, label: str, where: FilterTree | None, limit: int | None
+    ) -> list[Node]:
+        self._ensure()
+        with self._rw.read():
+            st = self._st
+            ids: Iterable[str] = st.by_label.get(label, ())
+            eqs = [c for c in (where.clauses if isinstance(where, And) else (where,)) if isinstance(c, Eq)]
+            for eq in eqs[:1]:
+                if eq.field == "id":
+                    ids = [eq.value] if isinstance(eq.value, str) and eq.value in ids else []
+                else:
+                    with self._index_lock:
+                        idx = st.index(label, eq.field)
+                    try:
+                        ids = idx.get(eq.value, set())
+                    except TypeError:
+                        ids = []
+            out: list[Node] = []
+            for nid in sorted(ids):
+                attrs = st.node[nid]
+                if not visible(tenant_id, attrs.get("tenant_id")):
+                    continue
+                if where is not None and not matches(where, {**attrs, "id": nid}):
+                    continue
+                out.append(_to_node(nid, attrs))
+                if limit is not None and len(out) >= limit:
+                    break
+            return out
+
+    def _run_pattern(
+        self, tenant_id: str, pattern: TraversalPattern, bindings: Bindings, deadline: float | None
+    ) -> PatternResult:
+        self._ensure()
+        with self._rw.read():
+            if pattern.seed.key != "id":
+                with self._index_lock:
+                    self._st.index(pattern.seed.type, pattern.seed.key)
+            return walk(self._st, self.schema, tenant_id, pattern, bindings, deadline)
+
+    # ---- writes --------------------------------------------------------------------------
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise StoreError("this graph store was opened read_only; open it without read_only to write")
+
+    def _validate(
+        self, tenant_id: str, nodes: list[Node], edges: list[Edge]
+    ) -> tuple[list[list[Any]], list[list[Any]]]:
+        st = self._st
+        pending: dict[str, dict[str, Any]] = {}
+        nrec: list[list[Any]] = []
+        for n in nodes:
+            existing = pending.get(n.id) or st.node.get(n.id)
+            props, removed = self._validator.node(tenant_id, n, existing)
+            merged = dict(existing or {LABEL_KEY: n.label})
+            merged.update(props)
+            pending[n.id] = merged
+            nrec.append([n.id, n.label, props, removed])
+        erec: list[list[Any]] = []
+        for e in edges:
+            src = pending.get(e.src) or st.node.get(e.src)
+            dst = pending.get(e.dst) or st.node.get(e.dst)
+            props = self._validator.edge(tenant_id, e, src, dst)
+            erec.append([e.src, e.type, e.dst, props])
+        return nrec, erec
+
+    def _write(self, tenant_id: str, nodes: list[Node], edges: list[Edge]) -> None:
+        self._ensure()
+        self._check_writable()
+        if not nodes and not edges:
+            return
+        with self._wlock:
+            if self.directory is None:
+                nrec, erec = self._validate(tenant_id, nodes, edges)
+                self._apply(nrec, erec, self._seq + 1)
+                return
+            with P.locked(self.directory, exclusive=True):
+                self._catch_up_locked()
+                nrec, erec = self._validate(tenant_id, nodes, edges)
+                seq = self._seq + 1
+                record = {"seq": seq, "t": tenant_id, "n": nrec, "e": erec}
+                self._journal_offset = P.append_journal(self.directory, self._journal_offset, record)
+                self._apply(nrec, erec, seq)
+
+    def _apply(self, nrec: list[list[Any]], erec: list[list[Any]], seq: int) -> None:
+        with self._rw.write():
+            for nid, label, props, removed in nrec:
+                self._st.upsert_node(nid, label, props, removed)
+            for src, rel, dst, props in erec:
+                self._st.upsert_edge(src, rel, dst, props)
+            self._seq = seq
+            if any(r[1] in _META_LABELS for r in nrec) or any(r[1] == "HAS_PATTERN" for r in erec):
+                self._meta_version += 1
+
+    def compact(self) -> None:
+        """Rewrite the snapshot with everything committed and empty the journal (atomic)."""
+        self._ensure()
+        self._check_writable()
+        if self.directory is None:
+            return
+        with self._wlock, P.locked(self.directory, exclusive=True):
+            self._catch_up_locked()
+            self._commit_snapshot()
+
+    def _commit_snapshot(self) -> None:
+        assert self.directory is not None
+        with self._rw.read():
+            header = {"last_seq": self._seq, "nodes": len(self._st.node), "edges": self._st.edge_count,
+                      "schema_version": self.schema.version}
+            enabled = gc.isenabled()
+            gc.disable()
+            try:
+                P.write_snapshot(self.directory, self._st.payload(), header)
+            finally:
+                if enabled:
+                    gc.enable()
+        P.reset_journal(self.directory)
+        self._journal_offset = 0
+        self._snap_sig = P.snapshot_signature(self.directory)
+
+    @contextmanager
+    def bulk(self, *, replace: bool = False) -> Iterator["BulkWriter"]:
+        """Bulk load: ``with store.bulk() as b: b.write(tenant, items)``.
+
+        Items are validated and applied in memory as they stream in; on leaving the block the
+        whole state is committed as one snapshot (all or nothing on disk). ``replace=True``
+        starts from an empty graph (the old one stays on disk until the commit). Readers wait
+        while a bulk load runs. On an exception the in-memory state is restored."""
+        self._ensure()
+        self._check_writable()
+        with self._wlock:
+            flock = P.locked(self.directory, exclusive=True) if self.directory is not None else _null()
+            with flock:
+                self._catch_up_locked()
+                old = self._st
+                with self._rw.write():
+                    if replace:
+                        self._st = _State()
+                    writer = BulkWriter(self)
+                    enabled = gc.isenabled()
+                    gc.disable()
+                    try:
+                        yield writer
+                        self._seq += 1
+                        self._meta_version += 1
+                        if self.directory is not None:
+                            self._commit_snapshot()
+                    except BaseException:
+                        # Roll back: the old state (replace), else what is on disk. An in-memory
+                        # store without replace cannot roll back and keeps the applied prefix.
+                        if replace:
+                            self._st = old
+                        elif self.directory is not None:
+                            self._load_locked_exclusive()
+                        self._meta_version += 1
+                        raise
+                    finally:
+                        if enabled:
+                            gc.enable()
+        if len(self._st.node) >= FREEZE_THRESHOLD:
+            gc.collect()
+            gc.freeze()
+
+    def bulk_write(self, tenant_id: str, items: Iterable[Node | Edge], *, replace: bool = False) -> int:
+        """One-batch :meth:`bulk`. Returns the number of items written."""
+        with self.bulk(replace=replace) as b:
+            return b.write(tenant_id, items)
+
+    # ---- metagraph -----------------------------------------------------------------------
+    def _meta(self) -> tuple[list[GoalType], list[TraversalPattern], str]:
+        self._ensure()
+        cache = self._meta_cache
+        if cache is not None and cache[0] == self._meta_version:
+            return cache[1], cache[2], cache[3]
+        with self._rw.read():
+            version = self._meta_version
+            st = self._st
+            goals, patterns, h = [], [], hashlib.sha256()
+            for label, model, out in (("GoalType", GoalType, goals), ("TraversalPattern", TraversalPattern, patterns)):
+                for nid in sorted(st.by_label.get(label, ())):
+                    attrs = st.node[nid]
+                    if attrs.get("tenant_id") != GLOBAL_TENANT or not attrs.get("definition"):
+                        continue
+                    out.append(model.model_validate_json(attrs["definition"]))
+                    h.update(f"{nid}\0{attrs['definition']}\0".encode())
+            goals.sort(key=lambda g: g.name)
+            patterns.sort(key=lambda p: p.name)
+            rev = h.hexdigest()[:16]
+        self._meta_cache = (version, goals, patterns, rev)
+        return goals, patterns, rev
+
+    def goal_types(self) -> list[GoalType]:
+        return list(self._meta()[0])
+
+    def patterns(self, goal: str | None = None) -> list[TraversalPattern]:
+        return [p for p in self._meta()[1] if goal is None or p.goal == goal]
+
+    def metagraph_revision(self) -> str:
+        return self._meta()[2]
+
+
+class BulkWriter:
+    """Streams validated items into a store during :meth:`NetworkxGraphStore.bulk`."""
+
+    def __init__(self, store: NetworkxGraphStore) -> None:
+        self._store = store
+        self.count = 0
+
+    def write(self, tenant_id: str, items: Iterable[Node | Edge]) -> int:
+        """Validate and apply items in order (an edge after both its endpoints). Returns the count.
+        Raises like :meth:`GraphStore.write`; the whole bulk block is then rolled back."""
+        from hopweave.models.common import check_tenant
+
+        if tenant_id != GLOBAL_TENANT:
+            check_tenant(tenant_id)
+        st, val = self._store._st, self._store._validator
+        n = 0
+        for item in items:
+            if isinstance(item, Node):
+                props, removed = val.node(tenant_id, item, st.node.get(item.id))
+                st.upsert_node(item.id, item.label, props, removed)
+            elif isinstance(item, Edge):
+                props = val.edge(tenant_id, item, st.node.get(item.src), st.node.get(item.dst))
+                st.upsert_edge(item.src, item.type, item.dst, props)
+            else:
+                raise InputError(f"bulk items must be Node or Edge, got {type(item).__name__}")
+            n += 1
+        self.count += n
+        return n
+
+
+@contextmanager
+def _null() -> Iterator[None]:
+    yield
+
+
+def _to_node(nid: str, attrs: dict[str, Any]) -> Node:
+    props = {k: (list(v) if isinstance(v, list) else v) for k, v in attrs.items() if k != LABEL_KEY}
+    return Node(id=nid, label=attrs[LABEL_KEY], props=props)

@@ -1,0 +1,247 @@
+"""Write validation shared by every GraphStore backend.
+
+:class:`WriteValidator` checks one node or edge write against the declared schema and the tenant
+rules of :meth:`hopweave.graph.base.GraphStore.write`, and returns the normalised properties to
+store. Backends call it before touching storage, so a rejected write changes nothing.
+
+Property values are stored as JSON scalars: ``str``, ``int``, ``float``, ``bool``, ``list[str]``;
+``date`` as ``YYYY-MM-DD``, ``datetime`` as ``YYYY-MM-DDTHH:MM:SS`` (naive UTC; ``date`` /
+``datetime`` objects are converted), ``json`` as a canonical JSON string (dicts/lists are
+serialised). Strings in one format compare lexicographically in time order, which is what
+relative-time predicates rely on. A ``None`` value removes the property (Cypher ``SET p = null``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from datetime import date, datetime
+from typing import Any, Callable, cast
+
+from hopweave.errors import InputError, SchemaError, TenantError
+from hopweave.graph.base import Edge, Node
+from hopweave.models.common import to_datetime
+from hopweave.models.schema import GLOBAL_TENANT, SAFE_IDENTIFIER, GraphSchema, PropertySpec
+
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATETIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")
+_ID_MAX = 256
+
+#: Node attribute key holding the label in the networkx store (never a schema property).
+LABEL_KEY = "label"
+
+_Missing = object()
+
+
+def _conv_str(v: Any) -> Any:
+    return v if isinstance(v, str) else _Missing
+
+
+def _conv_int(v: Any) -> Any:
+    return v if isinstance(v, int) and not isinstance(v, bool) else _Missing
+
+
+def _conv_float(v: Any) -> Any:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return _Missing
+    f = float(v)
+    return f if math.isfinite(f) else _Missing
+
+
+def _conv_bool(v: Any) -> Any:
+    return v if isinstance(v, bool) else _Missing
+
+
+def _conv_date(v: Any) -> Any:
+    if isinstance(v, str):
+        return v if _DATE_RE.match(v) else _Missing
+    if isinstance(v, datetime):
+        return v.date().isoformat()
+    if isinstance(v, date):
+        return v.isoformat()
+    return _Missing
+
+
+def _conv_datetime(v: Any) -> Any:
+    if isinstance(v, str):
+        return v if _DATETIME_RE.match(v) else _Missing
+    if isinstance(v, (date, datetime)):
+        dt = to_datetime(v)
+        return dt.strftime("%Y-%m-%dT%H:%M:%S") if dt else _Missing
+    return _Missing
+
+
+def _conv_list(v: Any) -> Any:
+    if isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+        return list(v)
+    return _Missing
+
+
+def _conv_json(v: Any) -> Any:
+    if isinstance(v, str):
+        try:
+            json.loads(v)
+        except ValueError:
+            return _Missing
+        return v
+    try:
+        return json.dumps(v, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return _Missing
+
+
+CONVERTERS: dict[str, Callable[[Any], Any]] = {
+    "str": _conv_str,
+    "int": _conv_int,
+    "float": _conv_float,
+    "bool": _conv_bool,
+    "date": _conv_date,
+    "datetime": _conv_datetime,
+    "list[str]": _conv_list,
+    "json": _conv_json,
+}
+
+_HINT = {
+    "date": "an ISO date string YYYY-MM-DD",
+    "datetime": "an ISO datetime string YYYY-MM-DDTHH:MM:SS (naive UTC)",
+    "list[str]": "a list of strings",
+    "json": "a JSON string or a JSON-serialisable dict/list",
+}
+
+
+def check_node_id(node_id: Any) -> str:
+    """Node ids are non-empty strings of printable characters, at most 256 long."""
+    if not isinstance(node_id, str) or not node_id or len(node_id) > _ID_MAX or not node_id.isprintable():
+        raise InputError(f"node id {node_id!r} must be a non-empty printable string of at most {_ID_MAX} chars")
+    return node_id
+
+
+class WriteValidator:
+    """Validates node and edge writes against a schema (precomputed per label, fast for bulk)."""
+
+    def __init__(self, schema: GraphSchema) -> None:
+        self.schema = schema
+        self._label_props: dict[str, dict[str, tuple[PropertySpec, Callable[[Any], Any]]]] = {}
+        self._required: dict[str, tuple[str, ...]] = {}
+        for lab in schema.labels:
+            self._label_props[lab.name] = {
+                n: (p, CONVERTERS[p.type]) for n, p in lab.props.items() if n not in ("id", "tenant_id")
+            }
+            self._required[lab.name] = tuple(
+                n for n, p in lab.props.items() if p.required and n not in ("id", "tenant_id")
+            )
+        self._shared = {lab.name for lab in schema.labels if lab.shared}
+        self._rels: dict[str, tuple[frozenset[str], frozenset[str], dict[str, Any]]] = {
+            r.name: (
+                frozenset(r.from_labels),
+                frozenset(r.to_labels),
+                {p.name: (p, CONVERTERS[p.type]) for p in r.properties},
+            )
+            for r in schema.relationships
+        }
+
+    # ---- properties ---------------------------------------------------------------------
+    def _props(
+        self, where: str, specs: dict[str, Any], props: dict[str, Any]
+    ) -> tuple[dict[str, Any], list[str]]:
+        out: dict[str, Any] = {}
+        removed: list[str] = []
+        for k, v in props.items():
+            if k in ("id", "tenant_id"):
+                continue
+            ent = specs.get(k)
+            if ent is None:
+                if not isinstance(k, str) or not SAFE_IDENTIFIER.match(k):
+                    raise SchemaError(f"{where}: property name {k!r} is not a safe identifier")
+                raise SchemaError(
+                    f"{where}: property {k!r} is not declared in the schema; declared: {sorted(specs)}"
+                )
+            if v is None:
+                removed.append(k)
+                continue
+            conv = ent[1](v)
+            if conv is _Missing:
+                spec = ent[0]
+                raise SchemaError(
+                    f"{where}: property {k!r} must be {_HINT.get(spec.type, spec.type)}, got {v!r}"
+                )
+            out[k] = conv
+        return out, removed
+
+    # ---- nodes --------------------------------------------------------------------------
+    def node(
+        self, tenant_id: str, node: Node, existing: dict[str, Any] | None
+    ) -> tuple[dict[str, Any], list[str]]:
+        """Validate a node upsert by ``tenant_id``; ``existing`` is the stored node's
+        properties (with ``label``) or None. Returns (properties to set incl. tenant_id,
+        property names to remove). Raises SchemaError, InputError or TenantError."""
+        check_node_id(node.id)
+        specs = self._label_props.get(node.label)
+        if specs is None:
+            self.schema.label(node.label)  # raises the helpful SchemaError / UnsafeIdentifierError
+            raise SchemaError(f"unknown label {node.label!r}")  # pragma: no cover
+        shared = node.label in self._shared
+        if shared and tenant_id != GLOBAL_TENANT:
+            raise TenantError(
+                f"node {node.id!r}: label {node.label} is shared across tenants; only tenant "
+                f"{GLOBAL_TENANT!r} may write it (write vocabulary/metagraph as {GLOBAL_TENANT!r})"
+            )
+        if not shared and tenant_id == GLOBAL_TENANT:
+            raise TenantError(
+                f"node {node.id!r}: label {node.label} is tenant data; write it as its tenant, "
+                f"not {GLOBAL_TENANT!r}"
+            )
+        given_tenant = node.props.get("tenant_id", tenant_id)
+        if given_tenant != tenant_id:
+            raise TenantError(
+                f"node {node.id!r} carries tenant_id {given_tenant!r} but is written by tenant {tenant_id!r}"
+            )
+        if LABEL_KEY in node.props and LABEL_KEY not in specs:
+            raise SchemaError(f"node {node.id!r}: {LABEL_KEY!r} is reserved; pass the label as Node.label")
+        if existing is not None:
+            if existing.get("tenant_id") != tenant_id:
+                raise TenantError(f"node id {node.id!r} already exists and belongs to another tenant")
+            if existing.get(LABEL_KEY) != node.label:
+                raise InputError(
+                    f"node {node.id!r} exists with label {existing.get(LABEL_KEY)!r}; it cannot become "
+                    f"{node.label!r} (node ids are unique in the store; use another id)"
+                )
+        out, removed = self._props(f"node {node.id!r} ({node.label})", specs, node.props)
+        if existing is None:
+            for req in self._required[node.label]:
+                if req not in out:
+                    raise SchemaError(f"node {node.id!r} ({node.label}) lacks required property {req!r}")
+        out["tenant_id"] = tenant_id
+        return out, removed
+
+    # ---- edges --------------------------------------------------------------------------
+    def edge(
+        self,
+        tenant_id: str,
+        edge: Edge,
+        src: dict[str, Any] | None,
+        dst: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """Validate an edge upsert; ``src``/``dst`` are the endpoint nodes' stored properties
+        (with ``label``), None when missing. Returns the properties to set."""
+        rel = self._rels.get(edge.type)
+        if rel is None:
+            self.schema.rel(edge.type)
+            raise SchemaError(f"unknown relationship type {edge.type!r}")  # pragma: no cover
+        where = f"edge ({edge.src!r})-[:{edge.type}]->({edge.dst!r})"
+        for end, node in (("source", src), ("target", dst)):
+            if node is None:
+                raise InputError(f"{where}: {end} node does not exist (write nodes before their edges)")
+            nt = node.get("tenant_id")
+            if nt != tenant_id and nt != GLOBAL_TENANT:
+                raise TenantError(f"{where}: {end} node is not visible to tenant {tenant_id!r}")
+        src, dst = cast(dict[str, Any], src), cast(dict[str, Any], dst)
+        if src[LABEL_KEY] not in rel[0]:
+            raise SchemaError(
+                f"{where}: {edge.type} goes from {sorted(rel[0])}, not from {src[LABEL_KEY]}"
+            )
+        if dst[LABEL_KEY] not in rel[1]:
+            raise SchemaError(f"{where}: {edge.type} goes to {sorted(rel[1])}, not to {dst[LABEL_KEY]}")
+        props, _removed = self._props(where, rel[2], edge.props)
+        return props

@@ -1,0 +1,166 @@
+"""Ranking profiles and search results (the ranking contract of seed 002).
+
+A :class:`RankingProfile` is immutable data: a name, a version, a fusion method and its
+parameters, the candidate cap per channel and the versions of the components it was tuned with.
+Profiles are published in ``hopweave/search/profiles.yaml`` and selected by name per request; a
+published profile never changes (a change is a new name). Every response echoes the exact
+profile it was ranked with.
+
+Fusion methods:
+
+* ``rrf`` / ``weighted_rrf``: ``contribution = weight / (rank_constant + rank)``, ranks from 1, an
+  absent candidate contributes 0, weights are not renormalised when a channel is empty.
+* ``convex``: ``alpha * norm(semantic) + (1 - alpha) * norm(lexical)`` with per-channel min-max
+  normalisation over that channel's candidates (absent = 0).
+* ``dense`` / ``lexical``: a single channel; fused score = raw score.
+
+Ties always break by ascending chunk id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from hopweave.search.embedder import EmbeddingSpace
+
+Method = Literal["rrf", "weighted_rrf", "convex", "dense", "lexical"]
+Normalisation = Literal["none", "minmax"]
+
+
+class RankingProfile(BaseModel):
+    """An immutable, named, versioned fusion recipe."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")
+    version: int = Field(ge=1)
+    method: Method
+    lexical_weight: float = Field(default=1.0, ge=0.0)
+    semantic_weight: float = Field(default=1.0, ge=0.0)
+    rank_constant: int = Field(default=60, ge=0)
+    alpha: Optional[float] = Field(default=None, ge=0.0, le=1.0)
+    normalisation: Normalisation = "none"
+    candidates_per_channel: int = Field(default=50, ge=1, le=1000)
+    components: dict[str, str] = Field(default_factory=dict)
+    experimental: bool = True
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _coherent(self) -> "RankingProfile":
+        if self.method == "convex":
+            if self.alpha is None:
+                raise ValueError("a convex profile needs alpha (weight of the semantic channel)")
+            if self.normalisation == "none":
+                raise ValueError("a convex profile needs a score normalisation (minmax)")
+        elif self.alpha is not None:
+            raise ValueError(f"alpha only applies to convex profiles, not {self.method}")
+        if self.method == "rrf" and self.lexical_weight != self.semantic_weight:
+            raise ValueError("rrf uses equal weights; use weighted_rrf for unequal weights")
+        if self.method in ("rrf", "weighted_rrf") and self.rank_constant == 0 and (
+            self.lexical_weight == 0 and self.semantic_weight == 0
+        ):
+            raise ValueError("at least one channel weight must be positive")
+        return self
+
+    @property
+    def uses_lexical(self) -> bool:
+        if self.method == "dense":
+            return False
+        if self.method == "convex":
+            return (self.alpha or 0.0) < 1.0
+        if self.method in ("rrf", "weighted_rrf"):
+            return self.lexical_weight > 0
+        return True
+
+    @property
+    def uses_semantic(self) -> bool:
+        if self.method == "lexical":
+            return False
+        if self.method == "convex":
+            return (self.alpha or 0.0) > 0.0
+        if self.method in ("rrf", "weighted_rrf"):
+            return self.semantic_weight > 0
+        return True
+
+    def fingerprint(self) -> str:
+        """sha256 of the canonical JSON definition (detects an edit of a published profile)."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class ChannelScore(BaseModel):
+    """One channel's view of a hit: rank (from 1), raw score, and its weighted contribution."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rank: int = Field(ge=1)
+    score: float
+    contribution: Optional[float] = None
+
+
+class RerankScore(BaseModel):
+    """Reranker score and the rank before reranking."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    score: float
+    fused_rank: int = Field(ge=1)
+
+
+class Hit(BaseModel):
+    """One ranked chunk with provenance and per-channel scores."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    chunk_id: str
+    document_id: str
+    document: Optional[str] = None
+    title: str = ""
+    section: str = ""
+    revision: Optional[str] = None
+    version: Optional[str] = None
+    text: str
+    payload: dict[str, Any] = Field(default_factory=dict)
+    score: float
+    lexical: Optional[ChannelScore] = None
+    semantic: Optional[ChannelScore] = None
+    rerank: Optional[RerankScore] = None
+
+
+EmbeddingCoverage = Literal["full", "partial", "missing"]
+
+
+class Coverage(BaseModel):
+    """How much of the eligible (filtered) corpus each channel could see."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    eligible_records: int = Field(ge=0)
+    embedded_records: int = Field(ge=0)
+    embedding_coverage: EmbeddingCoverage
+    semantic_skipped_reason: Optional[str] = None
+    lexical_skipped_reason: Optional[str] = None
+
+
+class SearchResult(BaseModel):
+    """Hits plus everything needed to interpret (and replay) them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hits: tuple[Hit, ...]
+    profile: RankingProfile
+    coverage: Coverage
+    candidates: dict[str, int] = Field(default_factory=dict)
+    candidates_truncated: dict[str, bool] = Field(default_factory=dict)
+    query_space: Optional[EmbeddingSpace] = None
+    collection_space: Optional[EmbeddingSpace] = None
+    filter: Optional[dict[str, Any]] = None
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+    def ids(self) -> list[str]:
+        return [h.chunk_id for h in self.hits]

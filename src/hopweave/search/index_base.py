@@ -1,0 +1,437 @@
+"""The VectorIndex interface: one collection of chunks, a dense and a sparse (BM25) channel.
+
+Tenant scoping and the always-on lifecycle filter live here, in template methods that adapters do
+not override: :meth:`VectorIndex.search`, :meth:`count`, :meth:`upsert`, :meth:`set_payload`,
+:meth:`invalidate_vectors`, :meth:`fetch`. Each adds ``tenant_id = T`` (and, for search,
+``version = current``) to the filter *before* the adapter runs, and re-checks every returned
+payload afterwards (a second wall: a violation raises TenantError instead of leaking).
+
+Both channels read only points that pass the filter; BM25 idf is computed over that filtered
+population (``IdfCorpusParams``), so another tenant's documents never shape a tenant's scores.
+The semantic channel only compares vectors of the query's embedding space: every point records
+``embedding_space`` in its payload and the dense prefetch requires it to equal the query's.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Literal, Mapping, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from hopweave.errors import EmbeddingSpaceError, InputError, StoreError, TenantError
+from hopweave.models.common import check_tenant
+from hopweave.models.documents import CURRENT
+from hopweave.models.filters import Eq, FilterTree, and_, check_fields, matches, parse_filter
+from hopweave.models.ranking import Coverage, Hit, RankingProfile, SearchResult
+from hopweave.models.schema import GraphSchema
+from hopweave.search.embedder import EmbeddingSpace
+from hopweave.search.fusion import fuse, rank_channel
+from hopweave.search.lexical import Bm25Encoder, Bm25Params, SparseVec, Tokenizer, TokenizerConfig
+
+DENSE = "dense"
+LEXICAL = "lexical"
+#: Payload fields the index itself maintains (beyond the schema's chunk fields).
+SPACE_FIELD = "embedding_space"
+INTERNAL_KEYWORD_FIELDS = (SPACE_FIELD, "text_hash")
+_POINT_NS = uuid.UUID("5b1f0c3e-8d4a-4f7e-9a57-2c1e6b0d9f11")
+
+
+def point_id(chunk_id: str) -> str:
+    """Deterministic Qdrant point id (UUIDv5) of a chunk id."""
+    return str(uuid.uuid5(_POINT_NS, chunk_id))
+
+
+class CollectionInfo(BaseModel):
+    """What a collection was built with; recorded with the collection and checked on open."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: int = 1
+    space: EmbeddingSpace
+    k1: float = 1.2
+    b: float = 0.75
+    avg_len: float = 256.0
+    title_weight: int = 1
+    tokenizer: dict[str, Any] = {}
+
+    def encoder(self) -> Bm25Encoder:
+        """The BM25 encoder that produced (and must query) this collection's sparse vectors."""
+        return Bm25Encoder(
+            Bm25Params(self.k1, self.b, self.avg_len),
+            Tokenizer(TokenizerConfig(**self.tokenizer)),
+            self.title_weight,
+        )
+
+
+@dataclass
+class IndexPoint:
+    """A point to upsert: chunk id, payload, BM25 vector and (optionally) its dense vector."""
+
+    chunk_id: str
+    payload: dict[str, Any]
+    sparse: SparseVec
+    dense: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class ChannelRequest:
+    """One candidate query handed to an adapter (filters already compiled for it)."""
+
+    channel: Literal["dense", "lexical"]
+    vector: Any  # list[float] for dense, SparseVec for lexical
+    filter: Any
+    limit: int
+    idf_filter: Any = None
+
+
+@dataclass
+class Candidate:
+    chunk_id: str
+    score: float
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+class VectorIndex(ABC):
+    """A chunk collection with a named dense vector and a named IDF sparse vector.
+
+    Adapters implement the ``_``-prefixed hooks; filters reach them already compiled by
+    :meth:`_compile` and already carrying the tenant clause.
+    """
+
+    schema: GraphSchema
+    info: CollectionInfo | None = None
+
+    # ---- adapter hooks ------------------------------------------------------------------
+    @abstractmethod
+    def _compile(self, tree: FilterTree | None) -> Any:
+        """Compile a FilterTree for this backend."""
+
+    @abstractmethod
+    def _create(self, info: CollectionInfo) -> None:
+        """Create the collection (vectors, payload indexes) and record ``info`` with it."""
+
+    @abstractmethod
+    def _load_info(self) -> CollectionInfo | None:
+        """The recorded CollectionInfo, or None when the collection does not exist yet."""
+
+    @abstractmethod
+    def _upsert(self, points: Sequence[IndexPoint]) -> None: ...
+
+    @abstractmethod
+    def _set_payload(self, flt: Any, payload: dict[str, Any]) -> None: ...
+
+    @abstractmethod
+    def _delete_dense(self, flt: Any) -> None:
+        """Remove the dense vector (and the ``embedding_space`` payload key) of matching points."""
+
+    @abstractmethod
+    def _count(self, flt: Any) -> int: ...
+
+    @abstractmethod
+    def _retrieve(self, point_ids: Sequence[str]) -> list[tuple[dict[str, Any], list[float] | None]]:
+        """(payload, dense vector or None) of the existing points among ``point_ids``."""
+
+    @abstractmethod
+    def _scroll(self, flt: Any, limit: int | None) -> list[dict[str, Any]]:
+        """Payloads of matching points (any order)."""
+
+    @abstractmethod
+    def _query(self, requests: Sequence[ChannelRequest]) -> list[list[Candidate]]:
+        """Run the channel requests (one list of candidates each, best first)."""
+
+    def close(self) -> None:  # pragma: no cover - adapters override when they hold resources
+        """Release the backend."""
+
+    def flush(self) -> None:
+        """Persist pending writes (no-op where writes are durable already)."""
+
+    def optimize(self) -> None:
+        """Build indexes / merge segments after a bulk load (no-op where not applicable)."""
+
+    # ---- collection lifecycle -----------------------------------------------------------
+    def ensure_collection(self, info: CollectionInfo) -> CollectionInfo:
+        """Create the collection with ``info`` if missing; return the recorded info.
+
+        Raises:
+            EmbeddingSpaceError: the existing collection has other dimensions than ``info``.
+        """
+        existing = self._load_info()
+        if existing is None:
+            self._create(info)
+            self.info = info
+            return info
+        if existing.space.dimensions != info.space.dimensions:
+            raise EmbeddingSpaceError(
+                f"the collection holds {existing.space.dimensions}-d vectors ({existing.space.key}); "
+                f"cannot add {info.space.dimensions}-d vectors ({info.space.key}): use a new store"
+            )
+        self.info = existing
+        return existing
+
+    def require_info(self) -> CollectionInfo:
+        """The collection's info. Raises StoreError when the collection was never created."""
+        if self.info is None:
+            self.info = self._load_info()
+        if self.info is None:
+            raise StoreError("the vector collection does not exist yet: ingest documents first")
+        return self.info
+
+    @property
+    def field_types(self) -> dict[str, str]:
+        types = {f.name: f.type for f in self.schema.chunk_fields}
+        types.setdefault(SPACE_FIELD, "str")
+        return types
+
+    # ---- tenant scoping (template methods) ----------------------------------------------
+    def scoped_filter(
+        self, tenant_id: str, where: FilterTree | Mapping[str, Any] | None, current_only: bool
+    ) -> FilterTree:
+        """``tenant_id = T AND [version = current] AND where``. Raises FilterError/TenantError."""
+        check_tenant(tenant_id)
+        tree = parse_filter(where) if where is not None else None
+        if tree is not None:
+            check_fields(tree, self.schema.filter_fields())
+        scoped = and_(
+            Eq(field="tenant_id", value=tenant_id),
+            Eq(field="version", value=CURRENT) if current_only else None,
+            tree,
+        )
+        assert scoped is not None
+        return scoped
+
+    def _post_check(self, tenant_id: str, scoped: FilterTree, payloads: Iterable[dict[str, Any]]) -> None:
+        for p in payloads:
+            if p.get("tenant_id") != tenant_id:
+                raise TenantError(
+                    f"the index returned chunk {p.get('chunk_id')!r} of another tenant: refusing"
+                )
+            if not matches(scoped, p):
+                raise StoreError(
+                    f"the index returned chunk {p.get('chunk_id')!r} outside the filter: refusing"
+                )
+
+    def upsert(self, tenant_id: str, points: Sequence[IndexPoint]) -> None:
+        """Upsert points that all belong to ``tenant_id``. Raises TenantError otherwise."""
+        check_tenant(tenant_id)
+        info = self.require_info()
+        for p in points:
+            if p.payload.get("tenant_id") != tenant_id:
+                raise TenantError(f"point {p.chunk_id!r} does not belong to tenant {tenant_id!r}")
+            if p.dense is not None:
+                if p.dense.shape != (info.space.dimensions,):
+                    raise EmbeddingSpaceError(
+                        f"point {p.chunk_id!r}: vector of shape {p.dense.shape}, collection "
+                        f"expects ({info.space.dimensions},)"
+                    )
+                if p.payload.get(SPACE_FIELD) is None:
+                    raise EmbeddingSpaceError(f"point {p.chunk_id!r} has a vector but no {SPACE_FIELD}")
+            elif SPACE_FIELD in p.payload:
+                raise EmbeddingSpaceError(f"point {p.chunk_id!r} names a space but has no vector")
+        if points:
+            self._upsert(points)
+
+    def set_payload(
+        self, tenant_id: str, payload: dict[str, Any], where: FilterTree | Mapping[str, Any] | None = None
+    ) -> None:
+        """Set payload keys on the tenant's points matching ``where`` (all versions)."""
+        if "tenant_id" in payload and payload["tenant_id"] != tenant_id:
+            raise TenantError("set_payload cannot move points to another tenant")
+        self._set_payload(self._compile(self.scoped_filter(tenant_id, where, False)), payload)
+
+    def invalidate_vectors(self, tenant_id: str, where: FilterTree | Mapping[str, Any]) -> None:
+        """Drop the dense vectors of the tenant's matching points (until re-embedded)."""
+        self._delete_dense(self._compile(self.scoped_filter(tenant_id, where, False)))
+
+    def count(
+        self, tenant_id: str, where: FilterTree | Mapping[str, Any] | None = None, current_only: bool = True
+    ) -> int:
+        """Number of the tenant's points matching ``where``."""
+        return self._count(self._compile(self.scoped_filter(tenant_id, where, current_only)))
+
+    def fetch(
+        self,
+        tenant_id: str,
+        where: FilterTree | Mapping[str, Any] | None = None,
+        current_only: bool = False,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Payloads of the tenant's points matching ``where``, sorted by chunk id."""
+        scoped = self.scoped_filter(tenant_id, where, current_only)
+        rows = self._scroll(self._compile(scoped), limit)
+        self._post_check(tenant_id, scoped, rows)
+        return sorted(rows, key=lambda p: str(p.get("chunk_id")))
+
+    def dense_vectors(self, tenant_id: str, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored dense vectors of the tenant's chunks (chunks without one are absent)."""
+        check_tenant(tenant_id)
+        out: dict[str, np.ndarray] = {}
+        for payload, vec in self._retrieve([point_id(c) for c in chunk_ids]):
+            if payload.get("tenant_id") != tenant_id:
+                raise TenantError(f"chunk {payload.get('chunk_id')!r} belongs to another tenant")
+            if vec is not None:
+                out[str(payload["chunk_id"])] = np.asarray(vec, dtype=np.float32)
+        return out
+
+    # ---- search -------------------------------------------------------------------------
+    def search(
+        self,
+        tenant_id: str,
+        query: str,
+        profile: RankingProfile,
+        where: FilterTree | Mapping[str, Any] | None = None,
+        limit: int = 10,
+        query_vector: np.ndarray | None = None,
+        query_space: EmbeddingSpace | None = None,
+        include_superseded: bool = False,
+    ) -> SearchResult:
+        """Pre-filtered hybrid search for one tenant.
+
+        Args:
+            tenant_id: the authenticated tenant (always added to the filter).
+            query: query text (the lexical channel; also what was embedded).
+            profile: the ranking profile (echoed in the result).
+            where: extra filter in the shared vocabulary.
+            limit: hits to return.
+            query_vector: the query embedding, in ``query_space``; None skips the semantic channel.
+            include_superseded: also search superseded revisions (audit); default current only.
+
+        Returns:
+            SearchResult with hits sorted by fused score then chunk id.
+
+        Raises:
+            TenantError, FilterError, InputError, StoreError.
+        """
+        t0 = time.perf_counter()
+        if limit < 1:
+            raise InputError("limit must be >= 1")
+        info = self.require_info()
+        scoped = self.scoped_filter(tenant_id, where, not include_superseded)
+        timings: dict[str, float] = {}
+        requests: list[ChannelRequest] = []
+        cap = profile.candidates_per_channel
+        base = self._compile(scoped)
+        lexical_reason = semantic_reason = None
+
+        sparse = info.encoder().encode_query(query) if profile.uses_lexical else None
+        if profile.uses_lexical:
+            if sparse is None or len(sparse) == 0:
+                lexical_reason = "the query has no index terms"
+            else:
+                requests.append(ChannelRequest(LEXICAL, sparse, base, cap, idf_filter=base))
+        else:
+            lexical_reason = f"profile {profile.name} does not use the lexical channel"
+
+        space = query_space or info.space
+        space_tree = and_(scoped, Eq(field=SPACE_FIELD, value=space.key))
+        semantic_ok = False
+        if not profile.uses_semantic:
+            semantic_reason = f"profile {profile.name} does not use the semantic channel"
+        elif query_vector is None or query_space is None:
+            semantic_reason = "no query embedding was supplied"
+        elif query_space.dimensions != info.space.dimensions:
+            semantic_reason = (
+                f"query embedding space {query_space.key} has {query_space.dimensions} dimensions, "
+                f"the collection's ({info.space.key}) {info.space.dimensions}: no semantic candidates"
+            )
+        else:
+            vec = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+            if vec.shape[0] != query_space.dimensions:
+                raise EmbeddingSpaceError(
+                    f"query vector has {vec.shape[0]} dimensions, the space {query_space.key} has "
+                    f"{query_space.dimensions}"
+                )
+            semantic_ok = True
+            requests.append(ChannelRequest(DENSE, vec.tolist(), self._compile(space_tree), cap))
+        timings["prepare"] = (time.perf_counter() - t0) * 1000
+
+        t1 = time.perf_counter()
+        results = self._query_exact(requests)
+        timings["channels"] = (time.perf_counter() - t1) * 1000
+        by_channel = {r.channel: res for r, res in zip(requests, results)}
+        lex = by_channel.get(LEXICAL, [])
+        sem = by_channel.get(DENSE, [])
+        payloads: dict[str, dict[str, Any]] = {}
+        for c in [*lex, *sem]:
+            payloads.setdefault(c.chunk_id, c.payload)
+        self._post_check(tenant_id, scoped, payloads.values())
+
+        t2 = time.perf_counter()
+        eligible = self._count(base)
+        embedded = self._count(self._compile(space_tree)) if eligible else 0
+        if semantic_ok and eligible > 0 and embedded == 0:
+            semantic_reason = (
+                f"no eligible record has a vector in the query's space {space.key} "
+                f"(collection space {info.space.key}): no semantic candidates"
+            )
+        coverage = Coverage(
+            eligible_records=eligible,
+            embedded_records=embedded,
+            embedding_coverage="full" if embedded == eligible else ("missing" if embedded == 0 else "partial"),
+            semantic_skipped_reason=semantic_reason,
+            lexical_skipped_reason=lexical_reason,
+        )
+        timings["count"] = (time.perf_counter() - t2) * 1000
+
+        t3 = time.perf_counter()
+        fused = fuse(
+            profile,
+            [(c.chunk_id, c.score) for c in lex],
+            [(c.chunk_id, c.score) for c in sem],
+        )[:limit]
+        hits = tuple(_hit(f, payloads[f.chunk_id]) for f in fused)
+        timings["fuse"] = (time.perf_counter() - t3) * 1000
+        timings["total"] = (time.perf_counter() - t0) * 1000
+        return SearchResult(
+            hits=hits,
+            profile=profile,
+            coverage=coverage,
+            candidates={LEXICAL: len(lex), "semantic": len(sem)},
+            candidates_truncated={LEXICAL: len(lex) >= cap, "semantic": len(sem) >= cap},
+            query_space=query_space,
+            collection_space=info.space,
+            filter=scoped.model_dump(mode="json"),
+            timings_ms={k: round(v, 3) for k, v in timings.items()},
+        )
+
+    def _query_exact(self, requests: Sequence[ChannelRequest]) -> list[list[Candidate]]:
+        """Run the requests and make each list deterministic under score ties.
+
+        Candidates are ranked by (score desc, chunk id asc). Each request asks the engine for one
+        point more than the cap; while the extra point ties with the last one inside the cap, more
+        are fetched, so the cut is made by chunk id, never by the engine's internal order.
+        """
+        if not requests:
+            return []
+        out = self._query([replace(r, limit=r.limit + 1) for r in requests])
+        final: list[list[Candidate]] = []
+        for req, cands in zip(requests, out):
+            n, fetch = req.limit, req.limit + 1
+            while len(cands) >= fetch and cands[-1].score == cands[n - 1].score:
+                fetch *= 2
+                cands = self._query([replace(req, limit=fetch)])[0]
+            ranked = rank_channel([(c.chunk_id, c.score) for c in cands], n)
+            pay = {c.chunk_id: c.payload for c in cands}
+            final.append([Candidate(cid, s, pay[cid]) for cid, s in ranked])
+        return final
+
+
+def _hit(f: Any, payload: dict[str, Any]) -> Hit:
+    return Hit(
+        chunk_id=f.chunk_id,
+        document_id=str(payload.get("document_id", "")),
+        document=payload.get("document"),
+        title=str(payload.get("title") or ""),
+        section=str(payload.get("section") or ""),
+        revision=payload.get("revision"),
+        version=payload.get("version"),
+        text=str(payload.get("text", "")),
+        payload={k: v for k, v in payload.items() if k != "text"},
+        score=f.score,
+        lexical=f.lexical,
+        semantic=f.semantic,
+    )

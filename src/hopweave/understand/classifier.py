@@ -1,0 +1,356 @@
+"""Goal classification from the graph's ``:GoalType`` nodes.
+
+Labels, descriptions and example utterances are read from the store (``GraphStore.goal_types()``)
+and re-read whenever ``GraphStore.metagraph_revision()`` changes; the per-revision index (example
+embeddings + a character n-gram TF-IDF index) is cached. There is no training step: scoring is
+nearest-example, and the calibration (``calibration.py``) maps goal-agnostic features to a
+probability, so a GoalType added to the graph is classifiable on the next call.
+
+Settings (``metagraph/classifier.yaml``) and calibration parameters
+(``metagraph/classifier_calibration.json``) are data; see the comments in the YAML file.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional, Sequence
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from hopweave.errors import ConfigError, InputError
+from hopweave.understand.calibration import Calibration, load_calibration
+from hopweave.understand.models import Classification, GoalCandidate
+from hopweave.understand.text import CharNgramIndex, check_utterance, split_clauses
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.graph.base import GraphStore
+    from hopweave.search.embedder import Embedder
+
+
+class ClassifierConfig(BaseModel):
+    """The classifier settings file (``metagraph/classifier.yaml``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: int = 1
+    lexical_weight: float = Field(default=0.3, ge=0.0, le=5.0)
+    char_ngrams: tuple[int, int] = (3, 5)
+    threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    use_descriptions: bool = False
+    clause_separators: str = r"[.?!;]+|,"
+    min_clause_words: int = Field(default=2, ge=1)
+    calibration_file: str = "classifier_calibration.json"
+    background: tuple[str, ...] = ()
+    #: Directory the file was read from (calibration_file is relative to it). Not in the YAML.
+    base_dir: Optional[str] = None
+
+    def separators(self) -> re.Pattern[str]:
+        try:
+            return re.compile(self.clause_separators, re.IGNORECASE)
+        except re.error as exc:
+            raise ConfigError(f"classifier clause_separators is not a valid regex: {exc}") from exc
+
+    def calibration_path(self) -> Path:
+        base = Path(self.base_dir) if self.base_dir else _default_dir()
+        return base / self.calibration_file
+
+
+def _default_dir() -> Path:
+    from hopweave.paths import metagraph_dir
+
+    return metagraph_dir()
+
+
+def load_classifier_config(path: str | Path | None = None) -> ClassifierConfig:
+    """Read the classifier settings (default: the shipped ``metagraph/classifier.yaml``).
+
+    Raises:
+        ConfigError: missing or invalid file.
+    """
+    p = Path(path) if path is not None else _default_dir() / "classifier.yaml"
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        return ClassifierConfig.model_validate({**data, "base_dir": str(p.parent)})
+    except FileNotFoundError:
+        raise ConfigError(f"classifier settings {p} do not exist") from None
+    except Exception as exc:
+        raise ConfigError(f"classifier settings {p} are invalid: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class _Index:
+    """Everything derived from one metagraph revision."""
+
+    revision: str
+    goals: tuple[str, ...]
+    texts: tuple[str, ...]  # examples (+ descriptions), then background
+    owner: np.ndarray  # goal index per text; -1 for background
+    dense: np.ndarray  # (len(texts), dims)
+    chars: CharNgramIndex
+
+
+@dataclass(frozen=True)
+class ClauseScores:
+    """Per-goal evidence for one clause (used by the classifier and the calibration fit)."""
+
+    clause: str
+    goal_scores: np.ndarray  # fused, per goal
+    goal_dense: np.ndarray
+    goal_lexical: np.ndarray
+    goal_example: tuple[str, ...]
+    background: float
+
+    def features(self, g: int) -> list[float]:
+        """[top_score, goal_margin, background_margin] as if goal ``g`` were chosen."""
+        s = float(self.goal_scores[g])
+        others = [float(v) for i, v in enumerate(self.goal_scores) if i != g]
+        return [s, s - (max(others) if others else 0.0), s - self.background]
+
+    @property
+    def best(self) -> int:
+        return int(np.argmax(self.goal_scores))
+
+
+class GoalClassifier:
+    """Classify an utterance into one of the graph's goal types, or abstain.
+
+    Args:
+        store: the GraphStore whose GoalType nodes are the labels.
+        embedder: the offline embedder (default: ``hopweave.search.embedders.default_embedder()``,
+            created on first use).
+        config: classifier settings (default: the shipped file).
+        calibration: calibration parameters (default: the file named by the config).
+        threshold: abstain below this calibrated confidence (default: the config's).
+
+    No I/O happens in the constructor; the index is built on the first :meth:`classify`.
+    Thread-safe.
+    """
+
+    def __init__(
+        self,
+        store: "GraphStore",
+        embedder: "Embedder | None" = None,
+        config: ClassifierConfig | None = None,
+        calibration: Calibration | None = None,
+        threshold: float | None = None,
+    ) -> None:
+        self.store = store
+        self._embedder = embedder
+        self._config = config
+        self._calibration = calibration
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
+            raise InputError(f"threshold must be in [0, 1], got {threshold}")
+        self._threshold = threshold
+        self._lock = threading.Lock()
+        self._index: _Index | None = None
+        self._vectors: dict[str, np.ndarray] = {}
+
+    # ---- lazily resolved parts ------------------------------------------------------------
+    @property
+    def config(self) -> ClassifierConfig:
+        if self._config is None:
+            self._config = load_classifier_config()
+        return self._config
+
+    @property
+    def calibration(self) -> Calibration:
+        if self._calibration is None:
+            self._calibration = load_calibration(self.config.calibration_path())
+        return self._calibration
+
+    @property
+    def embedder(self) -> "Embedder":
+        if self._embedder is None:
+            from hopweave.search.embedders import default_embedder
+
+            self._embedder = default_embedder()
+        return self._embedder
+
+    @property
+    def threshold(self) -> float:
+        return self.config.threshold if self._threshold is None else self._threshold
+
+    # ---- the per-revision index -----------------------------------------------------------
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embeddings of ``texts``, re-using vectors of texts seen before (same embedder)."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if missing:
+            for t, v in zip(missing, self.embedder.embed(missing)):
+                self._vectors[t] = np.asarray(v, dtype=np.float32)
+        dims = self.embedder.space.dimensions
+        if not texts:
+            return np.zeros((0, dims), dtype=np.float32)
+        return np.stack([self._vectors[t] for t in texts])
+
+    def index(self) -> _Index:
+        """The index for the store's current metagraph revision (rebuilt when it changed)."""
+        rev = self.store.metagraph_revision()
+        idx = self._index
+        if idx is not None and idx.revision == rev:
+            return idx
+        with self._lock:
+            idx = self._index
+            if idx is not None and idx.revision == rev:
+                return idx
+            cfg = self.config
+            goals = sorted(self.store.goal_types(), key=lambda g: g.name)
+            texts: list[str] = []
+            owner: list[int] = []
+            for gi, g in enumerate(goals):
+                items = list(dict.fromkeys(e.strip() for e in g.examples if e and e.strip()))
+                if cfg.use_descriptions and g.description.strip():
+                    items.append(g.description.strip())
+                texts.extend(items)
+                owner.extend([gi] * len(items))
+            background = [b for b in cfg.background if b.strip()]
+            texts.extend(background)
+            owner.extend([-1] * len(background))
+            idx = _Index(
+                revision=rev,
+                goals=tuple(g.name for g in goals),
+                texts=tuple(texts),
+                owner=np.asarray(owner, dtype=np.int64),
+                dense=self._embed(texts),
+                chars=CharNgramIndex(texts, *cfg.char_ngrams),
+            )
+            self._index = idx
+            return idx
+
+    # ---- scoring --------------------------------------------------------------------------
+    def clause_scores(self, utterance: str) -> list[ClauseScores]:
+        """Evidence for the whole utterance and for each clause of a mixed request."""
+        return self._score([utterance])[1][0]
+
+    def _score(self, utterances: Sequence[str]) -> tuple[_Index, list[list[ClauseScores]]]:
+        """Per utterance, the evidence of each view (whole utterance, then its clauses); all
+        views of all utterances are embedded in one batch."""
+        cfg = self.config
+        seps = cfg.separators()
+        views: list[list[str]] = []
+        for u in utterances:
+            text = check_utterance(u)
+            views.append([text.strip()] + split_clauses(text, seps, cfg.min_clause_words))
+        idx = self.index()
+        flat = [v for vs in views for v in vs]
+        q = np.asarray(self.embedder.embed(flat), dtype=np.float32) if flat else np.zeros((0, 1))
+        n_goals = len(idx.goals)
+        rows_of = [np.flatnonzero(idx.owner == gi) for gi in range(n_goals)]
+        bg_rows = np.flatnonzero(idx.owner == -1)
+        out: list[list[ClauseScores]] = []
+        k = 0
+        for vs in views:
+            per: list[ClauseScores] = []
+            for view in vs:
+                dense = (idx.dense @ q[k]).astype(np.float64) if len(idx.texts) else np.zeros(0)
+                k += 1
+                lex = np.asarray(idx.chars.scores(view), dtype=np.float64)
+                fused = dense + cfg.lexical_weight * lex
+                g_score = np.full(n_goals, -1.0)
+                g_dense = np.zeros(n_goals)
+                g_lex = np.zeros(n_goals)
+                g_ex = [""] * n_goals
+                for gi, rows in enumerate(rows_of):
+                    if len(rows) == 0:
+                        continue
+                    best = int(rows[np.argmax(fused[rows])])  # ties: the first (lowest) row
+                    g_score[gi], g_dense[gi], g_lex[gi] = fused[best], dense[best], lex[best]
+                    g_ex[gi] = idx.texts[best]
+                background = float(fused[bg_rows].max()) if len(bg_rows) else 0.0
+                per.append(ClauseScores(view, g_score, g_dense, g_lex, tuple(g_ex), background))
+            out.append(per)
+        return idx, out
+
+    def choose(self, clauses: list[ClauseScores]) -> ClauseScores:
+        """The clause the decision rests on: the one whose best goal scores highest (ties: the
+        earliest, i.e. the whole utterance). A mixed request ("report this fraud, and what's my
+        balance?") is decided by its in-scope clause."""
+        best = clauses[0]
+        for c in clauses[1:]:
+            if len(c.goal_scores) and c.goal_scores[c.best] > best.goal_scores[best.best] + 1e-12:
+                best = c
+        return best
+
+    def classify(self, utterance: str) -> Classification:
+        """The goal of ``utterance`` with a calibrated confidence, or an abstention.
+        See :meth:`classify_many`."""
+        return self.classify_many([utterance])[0]
+
+    def classify_many(self, utterances: Sequence[str]) -> list[Classification]:
+        """The goal of each utterance with a calibrated confidence, or an abstention.
+
+        Returns:
+            One Classification per utterance: ``goal`` None and ``abstained`` True when the confidence is below
+            the threshold (``best`` still names the top candidate), or when the graph has no
+            GoalType nodes.
+
+        Raises:
+            InputError: empty, whitespace-only or over-long utterance.
+            ConfigError: missing/invalid classifier settings or calibration.
+        """
+        idx, per_utt = self._score(utterances)
+        return [self._decide(idx, clauses) for clauses in per_utt]
+
+    def _decide(self, idx: _Index, clauses: list[ClauseScores]) -> Classification:
+        cal = self.calibration
+        thr = self.threshold
+        if not idx.goals:
+            return Classification(
+                goal=None, confidence=0.0, abstained=True, threshold=thr, best=None,
+                clause=clauses[0].clause, metagraph_revision=idx.revision, calibration_id=cal.id,
+            )
+        c = self.choose(clauses)
+        cands = []
+        for gi, name in enumerate(idx.goals):
+            if c.goal_scores[gi] < -0.5:  # a goal without examples
+                continue
+            cands.append(
+                GoalCandidate(
+                    goal=name,
+                    confidence=round(cal.probability(c.features(gi)), 4),
+                    score=round(float(c.goal_scores[gi]), 4),
+                    dense=round(float(c.goal_dense[gi]), 4),
+                    lexical=round(float(c.goal_lexical[gi]), 4),
+                    nearest_example=c.goal_example[gi],
+                )
+            )
+        if not cands:
+            return Classification(
+                goal=None, confidence=0.0, abstained=True, threshold=thr, best=None,
+                clause=c.clause, metagraph_revision=idx.revision, calibration_id=cal.id,
+            )
+        cands.sort(key=lambda k: (-k.score, k.goal))
+        top = cands[0]
+        abstain = top.confidence < thr
+        return Classification(
+            goal=None if abstain else top.goal,
+            confidence=top.confidence,
+            abstained=abstain,
+            threshold=thr,
+            best=top.goal,
+            candidates=tuple(cands),
+            clause=c.clause,
+            background=round(c.background, 4),
+            metagraph_revision=idx.revision,
+            calibration_id=cal.id,
+        )
+
+    def calibration_samples(self, utterances: Sequence[str]) -> list[tuple[list[float], str]]:
+        """Per utterance: the features of the chosen clause's best goal, and that goal (the
+        inputs of the calibration fit).
+
+        Raises:
+            ConfigError: the store has no GoalType nodes.
+        """
+        idx, per_utt = self._score(utterances)
+        if not idx.goals:
+            raise ConfigError("the store has no GoalType nodes to calibrate against")
+        out = []
+        for clauses in per_utt:
+            c = self.choose(clauses)
+            out.append((c.features(c.best), idx.goals[c.best]))
+        return out

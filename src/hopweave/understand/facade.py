@@ -1,0 +1,123 @@
+"""The understanding stage as one call: classify + resolve + map to filters + lexical plan."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from hopweave.errors import InputError
+from hopweave.models.common import Session, to_datetime
+from hopweave.understand.classifier import GoalClassifier
+from hopweave.understand.filter_map import compile_filter, read_filter_mapping
+from hopweave.understand.lexical_plan import _stop_words, build_lexical_plan
+from hopweave.understand.models import Understanding
+from hopweave.understand.resolver import IDENTIFIERS, EntityResolver, IdentifierSpec
+from hopweave.understand.text import MAX_CHARS, check_utterance, looks_non_english
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.graph.base import GraphStore
+    from hopweave.search.embedder import Embedder
+    from hopweave.understand.classifier import ClassifierConfig
+
+
+class Understander:
+    """``understand(utterance, session, as_of) -> Understanding``: the engine's stage 1.
+
+    Args:
+        store: the GraphStore (GoalType nodes, vocabulary, FilterMapping node, tenant data).
+        embedder: the offline embedder (default: the project's default, loaded on first use).
+        threshold: abstain below this confidence (default: ``metagraph/classifier.yaml``).
+        max_chars: longest accepted utterance (longer raises InputError).
+        classifier_config: classifier settings (default: the shipped file).
+        identifiers: identifier formats for the resolver.
+        enrich_from_graph: add the session customer's tier from the graph when not mentioned.
+
+    No I/O in the constructor; thread-safe; caches are keyed by graph revisions.
+    """
+
+    def __init__(
+        self,
+        store: "GraphStore",
+        embedder: "Embedder | None" = None,
+        *,
+        threshold: float | None = None,
+        max_chars: int = MAX_CHARS,
+        classifier_config: "ClassifierConfig | None" = None,
+        identifiers: tuple[IdentifierSpec, ...] = IDENTIFIERS,
+        enrich_from_graph: bool = True,
+    ) -> None:
+        self.store = store
+        self.max_chars = max_chars
+        self.classifier = GoalClassifier(store, embedder, config=classifier_config, threshold=threshold)
+        self.resolver = EntityResolver(store, identifiers=identifiers, enrich_from_graph=enrich_from_graph)
+
+    def understand(self, utterance: str, session: Session, as_of: datetime | str) -> Understanding:
+        """Classify, resolve and map one request.
+
+        Returns:
+            Understanding: goal (None when the classifier abstained), calibrated confidence,
+            entities (session identity first), mentions (ids the session may not use), the
+            filter tree (entity clauses + always-on clauses from the FilterMapping node) and
+            the lexical plan.
+
+        Raises:
+            InputError: empty/whitespace-only/over-long utterance, missing or malformed as_of,
+                or a session that is not a Session.
+            TenantError: a malformed tenant.
+            ConfigError: the graph has no FilterMapping node, or the classifier settings or
+                calibration are missing.
+        """
+        if not isinstance(session, Session):
+            raise InputError("session must be a hopweave.models.common.Session (the authenticated session)")
+        text = check_utterance(utterance, self.max_chars)
+        when = to_datetime(as_of)
+        if when is None:
+            raise InputError("as_of is required: relative dates are evaluated against the request's as_of")
+        notes: list[str] = []
+        if looks_non_english(text, _stop_words()):
+            notes.append("the utterance does not look like English; the classifier and vocabulary are English-only")
+        if not session.locale.lower().startswith("en"):
+            notes.append(f"session locale {session.locale!r}: the classifier and vocabulary are English-only")
+        cls = self.classifier.classify(text)
+        if cls.abstained:
+            notes.append(
+                f"no confident goal (best {cls.best} at {cls.confidence:.2f} < threshold {cls.threshold:.2f}): "
+                "fall back to generic retrieval or ask the customer to clarify"
+            )
+        res = self.resolver.resolve(text, session, when)
+        mapping = read_filter_mapping(self.store, session.tenant_id)
+        tree, fnotes = compile_filter(mapping, res.entities, session, self.store, self.store.schema)
+        notes.extend(res.notes)
+        notes.extend(fnotes)
+        for m in res.mentions:
+            notes.append(f"{m.type} {m.value} named in the utterance is not used: {m.reason}")
+        lexical = build_lexical_plan(text, res.entities, session, when, self.store)
+        return Understanding(
+            utterance=utterance,
+            as_of=when,
+            tenant_id=session.tenant_id,
+            goal=cls.goal,
+            confidence=cls.confidence,
+            abstained=cls.abstained,
+            classification=cls,
+            entities=tuple(res.entities),
+            mentions=tuple(res.mentions),
+            filter=tree,
+            lexical=lexical,
+            notes=tuple(notes),
+            revisions={
+                "metagraph": cls.metagraph_revision,
+                "vocabulary": res.vocabulary_revision,
+                "filter_mapping": mapping.revision,
+                "calibration": cls.calibration_id,
+            },
+        )
+
+
+def understanding_json(u: Understanding, qdrant_filter: Any = None) -> dict[str, Any]:
+    """The CLI/JSON view: goal, confidence, entities, mentions, filter tree (+ display and the
+    compiled Qdrant filter when given), lexical plan, notes, revisions."""
+    d = u.to_json_dict()
+    if qdrant_filter is not None:
+        d["qdrant_filter"] = qdrant_filter
+    return d

@@ -1,0 +1,137 @@
+"""Small text utilities of the understanding stage: input checks, clause splitting, content
+words, and a character n-gram TF-IDF index (the classifier's typo-tolerant lexical cue).
+
+Everything here is pure and deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from typing import Iterable, Sequence
+
+from hopweave.errors import InputError
+
+#: Default maximum utterance length in characters (longer input raises InputError).
+MAX_CHARS = 10_000
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_WS = re.compile(r"\s+")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Za-z]")
+
+
+def check_utterance(utterance: object, max_chars: int = MAX_CHARS) -> str:
+    """Validate an utterance and return it with control characters replaced by spaces.
+
+    The returned string has the same length as the input (so spans stay valid).
+
+    Raises:
+        InputError: not a string, empty or whitespace-only, or longer than ``max_chars``.
+    """
+    if not isinstance(utterance, str):
+        raise InputError(f"the utterance must be a string, got {type(utterance).__name__}")
+    if len(utterance) > max_chars:
+        raise InputError(
+            f"the utterance is {len(utterance):,} characters long; the limit is {max_chars:,} "
+            "(send the customer's request, not a whole transcript, or raise max_chars)"
+        )
+    cleaned = _CONTROL.sub(" ", utterance)
+    if not cleaned.strip():
+        raise InputError("the utterance is empty or whitespace only: send what the customer said")
+    return cleaned
+
+
+def normalize(text: str) -> str:
+    """NFKC, collapsed whitespace, stripped (used for comparing utterances, not for spans)."""
+    return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip()
+
+
+def split_clauses(text: str, separators: re.Pattern[str], min_words: int = 2) -> list[str]:
+    """The clauses of a (possibly mixed) request: split at ``separators``; clauses shorter than
+    ``min_words`` words are dropped. Returns [] when there is at most one clause."""
+    parts = [p.strip() for p in separators.split(text) if p and p.strip()]
+    parts = [p for p in parts if len(p.split()) >= min_words]
+    return parts if len(parts) > 1 else []
+
+
+def words(text: str) -> list[tuple[str, int, int]]:
+    """Alphabetic words with their spans: ``[(word, start, end), ...]``."""
+    return [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+def content_words(text: str, stop_words: Iterable[str]) -> list[str]:
+    """Lower-cased non-stop words of length >= 2, in order, de-duplicated. Falls back to every
+    word when all are stop words (so the result is empty only for text without letters)."""
+    stops = {s.lower() for s in stop_words}
+    seen: dict[str, None] = {}
+    all_words: dict[str, None] = {}
+    for w, _, _ in words(text):
+        lw = w.lower()
+        all_words.setdefault(lw, None)
+        if len(lw) >= 2 and lw not in stops:
+            seen.setdefault(lw, None)
+    return list(seen or all_words)
+
+
+def looks_non_english(text: str, stop_words: Iterable[str]) -> bool:
+    """Heuristic: mostly non-Latin letters, or >= 4 words and not one English stop word."""
+    letters = [c for c in text if c.isalpha()]
+    if letters:
+        latin = sum(1 for c in letters if c.isascii())
+        if latin / len(letters) < 0.5:
+            return True
+    ws = [w.lower() for w, _, _ in words(text)]
+    if len(ws) >= 4:
+        stops = {s.lower() for s in stop_words}
+        return not any(w in stops for w in ws)
+    return False
+
+
+# ---- character n-gram TF-IDF ------------------------------------------------------------
+def char_ngrams(text: str, n_min: int = 3, n_max: int = 5) -> Counter[str]:
+    """Counts of character n-grams inside word boundaries (each word padded with a space),
+    lower-cased; a padded word shorter than n yields itself once (like scikit-learn char_wb)."""
+    grams: Counter[str] = Counter()
+    for w in normalize(text).lower().split():
+        padded = f" {w} "
+        for n in range(n_min, n_max + 1):
+            if len(padded) < n:
+                grams[padded] += 1
+                break
+            for i in range(len(padded) - n + 1):
+                grams[padded[i : i + n]] += 1
+    return grams
+
+
+class CharNgramIndex:
+    """Sublinear-TF, smoothed-IDF, L2-normalised character n-gram vectors over a fixed set of
+    documents; :meth:`scores` returns the cosine of a query with every document."""
+
+    def __init__(self, documents: Sequence[str], n_min: int = 3, n_max: int = 5) -> None:
+        self.n_min, self.n_max = n_min, n_max
+        counts = [char_ngrams(d, n_min, n_max) for d in documents]
+        df: Counter[str] = Counter()
+        for c in counts:
+            df.update(c.keys())
+        n = len(documents)
+        self.idf = {g: math.log((1 + n) / (1 + k)) + 1.0 for g, k in df.items()}
+        self.postings: dict[str, list[tuple[int, float]]] = {}
+        for i, c in enumerate(counts):
+            for g, w in self._weights(c).items():
+                self.postings.setdefault(g, []).append((i, w))
+        self.size = n
+
+    def _weights(self, counts: Counter[str]) -> dict[str, float]:
+        w = {g: (1.0 + math.log(tf)) * self.idf[g] for g, tf in counts.items() if g in self.idf}
+        norm = math.sqrt(sum(v * v for v in w.values()))
+        return {g: v / norm for g, v in w.items()} if norm > 0 else {}
+
+    def scores(self, query: str) -> list[float]:
+        """Cosine similarity of ``query`` with each document (0 for no shared n-gram)."""
+        out = [0.0] * self.size
+        for g, qw in self._weights(char_ngrams(query, self.n_min, self.n_max)).items():
+            for i, dw in self.postings.get(g, ()):
+                out[i] += qw * dw
+        return out

@@ -1,0 +1,89 @@
+"""FalkorDB suite fixtures (Python >= 3.12 with falkordblite; run by .ci/falkordb.sh).
+
+One embedded FalkorDB server per session. falkordblite's redis-server is a detached process that
+outlives a killed Python process, so its pid is recorded in a file and any server a previous
+(killed) run left behind is stopped by pid at session start; the session's own server is
+stopped by pid at the end even if ``close()`` fails.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "shared"))  # congruence helpers
+
+from congruence import Tally  # noqa: E402
+
+PIDFILE = Path(tempfile.gettempdir()) / "hopweave-falkordb-tests.pids"
+TALLY = Tally()
+
+
+def _is_redis_server(pid: int) -> bool:
+    try:
+        return b"redis-server" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _stop_stale_servers() -> None:
+    if not PIDFILE.exists():
+        return
+    from hopweave.graph.falkordb_store import stop_server
+
+    for line in PIDFILE.read_text().split():
+        if line.isdigit() and _is_redis_server(int(line)):
+            stop_server(int(line))
+    PIDFILE.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session")
+def falkordb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("falkordb")
+
+
+@pytest.fixture(scope="session")
+def falkordb_store(falkordb_dir: Path) -> Iterator[object]:
+    """The session's FalkorDBStore (schema created). Tests clear() it before loading data."""
+    pytest.importorskip("redislite.falkordb_client", reason="falkordblite needs Python >= 3.12: run .ci/falkordb.sh")
+    from hopweave.graph.falkordb_store import FalkorDBStore, stop_server
+
+    _stop_stale_servers()
+    store = FalkorDBStore(falkordb_dir / "session")
+    pid = store.pid
+    PIDFILE.write_text(f"{pid}\n")
+    store.ensure_schema()
+    try:
+        yield store
+    finally:
+        try:
+            store.close()
+        finally:
+            if pid and _is_redis_server(pid):
+                stop_server(pid)
+            PIDFILE.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session")
+def schema():
+    from hopweave.models.schema import GraphSchema
+    from hopweave.paths import default_schema_path
+
+    return GraphSchema.load(default_schema_path())
+
+
+@pytest.fixture(scope="session")
+def tally() -> Tally:
+    return TALLY
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ANN001
+    if TALLY.counts:
+        terminalreporter.section("hopweave congruence (networkx vs FalkorDB)")
+        for key in sorted(TALLY.counts):
+            terminalreporter.write_line(f"{key}: {TALLY.counts[key]}")
+

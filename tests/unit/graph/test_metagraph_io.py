@@ -1,0 +1,136 @@
+"""Metagraph files -> gates -> graph; read back from the graph; co-evolution with the schema."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+import yaml
+
+from hopweave.errors import PatternConflictError, PatternValidationError, PIIError
+from hopweave.graph.gates import patterns_using, validate_all
+from hopweave.graph.metagraph_io import load_goal_files, load_metagraph, write_metagraph
+from hopweave.graph.networkx_store import NetworkxGraphStore
+from hopweave.models.schema import GraphSchema
+from hopweave.paths import default_schema_path
+
+
+@pytest.fixture
+def meta_store(schema):
+    s = NetworkxGraphStore(None, schema)
+    load_metagraph(s)
+    return s
+
+
+def test_patterns_are_read_back_from_the_graph(meta_store):
+    goals, raws = load_goal_files()
+    assert [g.name for g in meta_store.goal_types()] == sorted(g.name for g in goals)
+    stored = meta_store.patterns("LateFeeDispute")
+    assert [p.name for p in stored] == sorted(p.name for p in stored)
+    assert len(meta_store.patterns()) == len(raws)
+    node = meta_store.get_node("t1", "PATTERN_comparable_precedent")  # shared: visible to any tenant
+    assert node.label == "TraversalPattern" and node.props["tenant_id"] == "_global"
+    assert node.props["edge_types"] == ["HAS_PROFILE", "SIMILAR_TO", "RESULTED_IN"]
+    assert node.props["depth"] == 3 and node.props["target_type"] == "DecisionTrace"
+    assert node.props["definition_hash"] == meta_store.patterns()[0].__class__.model_validate_json(
+        node.props["definition"]).definition_hash()
+    assert meta_store.graph.has_edge("GOAL_LateFeeDispute", "PATTERN_comparable_precedent", key="HAS_PATTERN")
+
+
+def test_reload_is_idempotent_and_revision_is_stable(meta_store):
+    rev = meta_store.metagraph_revision()
+    summary = load_metagraph(meta_store)
+    assert summary["unchanged"] == summary["patterns"] and meta_store.metagraph_revision() == rev
+
+
+def _goal_file(tmp_path, body: str) -> None:
+    (tmp_path / "g.yaml").write_text(textwrap.dedent(body))
+
+
+GOAL = """
+goal: {name: LateFeeDispute, description: late fee, examples: [a], version: 1}
+defaults: {author: t, version: %d, created_at: "2026-05-01T00:00:00"}
+patterns:
+  - name: customer_tier
+    sub_question: What is her tier?
+    seed: {type: Customer, key: id, value: {bind: session.customer_id}}
+    edge_sequence: [{type: HAS_TIER}]
+    target_type: Tier
+    limit: %d
+"""
+
+
+def test_changed_definition_needs_a_version_bump(tmp_path, meta_store):
+    rev = meta_store.metagraph_revision()
+    _goal_file(tmp_path, GOAL % (1, 7))
+    with pytest.raises(PatternConflictError) as ei:
+        load_metagraph(meta_store, tmp_path)
+    assert ei.value.pattern == "customer_tier" and "bump version to 2" in ei.value.fix
+    assert meta_store.metagraph_revision() == rev  # nothing written
+    _goal_file(tmp_path, GOAL % (2, 7))
+    load_metagraph(meta_store, tmp_path)
+    assert meta_store.metagraph_revision() != rev
+    assert next(p for p in meta_store.patterns() if p.name == "customer_tier").limit == 7
+
+
+def test_a_second_pattern_for_the_same_sub_question_is_a_conflict(tmp_path, meta_store):
+    _goal_file(tmp_path, (GOAL % (1, 5)).replace("name: customer_tier", "name: tier_again"))
+    with pytest.raises(PatternConflictError) as ei:
+        load_metagraph(meta_store, tmp_path)
+    assert ei.value.field == "sub_question" and ei.value.pattern == "tier_again"
+
+
+def test_pii_and_injection_in_files_are_rejected(tmp_path, schema):
+    s = NetworkxGraphStore(None, schema)
+    pii = GOAL % (1, 5) + """
+  - name: who
+    sub_question: Who is she?
+    seed: {type: Customer, key: id, value: {bind: session.customer_id}}
+    edge_sequence: [{type: HOLDS}, {type: HOLDS, direction: in}]
+    target_type: Customer
+    returns: [email]
+"""
+    _goal_file(tmp_path, pii)
+    with pytest.raises(PIIError):
+        load_metagraph(s, tmp_path)
+    _goal_file(tmp_path, (GOAL % (1, 5)).replace("HAS_TIER", "'HAS_TIER]->(t) DETACH DELETE t //'"))
+    with pytest.raises(PatternValidationError, match="safe identifier"):
+        load_metagraph(s, tmp_path)
+    assert s.patterns() == []
+
+
+def test_yaml_on_key_is_not_a_boolean(tmp_path):
+    body = (GOAL % (1, 5)) + "    predicates: [{on: target, property: name, op: eq, value: Platinum}]\n"
+    _goal_file(tmp_path, body)
+    goals, raws = load_goal_files(tmp_path)
+    assert raws[0]["predicates"][0]["on"] == "target"
+
+
+def test_patterns_using_and_schema_co_evolution(meta_store):
+    using = [p.name for p in patterns_using(meta_store, rel_type="SIMILAR_TO")]
+    assert using == ["comparable_precedent", "fraud_precedent"]
+    assert "applicable_rules" in [p.name for p in patterns_using(meta_store, label="Rule")]
+    assert validate_all(meta_store) == {}
+    # a schema in which SIMILAR_TO no longer exists: exactly the patterns using it fail, by name
+    data = yaml.safe_load(default_schema_path().read_text())
+    data["relationships"] = [r for r in data["relationships"] if r["name"] != "SIMILAR_TO"]
+    changed = GraphSchema.from_dict(data)
+    errors = validate_all(meta_store, changed)
+    assert sorted(errors) == ["comparable_precedent", "fraud_precedent"]
+    assert errors["comparable_precedent"][0].field == "edge_sequence[1].type"
+    # removing a label breaks every pattern that targets it
+    data = yaml.safe_load(default_schema_path().read_text())
+    data["labels"] = [lab for lab in data["labels"] if lab["name"] != "Heuristic"]
+    data["relationships"] = [r for r in data["relationships"] if r["name"] != "HAS_HEURISTIC"]
+    for r in data["relationships"]:
+        r["to_labels"] = [x for x in r["to_labels"] if x != "Heuristic"]
+    assert sorted(validate_all(meta_store, GraphSchema.from_dict(data))) == ["applicable_heuristics"]
+
+
+def test_write_metagraph_requires_the_goal(schema):
+    from hopweave.graph.gates import parse_pattern
+
+    s = NetworkxGraphStore(None, schema)
+    _, raws = load_goal_files()
+    with pytest.raises(PatternValidationError, match="neither written nor stored"):
+        write_metagraph(s, [], [parse_pattern(raws[0])])
