@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hopweave.errors import ConfigError
@@ -26,8 +26,10 @@ class HopweaveSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="HOPWEAVE_", extra="ignore", frozen=True)
 
-    #: Directory of the embedded stores (networkx graph, Qdrant local, FalkorDB data file).
-    store_dir: Path = Path(".hopweave")
+    #: Directory of the embedded stores (networkx graph, Qdrant local, FalkorDB data file):
+    #: ``HOPWEAVE_STORE`` (as the engine CLI reads it) or ``HOPWEAVE_STORE_DIR``.
+    store_dir: Path = Field(default=Path(".hopweave") / "deltabank",
+                            validation_alias=AliasChoices("HOPWEAVE_STORE", "HOPWEAVE_STORE_DIR", "store_dir"))
     #: Graph backend: "networkx" (embedded default), "neo4j" or "falkordb".
     graph_backend: Literal["networkx", "neo4j", "falkordb"] | None = None
 

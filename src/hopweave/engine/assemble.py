@@ -64,6 +64,12 @@ def render(template: str, values: Mapping[str, Any], *fallbacks: str) -> str:
     return ""
 
 
+def plain_title(title: str) -> str:
+    """A title template without its placeholders: the text before the first ``{``, without
+    trailing separators ("Applicable policy — {document}" -> "Applicable policy")."""
+    return title.split("{", 1)[0].rstrip(" —–-:,;(") or title
+
+
 def _row_values(row: Row) -> dict[str, Any]:
     d = dict(row.properties)
     d.setdefault("id", row.node_id)
@@ -345,6 +351,8 @@ def assemble(
                 text = render(line_t, vals, "{id}: {summary}", "{id}")
                 s.cands.append(_Cand(si, i, i, "precedent", text, (p.trace_id,), item_id=p.trace_id))
         if not s.cands:
+            if not s.header:  # a per-chunk title template: head the empty section with its stem
+                s.header = f"[{plain_title(tpl.title)}]"
             s.cands.append(_Cand(si, 0, -1, "empty", tpl.empty))
         secs.append(s)
 

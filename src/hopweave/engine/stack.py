@@ -85,13 +85,29 @@ def make_understander(graph: GraphStore, embedder: Any) -> Any:
     """The understanding stage built from the graph's GoalTypes and vocabulary."""
     from hopweave.understand import Understander
 
-    return Understander.from_store(graph, embedder=embedder)
+    return Understander(graph, embedder=embedder)
 
 
 def warm_understander(understander: Any) -> None:
+    """Build the understanding stage's caches (the classifier's example index) now."""
     warm = getattr(understander, "warmup", None)
     if callable(warm):
         warm()
+        return
+    classifier = getattr(understander, "classifier", None)
+    if classifier is not None and callable(getattr(classifier, "classify", None)):
+        classifier.classify("warm up the classifier")
+
+
+def warm_index(index: Any, embedder: Any) -> None:
+    """Open the vector index (a tenant that owns nothing: no rows, no side effect)."""
+    try:
+        from hopweave.search.profiles import get_profile
+
+        index.search("hopweave-warmup", "warm up", get_profile(None), limit=1,
+                     query_vector=embedder.embed(["warm up"])[0], query_space=embedder.space)
+    except Exception:  # a missing collection is reported by the first real search
+        pass
 
 
 def understand(understander: Any, utterance: str, session: Session, as_of: datetime) -> Any:

@@ -54,6 +54,8 @@ class Capabilities:
     index_guard: str
     #: Rows per UNWIND batch when bulk loading.
     bulk_batch: int
+    #: Statement deleting everything (Neo4j batches it so a million nodes fit in memory).
+    clear_query: str
     #: The engine enforces a node-visit bound inside a query (neither does; networkx does).
     max_visited_in_query: bool
 
@@ -73,6 +75,7 @@ NEO4J = Capabilities(
     constraint_markers=("ConstraintValidationFailed", "already exists with label"),
     index_guard="{x}",
     bulk_batch=5_000,
+    clear_query="MATCH (n) CALL { WITH n DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS",
     max_visited_in_query=False,
 )
 
@@ -92,6 +95,7 @@ FALKORDB = Capabilities(
     constraint_markers=("unique constraint violation",),
     index_guard="[{x}][0]",
     bulk_batch=5_000,
+    clear_query="MATCH (n) DETACH DELETE n",
     max_visited_in_query=False,
 )
 

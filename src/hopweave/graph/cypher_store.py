@@ -94,21 +94,26 @@ class CypherGraphStore(GraphStore):
             f"MATCH (n:{ident}) WHERE {where} RETURN {returns}" for ident in self._label_idents.values()
         )
 
-    def _lookup(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """Stored properties (plus ``label``) of the nodes with these ids, any tenant."""
+    def _lookup(self, ids: Iterable[str], tenant_id: str | None = None) -> dict[str, dict[str, Any]]:
+        """Stored properties (plus ``label``) of the nodes with these ids: visible to
+        ``tenant_id`` (it or ``_global``), or of any tenant when None (write validation only)."""
         id_list = sorted(set(ids))
         if not id_list:
             return {}
-        q = self._union_by_label("n.`id` IN $ids", "n.`id` AS id, labels(n)[0] AS label, properties(n) AS props")
+        where, params = "n.`id` IN $ids", {"ids": id_list}
+        if tenant_id is not None:
+            where += " AND n.`tenant_id` IN $tenants"
+            params["tenants"] = [tenant_id, GLOBAL_TENANT]
+        q = self._union_by_label(where, "n.`id` AS id, labels(n)[0] AS label, properties(n) AS props")
         out: dict[str, dict[str, Any]] = {}
-        for rec in self._execute(q, {"ids": id_list}):
+        for rec in self._execute(q, params):
             props = dict(rec["props"])
             props[LABEL_KEY] = rec["label"]
             out[rec["id"]] = props
         return out
 
     def _get_node(self, tenant_id: str, node_id: str) -> Node | None:
-        found = self._lookup([node_id]).get(node_id)
+        found = self._lookup([node_id], tenant_id).get(node_id)
         if found is None:
             return None
         label = found.pop(LABEL_KEY)
@@ -240,7 +245,7 @@ class CypherGraphStore(GraphStore):
 
     def clear(self) -> None:
         """Delete every node and relationship (tests and reloads)."""
-        self._execute("MATCH (n) DETACH DELETE n", {}, read_only=False)
+        self._execute(self.caps.clear_query, {}, read_only=False)
 
     # ---- metagraph --------------------------------------------------------------------------
     def _definitions(self, label: str) -> list[tuple[str, str]]:

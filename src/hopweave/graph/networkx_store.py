@@ -26,6 +26,7 @@ import networkx as nx
 
 from hopweave.errors import InputError, StoreError
 from hopweave.graph import _persist as P
+from hopweave.graph._locks import RWLock
 from hopweave.graph.base import Edge, GraphStore, Node, visible
 from hopweave.graph.walk import LABEL_KEY, walk
 from hopweave.graph.write_rules import WriteValidator
@@ -38,61 +39,6 @@ _META_LABELS = frozenset({"GoalType", "TraversalPattern"})
 #: Graphs at least this large are moved out of the cyclic GC's reach after loading (gc.freeze),
 #: so full collections do not scan millions of long-lived dicts in the middle of a retrieval.
 FREEZE_THRESHOLD = 100_000
-
-
-class _RWLock:
-    """Many readers or one writer; reentrant for readers of one thread; writers preferred."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._readers = 0
-        self._writer: int | None = None
-        self._waiting = 0
-        self._local = threading.local()
-
-    @contextmanager
-    def read(self) -> Iterator[None]:
-        depth = getattr(self._local, "depth", 0)
-        me = threading.get_ident()
-        if depth or self._writer == me:
-            self._local.depth = depth + 1
-            try:
-                yield
-            finally:
-                self._local.depth = depth
-            return
-        with self._cond:
-            while self._writer is not None or self._waiting:
-                self._cond.wait()
-            self._readers += 1
-        self._local.depth = 1
-        try:
-            yield
-        finally:
-            self._local.depth = 0
-            with self._cond:
-                self._readers -= 1
-                if not self._readers:
-                    self._cond.notify_all()
-
-    @contextmanager
-    def write(self) -> Iterator[None]:
-        me = threading.get_ident()
-        if self._writer == me:
-            yield
-            return
-        with self._cond:
-            self._waiting += 1
-            while self._writer is not None or self._readers:
-                self._cond.wait()
-            self._waiting -= 1
-            self._writer = me
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._writer = None
-                self._cond.notify_all()
 
 
 class _State:
@@ -228,7 +174,7 @@ class NetworkxGraphStore(GraphStore):
         self.directory = Path(directory) if directory is not None else None
         self.read_only = read_only
         self._validator = WriteValidator(schema)
-        self._rw = _RWLock()
+        self._rw = RWLock()
         self._wlock = threading.RLock()
         self._loaded = False
         self._closed = False

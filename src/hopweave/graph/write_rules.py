@@ -117,16 +117,22 @@ def check_node_id(node_id: Any) -> str:
     return node_id
 
 
+#: Python types stored as-is for a schema type (the fast path; anything else goes through the converter).
+_FAST_TYPES: dict[str, type | None] = {"str": str, "int": int, "bool": bool}  # float: finiteness check
+
+
 class WriteValidator:
     """Validates node and edge writes against a schema (precomputed per label, fast for bulk)."""
 
     def __init__(self, schema: GraphSchema) -> None:
         self.schema = schema
-        self._label_props: dict[str, dict[str, tuple[PropertySpec, Callable[[Any], Any]]]] = {}
+        # label -> property -> (spec, converter, fast python type or None)
+        self._label_props: dict[str, dict[str, tuple[PropertySpec, Callable[[Any], Any], type | None]]] = {}
         self._required: dict[str, tuple[str, ...]] = {}
         for lab in schema.labels:
             self._label_props[lab.name] = {
-                n: (p, CONVERTERS[p.type]) for n, p in lab.props.items() if n not in ("id", "tenant_id")
+                n: (p, CONVERTERS[p.type], _FAST_TYPES.get(p.type))
+                for n, p in lab.props.items() if n not in ("id", "tenant_id")
             }
             self._required[lab.name] = tuple(
                 n for n, p in lab.props.items() if p.required and n not in ("id", "tenant_id")
@@ -136,26 +142,30 @@ class WriteValidator:
             r.name: (
                 frozenset(r.from_labels),
                 frozenset(r.to_labels),
-                {p.name: (p, CONVERTERS[p.type]) for p in r.properties},
+                {p.name: (p, CONVERTERS[p.type], _FAST_TYPES.get(p.type)) for p in r.properties},
             )
             for r in schema.relationships
         }
 
     # ---- properties ---------------------------------------------------------------------
+    @staticmethod
     def _props(
-        self, where: str, specs: dict[str, Any], props: dict[str, Any]
+        where: Callable[[], str], specs: dict[str, Any], props: dict[str, Any]
     ) -> tuple[dict[str, Any], list[str]]:
         out: dict[str, Any] = {}
         removed: list[str] = []
         for k, v in props.items():
-            if k in ("id", "tenant_id"):
-                continue
             ent = specs.get(k)
+            if ent is not None and type(v) is ent[2]:  # fast path: already the stored type
+                out[k] = v
+                continue
+            if k == "id" or k == "tenant_id":
+                continue
             if ent is None:
                 if not isinstance(k, str) or not SAFE_IDENTIFIER.match(k):
-                    raise SchemaError(f"{where}: property name {k!r} is not a safe identifier")
+                    raise SchemaError(f"{where()}: property name {k!r} is not a safe identifier")
                 raise SchemaError(
-                    f"{where}: property {k!r} is not declared in the schema; declared: {sorted(specs)}"
+                    f"{where()}: property {k!r} is not declared in the schema; declared: {sorted(specs)}"
                 )
             if v is None:
                 removed.append(k)
@@ -164,7 +174,7 @@ class WriteValidator:
             if conv is _Missing:
                 spec = ent[0]
                 raise SchemaError(
-                    f"{where}: property {k!r} must be {_HINT.get(spec.type, spec.type)}, got {v!r}"
+                    f"{where()}: property {k!r} must be {_HINT.get(spec.type, spec.type)}, got {v!r}"
                 )
             out[k] = conv
         return out, removed
@@ -176,42 +186,41 @@ class WriteValidator:
         """Validate a node upsert by ``tenant_id``; ``existing`` is the stored node's
         properties (with ``label``) or None. Returns (properties to set incl. tenant_id,
         property names to remove). Raises SchemaError, InputError or TenantError."""
-        check_node_id(node.id)
-        specs = self._label_props.get(node.label)
+        nid, label, props = node.id, node.label, node.props
+        if type(nid) is not str or not nid or len(nid) > _ID_MAX or not nid.isprintable():
+            check_node_id(nid)
+        specs = self._label_props.get(label)
         if specs is None:
-            self.schema.label(node.label)  # raises the helpful SchemaError / UnsafeIdentifierError
-            raise SchemaError(f"unknown label {node.label!r}")  # pragma: no cover
-        shared = node.label in self._shared
-        if shared and tenant_id != GLOBAL_TENANT:
+            self.schema.label(label)  # raises the helpful SchemaError / UnsafeIdentifierError
+            raise SchemaError(f"unknown label {label!r}")  # pragma: no cover
+        if (label in self._shared) != (tenant_id == GLOBAL_TENANT):
+            if tenant_id != GLOBAL_TENANT:
+                raise TenantError(
+                    f"node {nid!r}: label {label} is shared across tenants; only tenant "
+                    f"{GLOBAL_TENANT!r} may write it (write vocabulary/metagraph as {GLOBAL_TENANT!r})"
+                )
             raise TenantError(
-                f"node {node.id!r}: label {node.label} is shared across tenants; only tenant "
-                f"{GLOBAL_TENANT!r} may write it (write vocabulary/metagraph as {GLOBAL_TENANT!r})"
+                f"node {nid!r}: label {label} is tenant data; write it as its tenant, not {GLOBAL_TENANT!r}"
             )
-        if not shared and tenant_id == GLOBAL_TENANT:
+        if "tenant_id" in props and props["tenant_id"] != tenant_id:
             raise TenantError(
-                f"node {node.id!r}: label {node.label} is tenant data; write it as its tenant, "
-                f"not {GLOBAL_TENANT!r}"
+                f"node {nid!r} carries tenant_id {props['tenant_id']!r} but is written by tenant {tenant_id!r}"
             )
-        given_tenant = node.props.get("tenant_id", tenant_id)
-        if given_tenant != tenant_id:
-            raise TenantError(
-                f"node {node.id!r} carries tenant_id {given_tenant!r} but is written by tenant {tenant_id!r}"
-            )
-        if LABEL_KEY in node.props and LABEL_KEY not in specs:
-            raise SchemaError(f"node {node.id!r}: {LABEL_KEY!r} is reserved; pass the label as Node.label")
+        if LABEL_KEY in props and LABEL_KEY not in specs:
+            raise SchemaError(f"node {nid!r}: {LABEL_KEY!r} is reserved; pass the label as Node.label")
         if existing is not None:
             if existing.get("tenant_id") != tenant_id:
-                raise TenantError(f"node id {node.id!r} already exists and belongs to another tenant")
-            if existing.get(LABEL_KEY) != node.label:
+                raise TenantError(f"node id {nid!r} already exists and belongs to another tenant")
+            if existing.get(LABEL_KEY) != label:
                 raise InputError(
-                    f"node {node.id!r} exists with label {existing.get(LABEL_KEY)!r}; it cannot become "
-                    f"{node.label!r} (node ids are unique in the store; use another id)"
+                    f"node {nid!r} exists with label {existing.get(LABEL_KEY)!r}; it cannot become "
+                    f"{label!r} (node ids are unique in the store; use another id)"
                 )
-        out, removed = self._props(f"node {node.id!r} ({node.label})", specs, node.props)
+        out, removed = self._props(lambda: f"node {nid!r} ({label})", specs, props)
         if existing is None:
-            for req in self._required[node.label]:
+            for req in self._required[label]:
                 if req not in out:
-                    raise SchemaError(f"node {node.id!r} ({node.label}) lacks required property {req!r}")
+                    raise SchemaError(f"node {nid!r} ({label}) lacks required property {req!r}")
         out["tenant_id"] = tenant_id
         return out, removed
 
@@ -229,19 +238,22 @@ class WriteValidator:
         if rel is None:
             self.schema.rel(edge.type)
             raise SchemaError(f"unknown relationship type {edge.type!r}")  # pragma: no cover
-        where = f"edge ({edge.src!r})-[:{edge.type}]->({edge.dst!r})"
+
+        def where() -> str:
+            return f"edge ({edge.src!r})-[:{edge.type}]->({edge.dst!r})"
+
         for end, node in (("source", src), ("target", dst)):
             if node is None:
-                raise InputError(f"{where}: {end} node does not exist (write nodes before their edges)")
-            nt = node.get("tenant_id")
+                raise InputError(f"{where()}: {end} node does not exist (write nodes before their edges)")
+            nt = node["tenant_id"]
             if nt != tenant_id and nt != GLOBAL_TENANT:
-                raise TenantError(f"{where}: {end} node is not visible to tenant {tenant_id!r}")
+                raise TenantError(f"{where()}: {end} node is not visible to tenant {tenant_id!r}")
         src, dst = cast(dict[str, Any], src), cast(dict[str, Any], dst)
         if src[LABEL_KEY] not in rel[0]:
-            raise SchemaError(
-                f"{where}: {edge.type} goes from {sorted(rel[0])}, not from {src[LABEL_KEY]}"
-            )
+            raise SchemaError(f"{where()}: {edge.type} goes from {sorted(rel[0])}, not from {src[LABEL_KEY]}")
         if dst[LABEL_KEY] not in rel[1]:
-            raise SchemaError(f"{where}: {edge.type} goes to {sorted(rel[1])}, not to {dst[LABEL_KEY]}")
+            raise SchemaError(f"{where()}: {edge.type} goes to {sorted(rel[1])}, not to {dst[LABEL_KEY]}")
+        if not edge.props:
+            return {}
         props, _removed = self._props(where, rel[2], edge.props)
         return props

@@ -247,6 +247,10 @@ class GoalType(_Frozen):
     ranking_profile: str | None = None
     #: Search query template for the document channel (str.format over entity values), if any.
     search_template: str | None = None
+    #: Chunk-field values this goal's document search is scoped to, e.g. ``{policy_type:
+    #: [FraudClaim]}``. The goal owns these fields: they replace the understanding's clauses on
+    #: the same fields (a word like "purchase" must not narrow a fraud case to fee schedules).
+    document_scope: dict[str, tuple[Scalar, ...]] = Field(default_factory=dict)
 
     @field_validator("name")
     @classmethod

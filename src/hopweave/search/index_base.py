@@ -204,16 +204,18 @@ class VectorIndex(ABC):
         assert scoped is not None
         return scoped
 
-    def _post_check(self, tenant_id: str, scoped: FilterTree, payloads: Iterable[dict[str, Any]]) -> None:
+    def _post_check(self, tenant_id: str, scoped: FilterTree, payloads: Iterable[dict[str, Any]]) -> set[str]:
+        """Second wall. Raises TenantError for another tenant's point; returns the chunk ids
+        that fail the rest of the filter in Python (dropped by the caller, never returned)."""
+        bad: set[str] = set()
         for p in payloads:
             if p.get("tenant_id") != tenant_id:
                 raise TenantError(
                     f"the index returned chunk {p.get('chunk_id')!r} of another tenant: refusing"
                 )
             if not matches(scoped, p):
-                raise StoreError(
-                    f"the index returned chunk {p.get('chunk_id')!r} outside the filter: refusing"
-                )
+                bad.add(str(p.get("chunk_id")))
+        return bad
 
     def upsert(self, tenant_id: str, points: Sequence[IndexPoint]) -> None:
         """Upsert points that all belong to ``tenant_id``. Raises TenantError otherwise."""
@@ -263,8 +265,8 @@ class VectorIndex(ABC):
         """Payloads of the tenant's points matching ``where``, sorted by chunk id."""
         scoped = self.scoped_filter(tenant_id, where, current_only)
         rows = self._scroll(self._compile(scoped), limit)
-        self._post_check(tenant_id, scoped, rows)
-        return sorted(rows, key=lambda p: str(p.get("chunk_id")))
+        bad = self._post_check(tenant_id, scoped, rows)
+        return sorted((r for r in rows if str(r.get("chunk_id")) not in bad), key=lambda p: str(p.get("chunk_id")))
 
     def dense_vectors(self, tenant_id: str, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored dense vectors of the tenant's chunks (chunks without one are absent)."""
@@ -358,7 +360,10 @@ class VectorIndex(ABC):
         payloads: dict[str, dict[str, Any]] = {}
         for c in [*lex, *sem]:
             payloads.setdefault(c.chunk_id, c.payload)
-        self._post_check(tenant_id, scoped, payloads.values())
+        dropped = self._post_check(tenant_id, scoped, payloads.values())
+        if dropped:  # engine and Python disagree on the filter (e.g. date vs datetime): fail closed
+            lex = [c for c in lex if c.chunk_id not in dropped]
+            sem = [c for c in sem if c.chunk_id not in dropped]
 
         t2 = time.perf_counter()
         eligible = self._count(base)
@@ -390,7 +395,7 @@ class VectorIndex(ABC):
             hits=hits,
             profile=profile,
             coverage=coverage,
-            candidates={LEXICAL: len(lex), "semantic": len(sem)},
+            candidates={LEXICAL: len(lex), "semantic": len(sem), "dropped_by_post_check": len(dropped)},
             candidates_truncated={LEXICAL: len(lex) >= cap, "semantic": len(sem) >= cap},
             query_space=query_space,
             collection_space=info.space,

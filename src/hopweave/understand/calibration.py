@@ -164,6 +164,7 @@ def fit_calibration(
         "l2": l2,
         "metagraph_revision": classifier.store.metagraph_revision(),
         "goals": list(classifier.index().goals),
+        "examples_sha256": classifier.index().content_hash,
         "embedding_space": classifier.embedder.space.key,
         "settings": {
             "lexical_weight": cfg.lexical_weight,

@@ -12,6 +12,7 @@ Settings (``metagraph/classifier.yaml``) and calibration parameters
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 from dataclasses import dataclass
@@ -82,6 +83,11 @@ def load_classifier_config(path: str | Path | None = None) -> ClassifierConfig:
         raise ConfigError(f"classifier settings {p} are invalid: {exc}") from exc
 
 
+#: Example-text embeddings by (embedding space key, text), shared by classifiers in the process.
+_VECTORS: dict[tuple[str, str], np.ndarray] = {}
+_VECTORS_LOCK = threading.Lock()
+
+
 @dataclass(frozen=True)
 class _Index:
     """Everything derived from one metagraph revision."""
@@ -92,6 +98,14 @@ class _Index:
     owner: np.ndarray  # goal index per text; -1 for background
     dense: np.ndarray  # (len(texts), dims)
     chars: CharNgramIndex
+
+    @property
+    def content_hash(self) -> str:
+        """sha256 of the goal names and texts the classifier compares with (calibration provenance)."""
+        h = hashlib.sha256()
+        for t, o in zip(self.texts, self.owner.tolist()):
+            h.update(f"{self.goals[o] if o >= 0 else '_background'}\0{t}\0".encode())
+        return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -148,7 +162,6 @@ class GoalClassifier:
         self._threshold = threshold
         self._lock = threading.Lock()
         self._index: _Index | None = None
-        self._vectors: dict[str, np.ndarray] = {}
 
     # ---- lazily resolved parts ------------------------------------------------------------
     @property
@@ -177,15 +190,20 @@ class GoalClassifier:
 
     # ---- the per-revision index -----------------------------------------------------------
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embeddings of ``texts``, re-using vectors of texts seen before (same embedder)."""
-        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        """Embeddings of example texts, re-using vectors computed before in this process for
+        the same embedding space (a metagraph change re-embeds only new examples)."""
+        space = self.embedder.space.key
+        with _VECTORS_LOCK:
+            missing = [t for t in dict.fromkeys(texts) if (space, t) not in _VECTORS]
         if missing:
-            for t, v in zip(missing, self.embedder.embed(missing)):
-                self._vectors[t] = np.asarray(v, dtype=np.float32)
-        dims = self.embedder.space.dimensions
+            vecs = self.embedder.embed(missing)
+            with _VECTORS_LOCK:
+                for t, v in zip(missing, vecs):
+                    _VECTORS[(space, t)] = np.asarray(v, dtype=np.float32)
         if not texts:
-            return np.zeros((0, dims), dtype=np.float32)
-        return np.stack([self._vectors[t] for t in texts])
+            return np.zeros((0, self.embedder.space.dimensions), dtype=np.float32)
+        with _VECTORS_LOCK:
+            return np.stack([_VECTORS[(space, t)] for t in texts])
 
     def index(self) -> _Index:
         """The index for the store's current metagraph revision (rebuilt when it changed)."""

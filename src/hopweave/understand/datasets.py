@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import yaml
 from pydantic import BaseModel, ConfigDict
 
 from hopweave.errors import ConfigError, InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.models.common import Session
 
 
 class LabeledUtterance(BaseModel):
@@ -86,3 +89,38 @@ def load_split(path: str | Path) -> list[LabeledUtterance]:
 def file_sha256(path: str | Path) -> str:
     """sha256 of a file's bytes (for provenance)."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def read_session(path: str | Path) -> "Session":
+    """A Session from a JSON file holding the Session model's fields (see
+    examples/deltabank/sessions/README.md). An ``as_of`` key, if present, is ignored: as_of is
+    per request.
+
+    Raises:
+        InputError: unreadable file, not a JSON object, or fields the Session model rejects.
+        TenantError: a missing or malformed tenant_id.
+    """
+    import json
+
+    from pydantic import ValidationError
+
+    from hopweave.errors import TenantError
+    from hopweave.models.common import Session
+
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read session file {p}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"session file {p} must hold a JSON object with the Session fields")
+    data.pop("as_of", None)
+    try:
+        return Session.model_validate(data)
+    except TenantError:
+        raise
+    except ValidationError as exc:
+        cause = next((e.get("ctx", {}).get("error") for e in exc.errors() if e.get("ctx")), None)
+        if isinstance(cause, TenantError):
+            raise cause from None
+        raise InputError(f"session file {p} is not a valid session: {exc}") from None

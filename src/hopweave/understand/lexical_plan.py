@@ -1,14 +1,16 @@
 """The lexical query plan: what the BM25 channel searches for.
 
-Terms, in order: identifiers the session may use, the surface and canonical names of resolved
-vocabulary entities, their aliases, amounts, and expansions along ``SYNONYM_OF`` edges between
-``:Concept`` nodes in the graph ("fee waiver" <-> "charge reversal"). When nothing is extracted,
+Terms, in entity order: identifiers the session may use, the surface text and readable canonical
+name of resolved vocabulary entities ("Platinum card", "Platinum Card"; not a CamelCase code like
+"LateFeeCharged"), amounts, and for ``:Concept`` entities their aliases and the Concepts linked by
+``SYNONYM_OF`` edges in the graph ("fee waiver" <-> "charge reversal"). When nothing is extracted,
 the utterance's own content words are the plan (``fallback=True``), so the lexical channel is
 never empty by accident. Mentions (ids the session may not use) never become terms.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Iterable
 
@@ -22,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Entity types whose values are identifiers (kept whole for the lexical channel).
 IDENTIFIER_TYPES = frozenset({"Account", "DecisionTrace", "Customer"})
+_CAMEL = re.compile(r"[a-z][A-Z]")
 #: Entity types that are not search terms (scope, not content).
 NON_TERMS = frozenset({"Tenant", "Channel", "Date"})
 
@@ -96,15 +99,16 @@ def build_lexical_plan(
         else:
             if e.text:
                 add(e.text, "entity", origin)
-            add(str(e.value).replace("_", " "), "entity", origin)
+            name = str(e.value)
+            if "_" in name or " " in name or name.isalpha() and not _CAMEL.search(name):
+                add(name.replace("_", " "), "entity", origin)  # "Platinum Card"; not "LateFeeCharged"
             node = store.get_node(session.tenant_id, e.node_id) if store is not None and e.node_id else None
-            if node is not None:
+            if node is not None and node.label == "Concept":
                 for alias in node.props.get("aliases") or ():
                     if isinstance(alias, str):
                         add(alias, "alias", origin)
-                if node.label == "Concept" and store is not None:
-                    for syn in synonyms(store, session, node.id, as_of):
-                        add(syn, "synonym", origin)
+                for syn in synonyms(store, session, node.id, as_of):  # type: ignore[arg-type]
+                    add(syn, "synonym", origin)
     if terms:
         return LexicalPlan(terms=tuple(terms), fallback=False)
     for w in content_words(utterance, _stop_words()):

@@ -58,10 +58,15 @@ class IdentifierSpec:
 
     @property
     def regex(self) -> re.Pattern[str]:
-        return re.compile(rf"(?<![A-Za-z0-9_]){re.escape(self.prefix)}[_-]?(\d{{3,}})(?![A-Za-z0-9_])", re.IGNORECASE)
+        """``CUST_4421``, ``cust-4421``, ``CUST4421`` and tenant-prefixed ``NB_CUST_4421``."""
+        return re.compile(
+            rf"(?<![A-Za-z0-9_])((?:[A-Za-z]{{2,5}}_)?){re.escape(self.prefix)}[_-]?(\d{{3,}})(?![A-Za-z0-9_])",
+            re.IGNORECASE,
+        )
 
-    def canonical(self, digits: str) -> str:
-        return f"{self.prefix}_{digits}"
+    def canonical(self, m: "re.Match[str]") -> str:
+        """The canonical id of a match: upper-case prefix, underscore, digits."""
+        return f"{m.group(1).upper()}{self.prefix}_{m.group(2)}"
 
 
 #: Identifier formats of the DeltaBank example graph (data; pass your own to the resolver).
@@ -280,7 +285,7 @@ class EntityResolver:
         out: list[Entity] = []
         for spec in self.identifiers:
             for m in spec.regex.finditer(text):
-                value = spec.canonical(m.group(1))
+                value = spec.canonical(m)
                 span = (m.start(), m.end())
                 if spec.owner_path is None:
                     if session.customer_id is not None and value == session.customer_id:

@@ -203,3 +203,36 @@ def test_graph_property_is_a_networkx_graph(mem_store):
     assert isinstance(g, nx.MultiDiGraph)
     assert g.nodes["C1"]["label"] == "Customer"
     assert g.has_edge("C1", "A1", key="HOLDS")
+
+
+def test_concurrent_walks_and_writes(schema):
+    """Walks iterate adjacency dicts that writes grow: the read/write lock keeps them apart."""
+    import threading
+
+    from hopweave.models.metagraph import EdgeStep, Literal_, Seed
+
+    s = NetworkxGraphStore(None, schema)
+    small_graph(s)
+    p = pattern(seed=Seed(type="Tier", key="id", value=Literal_(value="TIER_Platinum")),
+                edge_sequence=(EdgeStep(type="HAS_TIER", direction="in"),), target_type="Customer",
+                limit=10_000, max_visited=1_000_000, budget_ms=10_000)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def reader():
+        try:
+            while not stop.is_set():
+                s.run_pattern("t1", p, bindings())
+        except BaseException as exc:  # pragma: no cover - the failure being tested for
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for i in range(300):
+        s.write("t1", [Node(f"CC{i}", "Customer", {})], [Edge(f"CC{i}", "TIER_Platinum", "HAS_TIER")])
+    stop.set()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(s.run_pattern("t1", p, bindings()).rows) == 301

@@ -5,8 +5,6 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
-import pytest
-
 from hopweave.graph.base import Edge, Node
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.metagraph import (

@@ -55,6 +55,7 @@ def test_no_hit_outside_the_filter(loaded, hash_embedder, seed, query):
     res = idx.search(tenant, query, WIDE, where=flt, limit=500,
                      query_vector=hash_embedder.embed_one(query), query_space=hash_embedder.space)
     got = {h.chunk_id for h in res.hits}
+    assert res.candidates["dropped_by_post_check"] == 0  # the engine itself applied the filter
     assert got <= eligible, f"returned outside the filter: {sorted(got - eligible)}"
     for h in res.hits:
         assert matches(scoped, h.payload | {"text": h.text})

@@ -145,3 +145,20 @@ def test_edge_and_client_agree(tmp_path, schema, hash_embedder, profile):
         assert a.coverage == b.coverage
     edge.close()
     client.close()
+
+
+def test_post_check_refuses_another_tenants_point(tmp_path, schema, hash_embedder):
+    """The base class re-checks what an adapter returns: a leaking backend raises, never returns."""
+
+    class LeakyIndex(EdgeIndex):
+        def _query(self, requests):
+            out = super()._query(requests)
+            if out and out[0]:
+                out[0][0].payload = dict(out[0][0].payload, tenant_id="t2")
+            return out
+
+    idx = LeakyIndex(tmp_path, schema)
+    load(idx, random_payloads(30, seed=2, tenants=("t1",)), hash_embedder)
+    with pytest.raises(TenantError):
+        _search(idx, hash_embedder)
+    idx.close()

@@ -1,0 +1,207 @@
+"""Search benchmarks: SciFact ablation, hybrid latency, ingestion throughput, filtered search at 50k.
+
+Usage (from the repo root, venv active):
+
+    python benchmarks/bench_search.py --data ../shared/data/scifact --split test --out bench_search.json
+    python benchmarks/bench_search.py --only filtered      # just the 50k filtered-search part
+
+Parts:
+  ablation  every published profile + bi-encoder rerank on the frozen SciFact index (same as
+            `hopweave eval ablation --json`), with paired bootstrap CIs vs the best single channel.
+  ingest    Ingestor throughput on synthetic policy documents (chunk + embed + BM25 + upsert), and
+            index-only throughput (BM25 + upsert of pre-embedded points).
+  filtered  50,000 synthetic points (random unit vectors, BM25 text from a policy vocabulary),
+            a filter selecting ~8,000; hybrid p50/p95 of index.search (plus measured query
+            embedding p50 for the end-to-end figure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hopweave.models.documents import Document
+from hopweave.models.filters import And, Eq, In
+from hopweave.models.schema import GraphSchema
+from hopweave.paths import default_schema_path
+
+
+def _pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    k = (len(s) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return round(s[lo] + (s[hi] - s[lo]) * (k - lo), 2)
+
+
+def machine() -> dict:
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return {
+        "cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+        "processor": platform.processor() or platform.machine(), "loadavg_at_start": load,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+    }
+
+
+def bench_ablation(data: Path, split: str, cache: Path | None) -> dict:
+    from hopweave.search.embedders import default_embedder
+    from hopweave.search.eval.beir import load_beir
+    from hopweave.search.eval.runner import build_index, compare, evaluate
+    from hopweave.search.profiles import default_profile, list_profiles
+    from hopweave.search.rerank import BiEncoderReranker
+
+    ds = load_beir(data, split)
+    emb = default_embedder()
+    index, info = build_index(ds, emb, cache_dir=cache)
+    runs = [evaluate(index, ds, p, emb) for p in list_profiles()]
+    runs.append(evaluate(index, ds, default_profile(), emb, reranker=BiEncoderReranker(emb), top_n=40))
+    index.close()
+    cmp = compare(runs)
+    rows = [dict(r.row(), vs_baseline=cmp["intervals"].get(r.name)) for r in runs]
+    return {"dataset": ds.name, "split": split, "queries": len(ds.queries), "baseline": cmp["baseline"], "rows": rows, "index": info}
+
+
+VOCAB = (
+    "late fee waiver platinum gold silver standard card payment dispute refund fraud claim limit "
+    "overdraft courtesy annual escalation hardship account customer statement interest branch "
+    "phone chat agent policy eligible standing calendar year discretion approval supervisor "
+    "record decision transaction balance minimum due date grace period notice region currency"
+).split()
+
+
+def _text(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(VOCAB) for _ in range(n))
+
+
+def bench_ingest(n_docs: int = 60) -> dict:
+    from hopweave.search.edge_index import EdgeIndex
+    from hopweave.search.embedders import default_embedder
+    from hopweave.search.ingest import Ingestor
+
+    schema = GraphSchema.load(default_schema_path())
+    emb = default_embedder()
+    rng = random.Random(0)
+    docs = []
+    for i in range(n_docs):
+        body = "\n\n".join(f"## {s} Section {s}\n{_text(rng, 120)}" for s in range(1, 5))
+        docs.append(Document(document_id=f"doc{i}", tenant_id="bench", text=body, title=f"Policy {i}",
+                             metadata={"tier": rng.choice(["Gold", "Platinum"]), "region": "US"}))
+    with tempfile.TemporaryDirectory() as d:
+        idx = EdgeIndex(d, schema)
+        rep = Ingestor(idx, emb).ingest(docs)
+        t = time.perf_counter()
+        rep2 = Ingestor(idx, emb).ingest(docs)
+        noop = time.perf_counter() - t
+        idx.close()
+    return {
+        "documents": n_docs, "chunks": rep.chunks_written, "seconds": round(rep.elapsed_s, 2),
+        "chunks_per_s": round(rep.chunks_written / rep.elapsed_s, 1),
+        "reingest_unchanged_s": round(noop, 3), "reingest_unchanged": rep2.unchanged,
+    }
+
+
+def bench_filtered(n: int = 50_000, queries: int = 200) -> dict:
+    from hopweave.search.edge_index import EdgeIndex
+    from hopweave.search.embedder import EmbeddingSpace
+    from hopweave.search.embedders import default_embedder
+    from hopweave.search.index_base import SPACE_FIELD, CollectionInfo, IndexPoint
+    from hopweave.search.profiles import default_profile
+
+    schema = GraphSchema.load(default_schema_path())
+    space = EmbeddingSpace(provider="bench", model="random", revision="1", dimensions=384)
+    rng = random.Random(1)
+    nrng = np.random.default_rng(1)
+    tiers, products, ptypes, regions = ["Platinum", "Gold", "Silver", "Standard"], ["Platinum_Card", "Gold_Card", "Checking"], ["LateFeeWaiver", "FeeSchedule", "FraudClaim", "CreditLimit"], ["US", "EU", "CA"]
+    out: dict = {"points": n}
+    with tempfile.TemporaryDirectory() as d:
+        idx = EdgeIndex(d, schema)
+        info = idx.ensure_collection(CollectionInfo(space=space, avg_len=40.0))
+        enc = info.encoder()
+        t0 = time.perf_counter()
+        batch = []
+        for i in range(n):
+            text = _text(rng, rng.randint(20, 60))
+            v = nrng.normal(size=384).astype(np.float32)
+            v /= np.linalg.norm(v)
+            p = {"tenant_id": "deltabank", "chunk_id": f"c{i:06d}", "document_id": f"d{i // 8}", "text": text,
+                 "title": "Policy", "version": "current", "status": "active",
+                 "tier": rng.choices(tiers, weights=[4, 3, 2, 1])[0], "product": rng.choice(products),
+                 "policy_type": rng.choice(ptypes), "region": rng.choices(regions, weights=[6, 2, 2])[0],
+                 SPACE_FIELD: space.key}
+            batch.append(IndexPoint(p["chunk_id"], p, enc.encode_document(text, "Policy"), v))
+            if len(batch) == 1000:
+                idx.upsert("deltabank", batch)
+                batch = []
+        if batch:
+            idx.upsert("deltabank", batch)
+        t_load = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        idx.optimize()
+        t_opt = time.perf_counter() - t1
+        flt = And(clauses=(Eq(field="tier", value="Platinum"), In(field="policy_type", values=("LateFeeWaiver", "FeeSchedule")),
+                           In(field="region", values=("US", "CA"))))
+        eligible = idx.count("deltabank", flt)
+        prof = default_profile()
+        qv = [nrng.normal(size=384).astype(np.float32) for _ in range(queries)]
+        qs = [_text(rng, 12) for _ in range(queries)]
+        for i in range(10):
+            idx.search("deltabank", qs[i], prof, where=flt, query_vector=qv[i], query_space=space)
+        lat, chan = [], []
+        for q, v in zip(qs, qv):
+            t = time.perf_counter()
+            r = idx.search("deltabank", q, prof, where=flt, query_vector=v / np.linalg.norm(v), query_space=space)
+            lat.append((time.perf_counter() - t) * 1000)
+            chan.append(r.timings_ms["channels"])
+        idx.close()
+    emb = default_embedder()
+    emb.embed(["warm up"])
+    et = []
+    for q in qs[:100]:
+        t = time.perf_counter()
+        emb.embed([q + " ?"])
+        et.append((time.perf_counter() - t) * 1000)
+    out.update(
+        eligible=eligible, load_s=round(t_load, 1), load_points_per_s=round(n / t_load), optimize_s=round(t_opt, 1),
+        search_p50_ms=_pct(lat, 0.5), search_p95_ms=_pct(lat, 0.95), channels_p50_ms=_pct(chan, 0.5),
+        query_embedding_p50_ms=_pct(et, 0.5),
+        end_to_end_p50_ms=round(_pct(lat, 0.5) + _pct(et, 0.5), 2),
+    )
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", type=Path, default=Path("../shared/data/scifact"))
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--cache", type=Path, default=None)
+    ap.add_argument("--only", choices=["ablation", "ingest", "filtered"], default=None)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    res: dict = {"machine": machine(), "command": " ".join(sys.argv)}
+    parts = [args.only] if args.only else ["ablation", "ingest", "filtered"]
+    for part in parts:
+        t = time.perf_counter()
+        if part == "ablation":
+            res[part] = bench_ablation(args.data, args.split, args.cache)
+        elif part == "ingest":
+            res[part] = bench_ingest()
+        else:
+            res[part] = bench_filtered()
+        res[part]["wall_s"] = round(time.perf_counter() - t, 1)
+        print(json.dumps({part: res[part]}, indent=2), flush=True)
+    res["machine"]["loadavg_at_end"] = os.getloadavg()
+    if args.out:
+        args.out.write_text(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    main()

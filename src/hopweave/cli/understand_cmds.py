@@ -1,0 +1,123 @@
+"""``hopweave understand`` (stage 1 for one utterance) and ``hopweave understand-calibrate``."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from datetime import date
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from hopweave.cli import app
+from hopweave.cli.common import emit_json, handle_errors
+from hopweave.errors import NotFoundError
+
+DEFAULT_STORE = Path(".hopweave") / "deltabank"
+STORE_HELP = "Store directory (default: $HOPWEAVE_STORE or .hopweave/deltabank; build it with `hopweave load`)."
+
+
+def _open_store(store: Optional[Path]) -> Any:
+    from hopweave.graph import GRAPH_SUBDIR, open_graph_store
+
+    path = store if store is not None else Path(os.environ.get("HOPWEAVE_STORE") or DEFAULT_STORE)
+    if not (path / GRAPH_SUBDIR).is_dir():
+        raise NotFoundError(f"no graph store at {path}: build one with `hopweave load --store {path}`")
+    return open_graph_store(path, read_only=True)
+
+
+def _qdrant_filter(tree: Any, schema: Any) -> Any:
+    """The compiled qdrant-client Filter as JSON (the search module's one compiler)."""
+    from hopweave.search.qdrant_filter import to_qdrant
+
+    types = {f.name: f.type for f in schema.chunk_fields}
+    compiled = to_qdrant(tree, types)
+    return compiled.model_dump(mode="json", exclude_none=True) if compiled is not None else None
+
+
+def _print_human(d: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    goal = d["goal"] or f"(no confident goal; best {d['classification']['best']})"
+    con.print(f"[bold]goal[/bold] {goal}  confidence {d['confidence']:.2f}")
+    t = Table("type", "value", "source", "span", "text", title="entities")
+    for e in d["entities"]:
+        span = "" if e["span"] is None else f"{e['span'][0]}-{e['span'][1]}"
+        extra = {k: v for k, v in e["properties"].items()}
+        value = f"{e['value']}" + (f" {extra}" if extra else "")
+        t.add_row(e["type"], value, e["source"], span, e["text"] or "")
+    con.print(t)
+    for m in d["mentions"]:
+        con.print(f"[yellow]mention[/yellow] {m['type']} {m['value']} at {m['span']}: {m['reason']}")
+    con.print(f"[bold]filter[/bold] {d['filter_display']}")
+    con.print(f"[bold]qdrant filter[/bold] {d.get('qdrant_filter')}")
+    con.print(f"[bold]lexical[/bold] {d['lexical']['query']}" + ("  (fallback)" if d["lexical"]["fallback"] else ""))
+    for n in d["notes"]:
+        con.print(f"[dim]note: {n}[/dim]")
+
+
+@app.command("understand")
+@handle_errors
+def understand_cmd(
+    utterance: str = typer.Argument(..., help="What the customer said."),
+    session: Path = typer.Option(..., "--session", help="Session JSON file (see examples/deltabank/sessions)."),
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="Request time, ISO date/datetime (default: today)."),
+    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help="Abstain below this confidence."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Classify the goal, resolve entities, and print the filter and lexical plan for one utterance."""
+    from hopweave.understand import Understander
+    from hopweave.understand.datasets import read_session
+
+    sess = read_session(session)
+    when = as_of if as_of is not None else date.today().isoformat()
+    graph = _open_store(store)
+    try:
+        u = Understander(graph, threshold=threshold).understand(utterance, sess, when)
+        d = u.to_json_dict()
+        d["qdrant_filter"] = _qdrant_filter(u.filter, graph.schema)
+    finally:
+        graph.close()
+    if as_json:
+        emit_json(d)
+    else:
+        _print_human(d)
+
+
+@app.command("understand-calibrate")
+@handle_errors
+def calibrate_cmd(
+    validation: Optional[Path] = typer.Option(
+        None, "--validation", help="Labeled validation split (default: examples/deltabank/utterances/validation.yaml)."
+    ),
+    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    out: Optional[Path] = typer.Option(None, "--out", help="Where to write (default: the settings' calibration_file)."),
+    l2: float = typer.Option(0.05, "--l2", help="L2 penalty of the logistic fit."),
+    as_json: bool = typer.Option(False, "--json", help="Print the calibration as JSON."),
+) -> None:
+    """Fit the goal classifier's calibration on held-out validation utterances (deterministic)."""
+    from hopweave.understand.calibration import fit_calibration, write_calibration
+    from hopweave.understand.classifier import GoalClassifier
+    from hopweave.understand.datasets import default_utterance_dir
+
+    vpath = validation if validation is not None else default_utterance_dir() / "validation.yaml"
+    graph = _open_store(store)
+    try:
+        clf = GoalClassifier(graph)
+        cmd = "hopweave understand-calibrate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+        cal = fit_calibration(clf, vpath, l2=l2, command=cmd.strip())
+        target = out if out is not None else clf.config.calibration_path()
+        write_calibration(cal, target)
+    finally:
+        graph.close()
+    if as_json:
+        emit_json(cal.model_dump(mode="json"))
+    else:
+        m = cal.provenance["fit_metrics"]
+        typer.echo(f"wrote {target}: coef {list(cal.coef)} intercept {cal.intercept} "
+                   f"(n={cal.provenance['n']}, log-loss {m['log_loss']}, ECE {m['ece']})")

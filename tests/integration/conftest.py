@@ -1,0 +1,53 @@
+"""Integration fixtures for server backends. A server test runs whenever its server is
+configured and reachable, and is reported SKIPPED with the reason otherwise (never silently passed).
+
+Neo4j: ``HOPWEAVE_NEO4J_URI`` (+ ``HOPWEAVE_NEO4J_USER`` / ``HOPWEAVE_NEO4J_PASSWORD``), e.g. after
+``docker compose up -d neo4j``. The suite empties the database: on a database that already holds
+data it refuses (skips) unless ``HOPWEAVE_NEO4J_WIPE_OK=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "shared"))  # congruence helpers
+
+
+@pytest.fixture(scope="session")
+def neo4j_store() -> Iterator[object]:
+    uri = os.environ.get("HOPWEAVE_NEO4J_URI")
+    if not uri:
+        pytest.skip("HOPWEAVE_NEO4J_URI is not set: start Neo4j (`docker compose up -d neo4j`) and export "
+                    "HOPWEAVE_NEO4J_URI=bolt://localhost:7687 HOPWEAVE_NEO4J_PASSWORD=... to run the Neo4j suite")
+    pytest.importorskip("neo4j", reason="the neo4j driver is not installed: pip install 'hopweave[neo4j]'")
+    from hopweave.errors import HopweaveError
+    from hopweave.graph.server_load import open_server_store
+
+    try:
+        store = open_server_store(neo4j=uri)
+        store.verify()
+    except HopweaveError as exc:
+        pytest.skip(f"Neo4j at {uri} is not usable: {exc}")
+    nodes, _ = store.count()
+    if nodes and os.environ.get("HOPWEAVE_NEO4J_WIPE_OK") != "1":
+        store.close()
+        pytest.skip(f"Neo4j at {uri} holds {nodes} nodes and the suite would delete them; "
+                    "set HOPWEAVE_NEO4J_WIPE_OK=1 to allow it")
+    store.ensure_schema()
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture(scope="session")
+def schema():
+    from hopweave.models.schema import GraphSchema
+    from hopweave.paths import default_schema_path
+
+    return GraphSchema.load(default_schema_path())

@@ -1,0 +1,64 @@
+"""Fixtures for the understanding tests: real embedder (one per process), real networkx stores
+built from the real DeltaBank generator, vocabulary, goal files and filter mapping."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from hopweave.deltabank.generate import generate
+from hopweave.deltabank.load import metagraph_items
+from hopweave.deltabank.vocabulary import vocabulary
+from hopweave.graph.networkx_store import NetworkxGraphStore
+from hopweave.models.common import Session
+from hopweave.models.schema import GLOBAL_TENANT
+from hopweave.understand import Understander
+from hopweave.understand.filter_map import filter_mapping_node
+
+AS_OF = "2026-05-12"
+MARIA_UTTERANCE = "I want to dispute this $39 late fee on my Platinum card"
+
+
+def _metagraph(store: NetworkxGraphStore) -> None:
+    items, _, _ = metagraph_items(None, store.schema)
+    store.bulk_write(GLOBAL_TENANT, [*items, filter_mapping_node(store.schema)])
+
+
+@pytest.fixture(scope="session")
+def embedder():  # type: ignore[no-untyped-def]
+    from hopweave.search.embedders import default_embedder
+
+    return default_embedder()
+
+
+@pytest.fixture(scope="session")
+def bank() -> NetworkxGraphStore:
+    """The DeltaBank graph at its smallest size (fixed cases: Maria, look-alikes, northbank),
+    in memory. Read-only by convention: tests that write use ``fresh_store``."""
+    store = NetworkxGraphStore(None)
+    with store.bulk() as b:
+        for tenant, items in generate(nodes=1500, seed=4421):
+            b.write(tenant, items)
+    _metagraph(store)
+    return store
+
+
+@pytest.fixture
+def fresh_store() -> Iterator[NetworkxGraphStore]:
+    """A small writable store: vocabulary + metagraph + filter mapping (no customers)."""
+    store = NetworkxGraphStore(None)
+    store.bulk_write(GLOBAL_TENANT, vocabulary())
+    _metagraph(store)
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def understander(bank: NetworkxGraphStore, embedder) -> Understander:  # type: ignore[no-untyped-def]
+    return Understander(bank, embedder)
+
+
+@pytest.fixture(scope="session")
+def maria() -> Session:
+    return Session(tenant_id="deltabank", customer_id="CUST_4421", region="US", channel="phone")
