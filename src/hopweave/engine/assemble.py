@@ -129,6 +129,7 @@ def aggregate_line(
             v = int(v)
         values[name] = v
         values[f"{name}_s"] = "" if v == 1 else "s"
+        values[f"{name}_es"] = "" if v == 1 else "es"
     return render(agg.line, values)
 
 

@@ -198,7 +198,7 @@ class Metric(_Frozen):
 
 class Aggregate(_Frozen):
     """A derived line: ``line`` is a str.format template over the metrics (each also offered as
-    ``<name>_s`` = "" when it is 1 else "s"), ``as_of_year``, ``as_of_date`` and entity values
+    ``<name>_s`` / ``<name>_es`` = "" when it is 1 else "s" / "es"), ``as_of_year``, ``as_of_date`` and entity values
     (``entity_<Type>``)."""
 
     line: str
