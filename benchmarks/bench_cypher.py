@@ -35,8 +35,16 @@ from hopweave.models.common import Bindings, Session, to_datetime
 from hopweave.models.schema import GraphSchema
 from hopweave.paths import default_schema_path
 
-EIGHT = ("customer_tier", "customer_account", "recent_transactions", "waiver_events_this_year",
-         "last_conversation_outcome", "comparable_precedent", "applicable_workflow", "applicable_rules")
+EIGHT = (
+    "customer_tier",
+    "customer_account",
+    "recent_transactions",
+    "waiver_events_this_year",
+    "last_conversation_outcome",
+    "comparable_precedent",
+    "applicable_workflow",
+    "applicable_rules",
+)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -59,8 +67,12 @@ def measure(store: Any, patterns: list[Any], bindings: Bindings, runs: int, warm
                 per[r.pattern].append(r.elapsed_ms)
                 truncated[r.pattern] += int(r.truncated and r.truncated_reason != "limit")
         last = res
-    return {"walls": walls, "per": per, "truncated": truncated,
-            "facts": {r.pattern: [x.node_id for x in r.rows] for r in last or []}}
+    return {
+        "walls": walls,
+        "per": per,
+        "truncated": truncated,
+        "facts": {r.pattern: [x.node_id for x in r.rows] for r in last or []},
+    }
 
 
 def main() -> None:
@@ -79,7 +91,9 @@ def main() -> None:
             bulk.write(tenant, items)
     nx_load = time.perf_counter() - t0
     stats = nx.stats()
-    print(f"networkx: {stats['nodes']:,} nodes, {stats['edges']:,} edges loaded in {nx_load:.0f} s", flush=True)
+    print(
+        f"networkx: {stats['nodes']:,} nodes, {stats['edges']:,} edges loaded in {nx_load:.0f} s", flush=True
+    )
 
     tmp = Path(tempfile.mkdtemp(prefix="hopweave-bench-falkordb-"))
     fk = FalkorDBStore(tmp)
@@ -92,30 +106,46 @@ def main() -> None:
 
         patterns = [p for p in nx.patterns("LateFeeDispute") if p.name in EIGHT]
         assert sorted(p.name for p in patterns) == sorted(EIGHT), "the shipped goal lost a seed-004 pattern"
-        bindings = Bindings(session=Session(tenant_id=TENANT, customer_id=CUSTOMER_ID, region="US"),
-                            as_of=to_datetime(AS_OF), goal="LateFeeDispute",
-                            entities=seed_entities(nx, TENANT, "Customer", CUSTOMER_ID))
+        bindings = Bindings(
+            session=Session(tenant_id=TENANT, customer_id=CUSTOMER_ID, region="US"),
+            as_of=to_datetime(AS_OF),
+            goal="LateFeeDispute",
+            entities=seed_entities(nx, TENANT, "Customer", CUSTOMER_ID),
+        )
         results = {}
         for name, store in (("networkx", nx), ("FalkorDB", fk)):
             results[name] = measure(store, patterns, bindings, args.runs, args.warmup)
+            results[name]["load"] = os.getloadavg()[0]
             w = results[name]["walls"]
-            print(f"{name}: p50 {statistics.median(w):.2f} ms, p95 {pct(w, 0.95):.2f} ms over {len(w)} runs",
-                  flush=True)
+            print(
+                f"{name}: p50 {statistics.median(w):.2f} ms, p95 {pct(w, 0.95):.2f} ms over {len(w)} runs",
+                flush=True,
+            )
         same = results["networkx"]["facts"] == results["FalkorDB"]["facts"]
         print(f"same facts on both stores: {same}")
         if args.out:
             args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(report(args, stats, n_nodes, n_edges, nx_load, fk_load, results, same),
-                                encoding="utf-8")
+            args.out.write_text(
+                report(args, stats, n_nodes, n_edges, nx_load, fk_load, results, same), encoding="utf-8"
+            )
             print(f"wrote {args.out}")
     finally:
         fk.close()
 
 
-def report(args: Any, stats: dict[str, Any], n_nodes: int, n_edges: int, nx_load: float, fk_load: float,
-           results: dict[str, Any], same: bool) -> str:
-    import falkordb  # noqa: F401  (version below)
+def report(
+    args: Any,
+    stats: dict[str, Any],
+    n_nodes: int,
+    n_edges: int,
+    nx_load: float,
+    fk_load: float,
+    results: dict[str, Any],
+    same: bool,
+) -> str:
     from importlib.metadata import version
+
+    import falkordb  # noqa: F401  (version below)
 
     lines = [
         "# Cypher backend benchmark: Maria's eight patterns in parallel",
@@ -129,24 +159,39 @@ def report(args: Any, stats: dict[str, Any], n_nodes: int, n_edges: int, nx_load
         f"Load time: networkx bulk {nx_load:.0f} s; FalkorDB `bulk_load` (UNWIND batches of 5,000) {fk_load:.0f} s.",
         "",
         f"Each run = `run_goal_patterns` over the eight seed-004 patterns (one thread each, shipped budgets "
-        f"50-80 ms), {args.runs} runs after {args.warmup} warm-up runs, same process, idle machine.",
+        f"50-80 ms), {args.runs} runs after {args.warmup} warm-up runs, same process. Load average while "
+        f"measuring: {results_load(results)} (the machine is shared: other processes compete for the 2 cores).",
         "",
         "| store | p50 (ms) | p95 (ms) | max (ms) | budget cuts |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
     for name, r in results.items():
         w = r["walls"]
-        lines.append(f"| {name} | {statistics.median(w):.2f} | {pct(w, 0.95):.2f} | {max(w):.2f} | "
-                     f"{sum(r['truncated'].values())} |")
-    lines += ["", "Per pattern, p50 of the pattern's own elapsed time (ms):", "",
-              "| pattern | rows | networkx | FalkorDB |", "| --- | ---: | ---: | ---: |"]
+        lines.append(
+            f"| {name} | {statistics.median(w):.2f} | {pct(w, 0.95):.2f} | {max(w):.2f} | "
+            f"{sum(r['truncated'].values())} |"
+        )
+    lines += [
+        "",
+        "Per pattern, p50 of the pattern's own elapsed time (ms):",
+        "",
+        "| pattern | rows | networkx | FalkorDB |",
+        "| --- | ---: | ---: | ---: |",
+    ]
     for name in EIGHT:
         rows = len(results["networkx"]["facts"].get(name, []))
-        lines.append(f"| {name} | {rows} | {statistics.median(results['networkx']['per'][name]):.2f} | "
-                     f"{statistics.median(results['FalkorDB']['per'][name]):.2f} |")
-    lines += ["", f"Same facts (node ids, in order) on both stores: **{'yes' if same else 'NO'}**.", "",
-              "Reproduce: `.venv312/bin/python benchmarks/bench_cypher.py --nodes 1000000 --runs 200 "
-              "--out docs/benchmarks/cypher.md` (the 3.12 environment of `.ci/falkordb.sh`).", ""]
+        lines.append(
+            f"| {name} | {rows} | {statistics.median(results['networkx']['per'][name]):.2f} | "
+            f"{statistics.median(results['FalkorDB']['per'][name]):.2f} |"
+        )
+    lines += [
+        "",
+        f"Same facts (node ids, in order) on both stores: **{'yes' if same else 'NO'}**.",
+        "",
+        "Reproduce: `.venv312/bin/python benchmarks/bench_cypher.py --nodes 1000000 --runs 200 "
+        "--out docs/benchmarks/cypher.md` (the 3.12 environment of `.ci/falkordb.sh`).",
+        "",
+    ]
     return "\n".join(lines)
 
 

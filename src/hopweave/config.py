@@ -28,8 +28,10 @@ class HopweaveSettings(BaseSettings):
 
     #: Directory of the embedded stores (networkx graph, Qdrant local, FalkorDB data file):
     #: ``HOPWEAVE_STORE`` (as the engine CLI reads it) or ``HOPWEAVE_STORE_DIR``.
-    store_dir: Path = Field(default=Path(".hopweave") / "deltabank",
-                            validation_alias=AliasChoices("HOPWEAVE_STORE", "HOPWEAVE_STORE_DIR", "store_dir"))
+    store_dir: Path = Field(
+        default=Path(".hopweave") / "deltabank",
+        validation_alias=AliasChoices("HOPWEAVE_STORE", "HOPWEAVE_STORE_DIR", "store_dir"),
+    )
     #: Graph backend: "networkx" (embedded default), "neo4j" or "falkordb".
     graph_backend: Literal["networkx", "neo4j", "falkordb"] | None = None
 

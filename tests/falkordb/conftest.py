@@ -49,7 +49,9 @@ def falkordb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def falkordb_store(falkordb_dir: Path) -> Iterator[object]:
     """The session's FalkorDBStore (schema created). Tests clear() it before loading data."""
-    pytest.importorskip("redislite.falkordb_client", reason="falkordblite needs Python >= 3.12: run .ci/falkordb.sh")
+    pytest.importorskip(
+        "redislite.falkordb_client", reason="falkordblite needs Python >= 3.12: run .ci/falkordb.sh"
+    )
     from hopweave.graph.falkordb_store import FalkorDBStore, stop_server
 
     _stop_stale_servers()
@@ -86,4 +88,3 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # no
         terminalreporter.section("hopweave congruence (networkx vs FalkorDB)")
         for key in sorted(TALLY.counts):
             terminalreporter.write_line(f"{key}: {TALLY.counts[key]}")
-

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("redislite.falkordb_client", reason="falkordblite needs Python >= 3.12: run .ci/falkordb.sh")
+pytest.importorskip(
+    "redislite.falkordb_client", reason="falkordblite needs Python >= 3.12: run .ci/falkordb.sh"
+)
 
 from congruence import run_random_suite  # noqa: E402
 
@@ -22,12 +24,20 @@ def test_random_patterns_and_filters_agree(falkordb_store, schema, tally) -> Non
         falkordb_store.bulk_load(batches, replace=True)
 
     problems = run_random_suite(
-        schema, lambda: NetworkxGraphStore(None, schema), falkordb_store, load,
-        graphs=GRAPHS, patterns_per_graph=PATTERNS_PER_GRAPH, filters_per_graph=FILTERS_PER_GRAPH,
-        seed=6, tally=tally,
+        schema,
+        lambda: NetworkxGraphStore(None, schema),
+        falkordb_store,
+        load,
+        graphs=GRAPHS,
+        patterns_per_graph=PATTERNS_PER_GRAPH,
+        filters_per_graph=FILTERS_PER_GRAPH,
+        seed=6,
+        tally=tally,
     )
-    print(f"\nrandom congruence: {GRAPHS * PATTERNS_PER_GRAPH} patterns, {GRAPHS * FILTERS_PER_GRAPH} filters "
-          f"on {GRAPHS} graphs; {len(problems)} mismatches")
+    print(
+        f"\nrandom congruence: {GRAPHS * PATTERNS_PER_GRAPH} patterns, {GRAPHS * FILTERS_PER_GRAPH} filters "
+        f"on {GRAPHS} graphs; {len(problems)} mismatches"
+    )
     assert not problems, f"{len(problems)} mismatches; first ones:\n" + "\n".join(problems[:5])
     # the suite must exercise real answers, not only empty ones
     assert tally.counts.get("random patterns with rows", 0) >= GRAPHS * PATTERNS_PER_GRAPH // 4

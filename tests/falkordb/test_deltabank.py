@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("redislite.falkordb_client", reason="falkordblite needs Python >= 3.12: run .ci/falkordb.sh")
+pytest.importorskip(
+    "redislite.falkordb_client", reason="falkordblite needs Python >= 3.12: run .ci/falkordb.sh"
+)
 
 import deltabank_checks as checks  # noqa: E402
 from congruence import load_networkx  # noqa: E402
@@ -46,8 +48,13 @@ def test_maria_traversals_same_facts(stores) -> None:
 
 def test_browser_queries_exist() -> None:
     names = {p.stem for p in checks.browser_queries()}
-    assert {"goal_patterns", "trace_subgraph", "traces_using_pattern", "patterns_using_rel_type",
-            "precedent_chains"} <= names
+    assert {
+        "goal_patterns",
+        "trace_subgraph",
+        "traces_using_pattern",
+        "patterns_using_rel_type",
+        "precedent_chains",
+    } <= names
 
 
 @pytest.mark.parametrize("path", checks.browser_queries(), ids=lambda p: p.stem)

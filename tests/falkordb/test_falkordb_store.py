@@ -11,7 +11,9 @@ from datetime import datetime
 
 import pytest
 
-pytest.importorskip("redislite.falkordb_client", reason="falkordblite needs Python >= 3.12: run .ci/falkordb.sh")
+pytest.importorskip(
+    "redislite.falkordb_client", reason="falkordblite needs Python >= 3.12: run .ci/falkordb.sh"
+)
 
 from hopweave.errors import (  # noqa: E402
     InputError,
@@ -33,9 +35,19 @@ EVIL = "x'}) MATCH (n) DETACH DELETE n // \" ` \\ {$tenants} \n ✓"
 
 
 def _pattern(**kw) -> TraversalPattern:
-    base = dict(name="t", goal="G", sub_question="test?", seed=Seed(type="Customer"),
-                edge_sequence=(EdgeStep(type="HOLDS"),), target_type="Account", depth=1, version=1, author="t",
-                created_at=datetime(2026, 1, 1), budget_ms=5000)
+    base = dict(
+        name="t",
+        goal="G",
+        sub_question="test?",
+        seed=Seed(type="Customer"),
+        edge_sequence=(EdgeStep(type="HOLDS"),),
+        target_type="Account",
+        depth=1,
+        version=1,
+        author="t",
+        created_at=datetime(2026, 1, 1),
+        budget_ms=5000,
+    )
     base.update(kw)
     return TraversalPattern(**base)
 
@@ -48,11 +60,19 @@ def _b(tenant: str = "t1", customer: str = "C1") -> Bindings:
 def store(falkordb_store):
     falkordb_store.clear()
     falkordb_store.write("_global", [Node("TIER_P", "Tier", {"name": "Platinum"})])
-    falkordb_store.write("t1", [Node("C1", "Customer", {"name": "Ann", "tier": "Platinum"}),
-                                Node("A1", "Account", {"balance": 10.0, "status": EVIL})],
-                         [Edge("C1", "A1", "HOLDS"), Edge("C1", "TIER_P", "HAS_TIER")])
-    falkordb_store.write("t2", [Node("C2", "Customer", {"name": "Bob"}), Node("A2", "Account", {"balance": 5.0})],
-                         [Edge("C2", "A2", "HOLDS"), Edge("C2", "TIER_P", "HAS_TIER")])
+    falkordb_store.write(
+        "t1",
+        [
+            Node("C1", "Customer", {"name": "Ann", "tier": "Platinum"}),
+            Node("A1", "Account", {"balance": 10.0, "status": EVIL}),
+        ],
+        [Edge("C1", "A1", "HOLDS"), Edge("C1", "TIER_P", "HAS_TIER")],
+    )
+    falkordb_store.write(
+        "t2",
+        [Node("C2", "Customer", {"name": "Bob"}), Node("A2", "Account", {"balance": 5.0})],
+        [Edge("C2", "A2", "HOLDS"), Edge("C2", "TIER_P", "HAS_TIER")],
+    )
     return falkordb_store
 
 
@@ -62,8 +82,11 @@ def test_reads_are_tenant_scoped(store) -> None:
     assert store.get_node("t2", "TIER_P").props["tenant_id"] == "_global"
     assert [n.id for n in store.find_nodes("t1", "Customer")] == ["C1"]
     # through the shared tier, t1 must not reach t2's customer
-    p = _pattern(edge_sequence=(EdgeStep(type="HAS_TIER"), EdgeStep(type="HAS_TIER", direction="in")),
-                 target_type="Customer", depth=2)
+    p = _pattern(
+        edge_sequence=(EdgeStep(type="HAS_TIER"), EdgeStep(type="HAS_TIER", direction="in")),
+        target_type="Customer",
+        depth=2,
+    )
     assert [r.node_id for r in store.run_pattern("t1", p, _b()).rows] == ["C1"]
     assert [r.node_id for r in store.run_pattern("t2", p, _b("t2", "C2")).rows] == ["C2"]
     with pytest.raises(TenantError):
@@ -111,8 +134,9 @@ def test_budget_gives_truncated_result_not_an_error(store) -> None:
     res = store.run_pattern("t1", _pattern(), _b(), deadline=time.perf_counter() - 1)
     assert res.truncated and res.truncated_reason == "budget_ms" and res.rows == ()
     with pytest.raises(QueryTimeoutError):  # the server-side bound
-        store._execute("UNWIND range(1, 20000000) AS x WITH x WHERE x % 7 = 3 RETURN count(x) AS c", {},
-                       timeout_ms=5)
+        store._execute(
+            "UNWIND range(1, 20000000) AS x WITH x WHERE x % 7 = 3 RETURN count(x) AS c", {}, timeout_ms=5
+        )
 
 
 def test_errors_are_translated(store, tmp_path) -> None:
@@ -139,8 +163,10 @@ def test_close_and_stop_server_by_pid(tmp_path) -> None:
 def test_killed_process_leaves_a_server_that_stop_server_removes(tmp_path) -> None:
     """falkordblite's redis-server is detached: it survives a SIGKILLed Python. stop_server
     (what the session fixture does for stale pids) removes it."""
-    code = ("import sys, time; from hopweave.graph.falkordb_store import FalkorDBStore; "
-            f"s = FalkorDBStore({str(tmp_path / 'b')!r}); print(s.pid, flush=True); time.sleep(60)")
+    code = (
+        "import sys, time; from hopweave.graph.falkordb_store import FalkorDBStore; "
+        f"s = FalkorDBStore({str(tmp_path / 'b')!r}); print(s.pid, flush=True); time.sleep(60)"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         pid = int(proc.stdout.readline())
@@ -158,4 +184,26 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return b"redis-server" in open(f"/proc/{pid}/cmdline", "rb").read() if os.path.exists(f"/proc/{pid}") else False
+    return (
+        b"redis-server" in open(f"/proc/{pid}/cmdline", "rb").read()
+        if os.path.exists(f"/proc/{pid}")
+        else False
+    )
+
+
+def test_metagraph_seeding_through_the_gates(falkordb_store) -> None:
+    from hopweave.graph.metagraph_io import load_metagraph
+    from hopweave.graph.networkx_store import NetworkxGraphStore
+
+    falkordb_store.clear()
+    first = load_metagraph(falkordb_store)
+    assert first["patterns"] >= 20 and first["unchanged"] == 0
+    again = load_metagraph(falkordb_store)
+    assert again["unchanged"] == first["patterns"] and again["revision"] == first["revision"]
+    ref = NetworkxGraphStore(None, falkordb_store.schema)
+    load_metagraph(ref)
+    assert [p.name for p in falkordb_store.patterns("LateFeeDispute")] == [
+        p.name for p in ref.patterns("LateFeeDispute")
+    ]
+    assert falkordb_store.metagraph_revision() == ref.metagraph_revision()
+    assert falkordb_store.count()[1] == first["patterns"]  # one HAS_PATTERN edge per pattern

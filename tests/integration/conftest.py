@@ -22,8 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "shared"))  # congr
 def neo4j_store() -> Iterator[object]:
     uri = os.environ.get("HOPWEAVE_NEO4J_URI")
     if not uri:
-        pytest.skip("HOPWEAVE_NEO4J_URI is not set: start Neo4j (`docker compose up -d neo4j`) and export "
-                    "HOPWEAVE_NEO4J_URI=bolt://localhost:7687 HOPWEAVE_NEO4J_PASSWORD=... to run the Neo4j suite")
+        pytest.skip(
+            "HOPWEAVE_NEO4J_URI is not set: start Neo4j (`docker compose up -d neo4j`) and export "
+            "HOPWEAVE_NEO4J_URI=bolt://localhost:7687 HOPWEAVE_NEO4J_PASSWORD=... to run the Neo4j suite"
+        )
     pytest.importorskip("neo4j", reason="the neo4j driver is not installed: pip install 'hopweave[neo4j]'")
     from hopweave.errors import HopweaveError
     from hopweave.graph.server_load import open_server_store
@@ -36,8 +38,10 @@ def neo4j_store() -> Iterator[object]:
     nodes, _ = store.count()
     if nodes and os.environ.get("HOPWEAVE_NEO4J_WIPE_OK") != "1":
         store.close()
-        pytest.skip(f"Neo4j at {uri} holds {nodes} nodes and the suite would delete them; "
-                    "set HOPWEAVE_NEO4J_WIPE_OK=1 to allow it")
+        pytest.skip(
+            f"Neo4j at {uri} holds {nodes} nodes and the suite would delete them; "
+            "set HOPWEAVE_NEO4J_WIPE_OK=1 to allow it"
+        )
     store.ensure_schema()
     try:
         yield store

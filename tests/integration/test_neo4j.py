@@ -35,9 +35,15 @@ def test_random_patterns_and_filters_agree(neo4j_store, schema) -> None:
 
     tally = Tally()
     problems = run_random_suite(
-        schema, lambda: NetworkxGraphStore(None, schema), neo4j_store,
+        schema,
+        lambda: NetworkxGraphStore(None, schema),
+        neo4j_store,
         lambda batches: neo4j_store.bulk_load(batches, replace=True),
-        graphs=8, patterns_per_graph=30, filters_per_graph=30, seed=6, tally=tally,
+        graphs=8,
+        patterns_per_graph=30,
+        filters_per_graph=30,
+        seed=6,
+        tally=tally,
     )
     print(f"\nneo4j random congruence: {tally.counts}")
     assert not problems, f"{len(problems)} mismatches; first ones:\n" + "\n".join(problems[:5])
@@ -80,14 +86,24 @@ def test_budget_and_errors(deltabank) -> None:
     from hopweave.models.metagraph import EdgeStep, Seed, TraversalPattern
 
     _ref, store = deltabank
-    p = TraversalPattern(name="t", goal="G", sub_question="test?", seed=Seed(type="Customer"),
-                         edge_sequence=(EdgeStep(type="HOLDS"),), target_type="Account", depth=1, version=1,
-                         author="t", created_at=datetime(2026, 1, 1))
+    p = TraversalPattern(
+        name="t",
+        goal="G",
+        sub_question="test?",
+        seed=Seed(type="Customer"),
+        edge_sequence=(EdgeStep(type="HOLDS"),),
+        target_type="Account",
+        depth=1,
+        version=1,
+        author="t",
+        created_at=datetime(2026, 1, 1),
+    )
     b = Bindings(session=Session(tenant_id="deltabank", customer_id="CUST_4421"), as_of=datetime(2026, 5, 12))
     res = store.run_pattern("deltabank", p, b, deadline=time.perf_counter() - 1)
     assert res.truncated and res.truncated_reason == "budget_ms"
     with pytest.raises(QueryTimeoutError):
-        store._execute("UNWIND range(1, 100000000) AS x WITH x WHERE x % 7 = 3 RETURN count(x) AS c", {},
-                       timeout_ms=5)
+        store._execute(
+            "UNWIND range(1, 100000000) AS x WITH x WHERE x % 7 = 3 RETURN count(x) AS c", {}, timeout_ms=5
+        )
     with pytest.raises(StoreError):
         store._execute("MATCH (n RETURN n", {})

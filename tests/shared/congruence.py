@@ -35,8 +35,14 @@ TENANTS = ("t1", "t2")
 AS_OF = datetime(2026, 5, 12, 23, 59, 59)
 WORDS = ("Platinum", "Gold", "a", "b", "B", "late fee", "US", "EU", "current", "x y")
 DATES = ("2023-01-31", "2024-05-12", "2025-12-31", "2026-01-01", "2026-05-12", "2026-06-01")
-DATETIMES = ("2023-01-31T08:00:00", "2024-05-12T23:59:59", "2025-12-31T10:00:00",
-             "2026-01-01T00:00:00", "2026-05-12T12:00:00", "2026-05-13T00:00:00")
+DATETIMES = (
+    "2023-01-31T08:00:00",
+    "2024-05-12T23:59:59",
+    "2025-12-31T10:00:00",
+    "2026-01-01T00:00:00",
+    "2026-05-12T12:00:00",
+    "2026-05-13T00:00:00",
+)
 NUMBERS = (0, 1, 2, 3, 5, 39)
 FLOATS = (0.0, 0.5, 1.0, 2.5, 39.0, 120.75)
 
@@ -73,7 +79,9 @@ class RandomGraph:
     by_label: dict[str, list[Node]] = field(default_factory=dict)
 
 
-def random_graph(schema: GraphSchema, rng: random.Random, n_nodes: int = 120, n_edges: int = 420) -> RandomGraph:
+def random_graph(
+    schema: GraphSchema, rng: random.Random, n_nodes: int = 120, n_edges: int = 420
+) -> RandomGraph:
     """A schema-valid random graph: nodes of every label (shared labels as ``_global``, others
     spread over TENANTS), random properties (some missing), random edges between visible pairs."""
     g = RandomGraph()
@@ -136,24 +144,36 @@ def load_networkx(store: Any, batches: Iterable[tuple[str, Iterable[Node | Edge]
 def bindings_for(rng: random.Random, tenant: str, graph: RandomGraph) -> Bindings:
     customers = [n.id for n in graph.by_label.get("Customer", []) if n.props["tenant_id"] == tenant]
     return Bindings(
-        session=Session(tenant_id=tenant, customer_id=rng.choice(customers) if customers and rng.random() < 0.9 else None,
-                        region=rng.choice(("US", "EU", None))),
+        session=Session(
+            tenant_id=tenant,
+            customer_id=rng.choice(customers) if customers and rng.random() < 0.9 else None,
+            region=rng.choice(("US", "EU", None)),
+        ),
         as_of=AS_OF,
         goal="Random",
-        entities={k: v for k, v in (("Tier", rng.choice(("Platinum", "Gold"))), ("Product", "a")) if rng.random() < 0.7},
+        entities={
+            k: v
+            for k, v in (("Tier", rng.choice(("Platinum", "Gold"))), ("Product", "a"))
+            if rng.random() < 0.7
+        },
     )
 
 
 def _value_ref(rng: random.Random, ptype: str, op: str) -> Any:
     r = rng.random()
     if ptype in ("date", "datetime") and r < 0.45:
-        return RelativeTime(amount=rng.choice((-24, -3, -1, 0, 1)), unit=rng.choice(("days", "months", "years")),
-                            start_of=rng.choice((None, None, "year", "month", "day")))
+        return RelativeTime(
+            amount=rng.choice((-24, -3, -1, 0, 1)),
+            unit=rng.choice(("days", "months", "years")),
+            start_of=rng.choice((None, None, "year", "month", "day")),
+        )
     if ptype == "int" and r < 0.2:
         return AsOfYear(offset=rng.choice((-2, -1, 0)))
     if r < 0.15:
-        return Bind(ref=rng.choice(("entity.Tier", "session.region", "entity.Missing", "goal.name")),
-                    default=rng.choice((None, "Gold", "US")))
+        return Bind(
+            ref=rng.choice(("entity.Tier", "session.region", "entity.Missing", "goal.name")),
+            default=rng.choice((None, "Gold", "US")),
+        )
     if op == "in":
         return Literal_(value=tuple(_any_value(rng, ptype) for _ in range(rng.randint(1, 3))))
     return Literal_(value=_any_value(rng, ptype))
@@ -227,7 +247,9 @@ def random_pattern(schema: GraphSchema, rng: random.Random, graph: RandomGraph, 
     via: list[str | None] = []
     for k in range(1, depth):
         if rng.random() < 0.3:
-            choice = walked[k][2].label if walked is not None and rng.random() < 0.7 else rng.choice(positions[k])
+            choice = (
+                walked[k][2].label if walked is not None and rng.random() < 0.7 else rng.choice(positions[k])
+            )
             via.append(choice)
             positions[k] = (choice,)
         else:
@@ -246,8 +268,10 @@ def random_pattern(schema: GraphSchema, rng: random.Random, graph: RandomGraph, 
         preds.append(Predicate(on=k, property=name, op=op, value=value))
     tprops = [n for n, _ in _props_of(schema, (target,))]
     scalar = [n for n, t in _props_of(schema, (target,)) if t != "list[str]"]
-    order = tuple(OrderBy(property=rng.choice(scalar), direction=rng.choice(("asc", "desc")))
-                  for _ in range(rng.choice((0, 1, 1, 2))))
+    order = tuple(
+        OrderBy(property=rng.choice(scalar), direction=rng.choice(("asc", "desc")))
+        for _ in range(rng.choice((0, 1, 1, 2)))
+    )
     seeds = graph.by_label.get(seed_label, [])
     r = rng.random()
     if walked is not None and r < 0.5:
@@ -257,17 +281,33 @@ def random_pattern(schema: GraphSchema, rng: random.Random, graph: RandomGraph, 
     elif r < 0.7 and seed_label == "Customer":
         seed = Seed(type=seed_label, key="id", value=Bind(ref="session.customer_id"))
     elif r < 0.8 and len(seeds) > 1:
-        seed = Seed(type=seed_label, key="id", value=Literal_(value=tuple(n.id for n in rng.sample(seeds, 2))))
+        seed = Seed(
+            type=seed_label, key="id", value=Literal_(value=tuple(n.id for n in rng.sample(seeds, 2)))
+        )
     else:  # a non-unique key: every node with that property value is a seed
-        key, ktype = rng.choice([(n, t) for n, t in _props_of(schema, (seed_label,)) if t in ("str", "int", "bool")])
+        key, ktype = rng.choice(
+            [(n, t) for n, t in _props_of(schema, (seed_label,)) if t in ("str", "int", "bool")]
+        )
         seed = Seed(type=seed_label, key=key, value=Literal_(value=_value_for(rng, ktype)))
     returns = tuple(rng.sample(tprops, rng.randint(0, min(3, len(tprops))))) if rng.random() < 0.6 else ()
     return TraversalPattern(
-        name=f"random_{idx}", goal="Random", sub_question=f"random pattern {idx}?", seed=seed,
-        edge_sequence=tuple(steps), target_type=target, via_types=tuple(via), predicates=tuple(preds),
-        depth=depth, budget_ms=10_000, max_visited=10_000_000, order_by=order,
-        limit=rng.choice((1, 3, 10, 50)), returns=returns,
-        pii_allowed=tuple(p for p in returns if rng.random() < 0.5), version=1, author="congruence",
+        name=f"random_{idx}",
+        goal="Random",
+        sub_question=f"random pattern {idx}?",
+        seed=seed,
+        edge_sequence=tuple(steps),
+        target_type=target,
+        via_types=tuple(via),
+        predicates=tuple(preds),
+        depth=depth,
+        budget_ms=10_000,
+        max_visited=10_000_000,
+        order_by=order,
+        limit=rng.choice((1, 3, 10, 50)),
+        returns=returns,
+        pii_allowed=tuple(p for p in returns if rng.random() < 0.5),
+        version=1,
+        author="congruence",
         created_at=AS_OF,
     )
 
@@ -353,7 +393,9 @@ def run_random_suite(
             tally.add("random patterns")
             tally.add("random patterns with rows", bool(want["rows"]))
             if want != got:
-                problems.append(f"graph {gi} pattern {pi}: {pattern.model_dump_json()}\n  networkx: {want}\n  server:   {got}")
+                problems.append(
+                    f"graph {gi} pattern {pi}: {pattern.model_dump_json()}\n  networkx: {want}\n  server:   {got}"
+                )
         for fi in range(filters_per_graph):
             label = rng.choice([lab.name for lab in schema.labels])
             tree = random_filter(schema, rng, label)
@@ -364,6 +406,8 @@ def run_random_suite(
             tally.add("random filters")
             tally.add("random filters with matches", bool(want_n))
             if want_n != got_n:
-                problems.append(f"graph {gi} filter {fi} on {label}: {tree.model_dump_json()}\n  networkx: {want_n}\n  server:   {got_n}")
+                problems.append(
+                    f"graph {gi} filter {fi} on {label}: {tree.model_dump_json()}\n  networkx: {want_n}\n  server:   {got_n}"
+                )
         ref.close()
     return problems

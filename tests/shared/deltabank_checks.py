@@ -27,9 +27,12 @@ def far() -> float:
 
 
 def bindings(store: GraphStore, tenant: str, customer: str, goal: str) -> Bindings:
-    return Bindings(session=Session(tenant_id=tenant, customer_id=customer, region="US"),
-                    as_of=to_datetime(AS_OF), goal=goal,
-                    entities=seed_entities(store, tenant, "Customer", customer))
+    return Bindings(
+        session=Session(tenant_id=tenant, customer_id=customer, region="US"),
+        as_of=to_datetime(AS_OF),
+        goal=goal,
+        entities=seed_entities(store, tenant, "Customer", customer),
+    )
 
 
 def check_metagraph(ref: GraphStore, server: GraphStore) -> None:
@@ -38,7 +41,9 @@ def check_metagraph(ref: GraphStore, server: GraphStore) -> None:
     assert server.metagraph_revision() == ref.metagraph_revision()
 
 
-def check_shipped_patterns(ref: GraphStore, server: GraphStore, tally: Tally, customers_per_tenant: int = 12) -> None:
+def check_shipped_patterns(
+    ref: GraphStore, server: GraphStore, tally: Tally, customers_per_tenant: int = 12
+) -> None:
     rng = random.Random(4421)
     customers = {TENANT: [CUSTOMER_ID, "CUST_4412"], OTHER_TENANT: ["NB_CUST_4421"]}
     for tenant in customers:
@@ -57,8 +62,10 @@ def check_shipped_patterns(ref: GraphStore, server: GraphStore, tally: Tally, cu
                 if want != got:
                     problems.append(f"{tenant}/{cid}/{p.name}:\n  networkx {want}\n  server   {got}")
     tally.add("deltabank shipped patterns", len(patterns))
-    print(f"\ndeltabank: {len(patterns)} shipped patterns x {sum(map(len, customers.values()))} customers, "
-          f"{with_rows} runs with rows, {len(problems)} mismatches")
+    print(
+        f"\ndeltabank: {len(patterns)} shipped patterns x {sum(map(len, customers.values()))} customers, "
+        f"{with_rows} runs with rows, {len(problems)} mismatches"
+    )
     assert not problems, "\n".join(problems[:5])
     assert with_rows > len(patterns)
 
@@ -73,21 +80,34 @@ def check_maria(ref: GraphStore, server: GraphStore) -> None:
         # which is reported, never silently compared
         assert res.error is None, (name, res.error)
         if res.truncated and res.truncated_reason == "budget_ms":
-            res = server.run_pattern(TENANT, next(p for p in server.patterns() if p.name == name), b, deadline=far())
+            res = server.run_pattern(
+                TENANT, next(p for p in server.patterns() if p.name == name), b, deadline=far()
+            )
             got[name] = res
-        assert [(r.node_id, r.properties, r.path) for r in res.rows] == \
-            [(r.node_id, r.properties, r.path) for r in want[name].rows], name
+        assert [(r.node_id, r.properties, r.path) for r in res.rows] == [
+            (r.node_id, r.properties, r.path) for r in want[name].rows
+        ], name
     facts = expected_facts()
     ids = {name: [r.node_id for r in res.rows] for name, res in got.items()}
-    for name in ("customer_tier", "customer_account", "waiver_events_this_year", "waiver_history",
-                 "last_conversation_outcome", "applicable_workflow", "disputed_fee_event", "fee_event_cause",
-                 "customer"):
+    for name in (
+        "customer_tier",
+        "customer_account",
+        "waiver_events_this_year",
+        "waiver_history",
+        "last_conversation_outcome",
+        "applicable_workflow",
+        "disputed_fee_event",
+        "fee_event_cause",
+        "customer",
+    ):
         assert ids[name] == facts[name], name
     assert sorted(ids["comparable_precedent"]) == sorted(facts["comparable_precedent"])
     assert sorted(ids["applicable_rules"]) == sorted(facts["applicable_rules"])
     assert len(ids["recent_transactions"]) == facts["recent_transactions_count"]
-    assert sum(1 for r in got["recent_transactions"].rows if r.properties.get("on_time")) == \
-        facts["recent_transactions_on_time"]
+    assert (
+        sum(1 for r in got["recent_transactions"].rows if r.properties.get("on_time"))
+        == facts["recent_transactions_on_time"]
+    )
 
 
 def browser_queries() -> list[Path]:
@@ -98,25 +118,40 @@ def parse_saved_query(path: Path) -> tuple[str, dict[str, Any]]:
     """(query, params) of a saved Browser query: ``:param name => value`` comment lines give the
     example parameters; the other non-comment lines are the query."""
     text = path.read_text(encoding="utf-8")
-    params = {m.group(1): ast.literal_eval(m.group(2).strip())
-              for m in re.finditer(r":param\s+(\w+)\s*=>\s*(.+)$", text, flags=re.M)}
+    params = {
+        m.group(1): ast.literal_eval(m.group(2).strip())
+        for m in re.finditer(r":param\s+(\w+)\s*=>\s*(.+)$", text, flags=re.M)
+    }
     query = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")).strip()
     return query, params
 
 
 def write_retrieval_trace(store: GraphStore) -> str:
     """A recorded retrieval for Maria (what the engine writes), so trace queries have data."""
-    trace = Node(RETRIEVAL_TRACE, "DecisionTrace", {
-        "kind": "retrieval", "goal": "LateFeeDispute", "customer_id": CUSTOMER_ID, "as_of": "2026-05-12T23:59:59",
-        "chunk_ids": ["chunk_1"], "summary": "retrieval for LateFeeDispute"})
-    store.write(TENANT, [trace], [
-        Edge(trace.id, "PATTERN_comparable_precedent", "USED_PATTERN", {"version": 1}),
-        Edge(trace.id, "PATTERN_customer_tier", "USED_PATTERN", {"version": 1}),
-        Edge(trace.id, CUSTOMER_ID, "FOR_CUSTOMER"),
-        Edge(trace.id, "GOAL_LateFeeDispute", "FOR_GOAL"),
-        Edge(trace.id, "TRACE_8514", "SAW_FACT"),
-        Edge(trace.id, "ACCT_99812", "SAW_FACT"),
-    ])
+    trace = Node(
+        RETRIEVAL_TRACE,
+        "DecisionTrace",
+        {
+            "kind": "retrieval",
+            "goal": "LateFeeDispute",
+            "customer_id": CUSTOMER_ID,
+            "as_of": "2026-05-12T23:59:59",
+            "chunk_ids": ["chunk_1"],
+            "summary": "retrieval for LateFeeDispute",
+        },
+    )
+    store.write(
+        TENANT,
+        [trace],
+        [
+            Edge(trace.id, "PATTERN_comparable_precedent", "USED_PATTERN", {"version": 1}),
+            Edge(trace.id, "PATTERN_customer_tier", "USED_PATTERN", {"version": 1}),
+            Edge(trace.id, CUSTOMER_ID, "FOR_CUSTOMER"),
+            Edge(trace.id, "GOAL_LateFeeDispute", "FOR_GOAL"),
+            Edge(trace.id, "TRACE_8514", "SAW_FACT"),
+            Edge(trace.id, "ACCT_99812", "SAW_FACT"),
+        ],
+    )
     return trace.id
 
 

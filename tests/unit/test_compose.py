@@ -24,11 +24,16 @@ def compose() -> dict:
 
 def test_compose_file_matches_the_compose_spec(compose: dict) -> None:
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
-    validator = jsonschema.Draft201909Validator(schema, format_checker=jsonschema.Draft201909Validator.FORMAT_CHECKER)
+    validator = jsonschema.Draft201909Validator(
+        schema, format_checker=jsonschema.Draft201909Validator.FORMAT_CHECKER
+    )
     errors = sorted(validator.iter_errors(compose), key=lambda e: list(e.path))
     assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors)
     # the validator is real: a typo'd key is rejected
-    broken = {**compose, "services": {**compose["services"], "neo4j": {**compose["services"]["neo4j"], "portz": []}}}
+    broken = {
+        **compose,
+        "services": {**compose["services"], "neo4j": {**compose["services"]["neo4j"], "portz": []}},
+    }
     assert any(True for _ in validator.iter_errors(broken))
 
 
@@ -37,7 +42,9 @@ def test_neo4j_service(compose: dict) -> None:
     assert re.match(r"^neo4j:\$\{NEO4J_VERSION:-5\.[0-9.]+-community\}$", neo4j["image"])
     assert {p.split(":")[0] for p in neo4j["ports"]} == {"7474", "7687"}
     auth = neo4j["environment"]["NEO4J_AUTH"]
-    assert auth.startswith("neo4j/${NEO4J_PASSWORD:?"), "the password must come from the environment, no default"
+    assert auth.startswith("neo4j/${NEO4J_PASSWORD:?"), (
+        "the password must come from the environment, no default"
+    )
     assert any(v.endswith(":/data") for v in neo4j["volumes"])
     assert "cypher-shell" in " ".join(neo4j["healthcheck"]["test"])
     # NEO4J_* variables are Neo4j settings (strict validation): no stray ones like NEO4J_PASSWORD

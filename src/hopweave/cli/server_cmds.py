@@ -51,10 +51,14 @@ def load_server_cmd(
     example: Optional[Path] = typer.Argument(None, help="Example folder (default: examples/deltabank)."),
     neo4j: Optional[str] = Neo4jOpt,
     falkordb: Optional[Path] = FalkorOpt,
-    qdrant: Optional[str] = typer.Option(None, "--qdrant", help="Qdrant server URL: also ingest the policy corpus."),
+    qdrant: Optional[str] = typer.Option(
+        None, "--qdrant", help="Qdrant server URL: also ingest the policy corpus."
+    ),
     qdrant_api_key: Optional[str] = typer.Option(None, "--qdrant-api-key", envvar="HOPWEAVE_QDRANT_API_KEY"),
     nodes: int = typer.Option(20_000, "--nodes", help="Approximate number of graph nodes to generate."),
-    seed: int = typer.Option(4421, "--seed", help="Generator seed (same seed => same graph as `hopweave load`)."),
+    seed: int = typer.Option(
+        4421, "--seed", help="Generator seed (same seed => same graph as `hopweave load`)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Load the DeltaBank example into a server graph store (replacing its graph), and with
@@ -69,9 +73,15 @@ def load_server_cmd(
     store = open_server_store(neo4j=neo4j, falkordb=falkordb)
     try:
         n_nodes, n_edges = store.bulk_load(
-            deltabank_batches(store.schema, nodes=nodes, seed=seed, example_dir=example), replace=True)
-        summary = {"backend": store.caps.name, "nodes": n_nodes, "edges": n_edges,
-                   "patterns": len(store.patterns()), "metagraph_revision": store.metagraph_revision()}
+            deltabank_batches(store.schema, nodes=nodes, seed=seed, example_dir=example), replace=True
+        )
+        summary = {
+            "backend": store.caps.name,
+            "nodes": n_nodes,
+            "edges": n_edges,
+            "patterns": len(store.patterns()),
+            "metagraph_revision": store.metagraph_revision(),
+        }
     finally:
         store.close()
     if qdrant:
@@ -80,8 +90,10 @@ def load_server_cmd(
     if as_json:
         emit_json(summary)
         return
-    typer.echo(f"loaded {n_nodes:,} nodes, {n_edges:,} edges, {summary['patterns']} patterns into "
-               f"{summary['backend']} in {summary['seconds']} s")
+    typer.echo(
+        f"loaded {n_nodes:,} nodes, {n_edges:,} edges, {summary['patterns']} patterns into "
+        f"{summary['backend']} in {summary['seconds']} s"
+    )
 
 
 def _ingest_qdrant(example: Optional[Path], url: str, api_key: Optional[str]) -> dict[str, int]:
@@ -108,11 +120,14 @@ def _ingest_qdrant(example: Optional[Path], url: str, api_key: Optional[str]) ->
 @inspect_app.command("trace")
 @handle_errors
 def inspect_trace(
-    trace_id: str = typer.Argument(..., help="A DecisionTrace id (a recorded retrieval RT_... or a precedent)."),
+    trace_id: str = typer.Argument(
+        ..., help="A DecisionTrace id (a recorded retrieval RT_... or a precedent)."
+    ),
     html_out: Path = typer.Option(..., "--html", help="Write the picture to this HTML file."),
     tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant id (or $HOPWEAVE_TENANT)."),
-    store: Optional[Path] = typer.Option(None, "--store", help="Store directory (default: $HOPWEAVE_STORE or "
-                                                                ".hopweave/deltabank)."),
+    store: Optional[Path] = typer.Option(
+        None, "--store", help="Store directory (default: $HOPWEAVE_STORE or .hopweave/deltabank)."
+    ),
     neo4j: Optional[str] = Neo4jOpt,
     falkordb: Optional[Path] = FalkorOpt,
 ) -> None:

@@ -25,22 +25,67 @@ from hopweave.models.metagraph import EdgeStep, Literal_, Seed, TraversalPattern
 
 #: Node colours: the same palette as cypher/browser/style.grass (a test keeps them in sync).
 COLORS: dict[str, str] = {
-    "DecisionTrace": "#C990C0", "TraversalPattern": "#FFC454", "GoalType": "#F79767", "Customer": "#4C8EDA",
-    "CustomerProfile": "#8DCC93", "Account": "#57C7E3", "Event": "#F16667", "Tier": "#D9C8AE",
-    "Product": "#D9C8AE", "Document": "#ECB5C9", "Outcome": "#6DCE9E", "Conversation": "#A5ABB6",
-    "Workflow": "#FFE081", "Rule": "#FFE081", "Heuristic": "#FFE081", "CaseType": "#F79767",
-    "CaseState": "#F79767", "TraceStep": "#E5C7E0", "Chunk": "#B0D7F0",
+    "DecisionTrace": "#C990C0",
+    "TraversalPattern": "#FFC454",
+    "GoalType": "#F79767",
+    "Customer": "#4C8EDA",
+    "CustomerProfile": "#8DCC93",
+    "Account": "#57C7E3",
+    "Event": "#F16667",
+    "Tier": "#D9C8AE",
+    "Product": "#D9C8AE",
+    "Document": "#ECB5C9",
+    "Outcome": "#6DCE9E",
+    "Conversation": "#A5ABB6",
+    "Workflow": "#FFE081",
+    "Rule": "#FFE081",
+    "Heuristic": "#FFE081",
+    "CaseType": "#F79767",
+    "CaseState": "#F79767",
+    "TraceStep": "#E5C7E0",
+    "Chunk": "#B0D7F0",
 }
 DEFAULT_COLOR = "#A5ABB6"
 #: Order of groups around the trace.
-GROUP_ORDER = ("GoalType", "TraversalPattern", "Customer", "Account", "Event", "Tier", "Product", "Outcome",
-               "Conversation", "CustomerProfile", "DecisionTrace", "Workflow", "Rule", "Heuristic", "Step",
-               "CaseType", "Document", "Chunk", "TraceStep")
+GROUP_ORDER = (
+    "GoalType",
+    "TraversalPattern",
+    "Customer",
+    "Account",
+    "Event",
+    "Tier",
+    "Product",
+    "Outcome",
+    "Conversation",
+    "CustomerProfile",
+    "DecisionTrace",
+    "Workflow",
+    "Rule",
+    "Heuristic",
+    "Step",
+    "CaseType",
+    "Document",
+    "Chunk",
+    "TraceStep",
+)
 _EPOCH = datetime(2000, 1, 1)
 #: Caption property per label (as in style.grass); "id" means the node id.
-_CAPTIONS = {"GoalType": "name", "TraversalPattern": "name", "Tier": "name", "Product": "name", "Workflow": "name",
-             "Rule": "name", "CaseType": "name", "CaseState": "name", "Event": "type", "Outcome": "result",
-             "Document": "document_id", "CustomerProfile": "tier", "TraceStep": "idx", "Chunk": "chunk_id"}
+_CAPTIONS = {
+    "GoalType": "name",
+    "TraversalPattern": "name",
+    "Tier": "name",
+    "Product": "name",
+    "Workflow": "name",
+    "Rule": "name",
+    "CaseType": "name",
+    "CaseState": "name",
+    "Event": "type",
+    "Outcome": "result",
+    "Document": "document_id",
+    "CustomerProfile": "tier",
+    "TraceStep": "idx",
+    "Chunk": "chunk_id",
+}
 
 
 @dataclass
@@ -72,12 +117,23 @@ class TraceGraph:
     edges: list[GEdge]
 
 
-def _walk(store: GraphStore, tenant: str, trace_id: str, rel: str, direction: str, target: str) -> list[GNode]:
+def _walk(
+    store: GraphStore, tenant: str, trace_id: str, rel: str, direction: str, target: str
+) -> list[GNode]:
     p = TraversalPattern(
-        name=f"inspect_{rel.lower()}", goal="_inspect", sub_question=f"trace {rel} {target}",
+        name=f"inspect_{rel.lower()}",
+        goal="_inspect",
+        sub_question=f"trace {rel} {target}",
         seed=Seed(type="DecisionTrace", key="id", value=Literal_(value=trace_id)),
-        edge_sequence=(EdgeStep(type=rel, direction=direction),), target_type=target, depth=1,  # type: ignore[arg-type]
-        budget_ms=10_000, max_visited=1_000_000, limit=10_000, version=1, author="hopweave", created_at=_EPOCH,
+        edge_sequence=(EdgeStep(type=rel, direction=direction),),
+        target_type=target,
+        depth=1,  # type: ignore[arg-type]
+        budget_ms=10_000,
+        max_visited=1_000_000,
+        limit=10_000,
+        version=1,
+        author="hopweave",
+        created_at=_EPOCH,
     )
     res = store.run_pattern(tenant, p, Bindings(session=Session(tenant_id=tenant), as_of=_EPOCH))
     return [GNode(r.node_id, r.label, dict(r.properties)) for r in res.rows]
@@ -88,7 +144,9 @@ def collect(store: GraphStore, tenant: str, trace_id: str) -> TraceGraph:
     DecisionTrace ``trace_id``."""
     node = store.get_node(tenant, trace_id)
     if node is None or node.label != "DecisionTrace":
-        raise NotFoundError(f"no DecisionTrace {trace_id!r} in tenant {tenant!r} (check --tenant and --store)")
+        raise NotFoundError(
+            f"no DecisionTrace {trace_id!r} in tenant {tenant!r} (check --tenant and --store)"
+        )
     schema = store.schema
     pii = schema.pii_properties("DecisionTrace")
     trace = GNode(node.id, node.label, {k: v for k, v in node.props.items() if k not in pii})
@@ -96,8 +154,16 @@ def collect(store: GraphStore, tenant: str, trace_id: str) -> TraceGraph:
     versions = _pattern_versions(trace.props.get("patterns_json"))
     nodes: dict[str, GNode] = {}
     edges: list[GEdge] = []
-    for rel in ("USED_PATTERN", "FOR_GOAL", "FOR_CUSTOMER", "CITES", "HAS_OUTCOME", "HAS_TRACE_STEP", "ABOUT",
-                "SAW_FACT"):
+    for rel in (
+        "USED_PATTERN",
+        "FOR_GOAL",
+        "FOR_CUSTOMER",
+        "CITES",
+        "HAS_OUTCOME",
+        "HAS_TRACE_STEP",
+        "ABOUT",
+        "SAW_FACT",
+    ):
         for target in schema.rel(rel).to_labels:
             for g in _walk(store, tenant, trace_id, rel, "out", target):
                 caption = rel
@@ -148,7 +214,10 @@ def layout(graph: TraceGraph) -> dict[str, tuple[float, float]]:
         ring = i % rings
         radius = 330.0 if ring == 0 else 215.0
         angle = -math.pi / 2 + 2 * math.pi * i / max(n, 1)
-        pos[node.id] = (round(CX + radius * math.cos(angle), 1), round(CY + radius * 0.95 * math.sin(angle), 1))
+        pos[node.id] = (
+            round(CX + radius * math.cos(angle), 1),
+            round(CY + radius * 0.95 * math.sin(angle), 1),
+        )
     return pos
 
 
@@ -163,8 +232,10 @@ def render(graph: TraceGraph) -> str:
     parts: list[str] = []
     for e in graph.edges:
         (x1, y1), (x2, y2) = pos[e.src], pos[e.dst]
-        parts.append(f'<g class="edge" data-type="{_e(e.type)}"><line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}"/>'
-                     f'<text x="{round((x1 + x2) / 2, 1)}" y="{round((y1 + y2) / 2, 1)}">{_e(e.caption)}</text></g>')
+        parts.append(
+            f'<g class="edge" data-type="{_e(e.type)}"><line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}"/>'
+            f'<text x="{round((x1 + x2) / 2, 1)}" y="{round((y1 + y2) / 2, 1)}">{_e(e.caption)}</text></g>'
+        )
     for i, node in enumerate(all_nodes):
         x, y = pos[node.id]
         r = 46 if i == 0 else 30
@@ -189,8 +260,15 @@ def render(graph: TraceGraph) -> str:
     counts = {lab: sum(1 for n in graph.nodes if n.label == lab) for lab in legend_labels}
     summary = ", ".join(f"{c} {lab}" for lab, c in counts.items() if c)
     return _PAGE.format(
-        title=_e(f"hopweave trace {graph.trace.id}"), trace=_e(graph.trace.id), summary=_e(summary or "no links"),
-        w=W, h=H, svg="\n".join(parts), legend=legend, rows=rows, n=len(all_nodes),
+        title=_e(f"hopweave trace {graph.trace.id}"),
+        trace=_e(graph.trace.id),
+        summary=_e(summary or "no links"),
+        w=W,
+        h=H,
+        svg="\n".join(parts),
+        legend=legend,
+        rows=rows,
+        n=len(all_nodes),
     )
 
 

@@ -109,8 +109,16 @@ def calibrate_cmd(
     graph = _open_store(store)
     try:
         clf = GoalClassifier(graph)
-        cmd = "hopweave understand-calibrate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-        cal = fit_calibration(clf, vpath, l2=l2, command=cmd.strip())
+        # the store path is machine-specific; what matters of it (the goal examples) is hashed
+        # into the provenance as examples_sha256
+        args, skip = [], False
+        for a in sys.argv[2:]:
+            if skip or a == "--store" or a.startswith("--store="):
+                skip = a == "--store"
+                continue
+            args.append(shlex.quote(a))
+        cmd = " ".join(["hopweave understand-calibrate", "--store <store>", *args])
+        cal = fit_calibration(clf, vpath, l2=l2, command=cmd)
         target = out if out is not None else clf.config.calibration_path()
         write_calibration(cal, target)
     finally:

@@ -71,6 +71,9 @@ def metagraph_items(goals_dir: str | Path | None, schema: Any) -> tuple[list[Nod
     items: list[Node | Edge] = [goal_node(g) for g in goals]
     items += [pattern_node(p) for p in patterns]
     items += [Edge(goal_node_id(p.goal), pattern_node_id(p.name), "HAS_PATTERN") for p in patterns]
+    from hopweave.understand.filter_map import filter_mapping_node  # the entity -> filter mapping (C)
+
+    items.append(filter_mapping_node(schema))
     return items, len(goals), len(patterns)
 
 

@@ -196,14 +196,18 @@ def _chunk_order(chunks: Sequence[ChunkItem], tpl: SectionTemplate) -> tuple[lis
             dropped[c.chunk_id] = f"near_duplicate_of:{dup.chunk_id}"
         else:
             unique.append(c)
-    # Diversity: the best chunk of each document first, then the rest, each by score.
-    seen: set[str] = set()
-    first, rest = [], []
-    for c in unique:
-        key = f"{c.document_id}@{c.revision}"
-        (rest if key in seen else first).append(c)
-        seen.add(key)
-    ordered = first + rest
+    # Diversity: greedy by score, each chunk's score decayed by ``document_decay`` per chunk
+    # already taken from its document (1.0 = pure score order; 0 = one per document first).
+    ordered: list[ChunkItem] = []
+    taken: dict[str, int] = {}
+    pool = list(unique)
+    while pool:
+        best = max(pool, key=lambda c: (c.score * tpl.document_decay ** taken.get(f"{c.document_id}@{c.revision}", 0),
+                                        -pool.index(c)))
+        pool.remove(best)
+        ordered.append(best)
+        key = f"{best.document_id}@{best.revision}"
+        taken[key] = taken.get(key, 0) + 1
     for c in ordered[tpl.max_lines :]:
         dropped[c.chunk_id] = "max_lines"
     return ordered[: tpl.max_lines], dropped

@@ -32,40 +32,23 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from hopweave.engine import precedent as prec
 from hopweave.engine import record as rec
 from hopweave.engine import stack
-from hopweave.engine.assemble import aggregate_line, assemble
-from hopweave.engine.result import (
-    ChannelView,
-    ChunkItem,
-    Degradation,
-    EntityItem,
-    RetrievalResult,
-)
+from hopweave.engine.assemble import assemble
+from hopweave.engine.plan import Plan, build_plan, case_text_for, chunk_items, precedent_patterns
+from hopweave.engine.result import ChunkItem, Degradation, RetrievalResult
 from hopweave.engine.tokens import TokenCounter, default_counter
 from hopweave.errors import HopweaveError, InputError, TenantError
 from hopweave.graph.base import GraphStore
 from hopweave.models.common import Bindings, PatternResult, Session, to_datetime
-from hopweave.models.filters import And, Eq, FilterTree, In, Range, and_, to_display
-from hopweave.models.metagraph import GoalType, SectionTemplate, TraversalPattern
-
-#: Sections used when no goal is confident enough (the fallback plan): documents only.
-FALLBACK_SECTIONS: tuple[SectionTemplate, ...] = (
-    SectionTemplate(
-        name="possibly_relevant_policy",
-        title="Possibly relevant policy — {document}, section {section}",
-        source="chunks",
-        max_lines=3,
-        min_score_ratio=0.5,
-    ),
-)
-
+from hopweave.models.filters import to_display
+from hopweave.models.metagraph import GoalType, TraversalPattern
 
 @dataclass(frozen=True)
 class EngineConfig:
@@ -89,22 +72,6 @@ class EngineConfig:
     provenance_inline: bool = True
     record: bool = True
     max_workers: int = 8
-
-
-@dataclass
-class _Plan:
-    goal: GoalType | None
-    confidence: float
-    clarify: bool
-    entities: tuple[EntityItem, ...]
-    entity_values: dict[str, Any]
-    filter: FilterTree | None
-    lexical_query: str
-    dense_query: str
-    patterns: list[TraversalPattern] = field(default_factory=list)
-    sections: tuple[SectionTemplate, ...] = ()
-    profile: str | None = None
-    best: str | None = None
 
 
 class Engine:
@@ -381,9 +348,8 @@ class Engine:
                 f"Goal unclear (best guess {plan.best or 'none'}, confidence "
                 f"{plan.confidence:.2f}): ask the customer what they need before acting."
             )
-        sections = plan.sections if plan.goal and not plan.clarify else FALLBACK_SECTIONS
         assembly = assemble(
-            sections, facts, chunks, precedent_items, as_of=as_of_dt, entities=plan.entity_values,
+            plan.sections, facts, chunks, precedent_items, as_of=as_of_dt, entities=plan.entity_values,
             budget_tokens=token_budget or self.config.token_budget, counter=self.counter,
             provenance=self.config.provenance_inline, notes=notes,
         )
@@ -447,7 +413,7 @@ class Engine:
 
     # ---- stages --------------------------------------------------------------------------
     def _understand(self, utterance: str, sess: Session, as_of: datetime, deadline: float,
-                    degraded: list[Degradation], profile: str | None) -> _Plan:
+                    degraded: list[Degradation], profile: str | None) -> Plan:
         _, goals, pats = self._goals()
         u = None
         f = self._pool.submit(stack.understand, self.understander, utterance, sess, as_of)
@@ -464,43 +430,14 @@ class Engine:
                                         reason=f"{type(exc).__name__}: {exc}",
                                         fallback="generic retrieval without patterns; clarify"))
         view = stack.understanding_view(u, utterance)
-        goal = goals.get(view.goal) if view.goal else None
-        confident = goal is not None and not view.abstained and view.confidence >= self.config.min_confidence
-        if u is not None and not confident:
-            why = ("the classifier abstained" if view.abstained else
-                   f"confidence {view.confidence:.2f} < {self.config.min_confidence}" if goal is not None or view.goal
-                   else "no goal matched")
-            if view.goal and goal is None:
-                why = f"goal {view.goal!r} is not in the metagraph"
+        plan, why = build_plan(view, goals, pats, utterance=utterance, min_confidence=self.config.min_confidence,
+                               profile=profile, default_profile=self.config.default_profile)
+        if u is not None and why:
             degraded.append(Degradation(stage="understand", what="goal", reason=why,
                                         fallback="generic retrieval without patterns; clarify"))
-        dense_query = view.dense_query or utterance
-        if confident and goal is not None and goal.search_template:
-            from hopweave.engine.assemble import render
+        return plan
 
-            question = render(goal.search_template, {**view.entity_values, "utterance": utterance})
-            if question:  # the goal's question, then the customer's own words
-                dense_query = f"{question} {utterance}" if "{utterance}" not in goal.search_template else question
-        flt = view.filter
-        if confident and goal is not None and goal.document_scope:
-            flt = scope_filter(flt, goal.document_scope)
-        return _Plan(
-            goal=goal,
-            confidence=view.confidence,
-            clarify=not confident,
-            entities=view.entities,
-            entity_values=view.entity_values,
-            filter=flt,
-            lexical_query=view.lexical_query or utterance,
-            dense_query=dense_query,
-            patterns=list(pats.get(goal.name, [])) if confident and goal is not None else [],
-            sections=goal.sections if goal is not None else (),
-            profile=profile or (goal.ranking_profile if confident and goal is not None else None)
-            or self.config.default_profile,
-            best=view.goal or view.best,
-        )
-
-    def _search(self, tenant_id: str, plan: _Plan) -> tuple[tuple[ChunkItem, ...], dict[str, Any]]:
+    def _search(self, tenant_id: str, plan: Plan) -> tuple[tuple[ChunkItem, ...], dict[str, Any]]:
         t = time.perf_counter()
         profile = stack.profile(plan.profile)
         vec = None
@@ -515,27 +452,10 @@ class Engine:
             skipped.append(("semantic channel", res.coverage.semantic_skipped_reason))
         if res.coverage.lexical_skipped_reason and profile.uses_lexical:
             skipped.append(("lexical channel", res.coverage.lexical_skipped_reason))
-        items = []
-        for i, h in enumerate(res.hits, start=1):
-            chans = []
-            if h.semantic is not None:
-                chans.append(ChannelView(channel="semantic", rank=h.semantic.rank, score=round(h.semantic.score, 6),
-                                         contribution=_round(h.semantic.contribution)))
-            if h.lexical is not None:
-                chans.append(ChannelView(channel="lexical", rank=h.lexical.rank, score=round(h.lexical.score, 6),
-                                         contribution=_round(h.lexical.contribution)))
-            if h.rerank is not None:
-                chans.append(ChannelView(channel="rerank", rank=h.rerank.fused_rank, score=round(h.rerank.score, 6)))
-            meta = {k: v for k, v in h.payload.items() if k not in ("provenance", "text_hash", "embedding_space")}
-            items.append(ChunkItem(
-                chunk_id=h.chunk_id, document_id=h.document_id, document=h.document or "", title=h.title,
-                revision=h.revision or "", version=h.version or "", section=h.section, text=h.text,
-                score=round(h.score, 6), rank=i, channels=tuple(chans), metadata=meta,
-            ))
-        return tuple(items), {"profile": profile, "skipped": skipped, "elapsed_ms": _ms(t)}
+        return chunk_items(res.hits), {"profile": profile, "skipped": skipped, "elapsed_ms": _ms(t)}
 
     def _graph_branch(
-        self, tenant_id: str, plan: _Plan, bindings: Bindings, utterance: str, as_of: datetime
+        self, tenant_id: str, plan: Plan, bindings: Bindings, utterance: str, as_of: datetime
     ) -> tuple[list[PatternResult], list[prec.PrecedentItem], list[Degradation], float]:
         """The graph branch (concurrent with the document search): the goal's patterns in
         parallel, then precedent ranking over the precedent patterns' rows.
@@ -546,11 +466,11 @@ class Engine:
         t = time.perf_counter()
         degraded: list[Degradation] = []
         items: list[prec.PrecedentItem] = []
-        names = _precedent_patterns(plan.sections, plan.patterns)
+        names = precedent_patterns(plan.sections, plan.patterns)
         if names:
             try:
                 cands = prec.candidates(facts, names, as_of, fetch=functools.partial(self._props, tenant_id))
-                case_text = self._case_text(utterance, plan, facts, as_of)
+                case_text = case_text_for(utterance, plan, facts, as_of)
                 try:
                     items = prec.rank(cands, case_text, self.embedder, self._trace_vectors)
                 except TenantError:
@@ -570,43 +490,6 @@ class Engine:
         node = self.graph.get_node(tenant_id, node_id)
         return dict(node.props) if node is not None else None
 
-    def _case_text(self, utterance: str, plan: _Plan, facts: Sequence[PatternResult], as_of: datetime) -> str:
-        """The current case as text, for precedent similarity: the utterance, the entity values
-        and the derived facts (aggregate lines) of the goal's fact sections."""
-        parts = [utterance] + [str(v) for _, v in sorted(plan.entity_values.items())]
-        by = {f.pattern: f.rows for f in facts}
-        base = {"as_of_year": as_of.year, "as_of_date": as_of.date().isoformat()}
-        for s in plan.sections:
-            if s.source != "facts":
-                continue
-            rows = {n: by.get(n, ()) for n in s.patterns}
-            for agg in s.aggregates:
-                line = aggregate_line(agg, rows, base)
-                if line:
-                    parts.append(line)
-        return ". ".join(p for p in parts if p)
-
-
-def scope_filter(tree: FilterTree | None, scope: Mapping[str, Sequence[Any]]) -> FilterTree | None:
-    """``tree`` with the goal's document scope: top-level clauses on a scoped field are replaced
-    by ``field in scope[field]`` (the goal owns those fields)."""
-    owned = set(scope)
-    clauses = list(tree.clauses) if isinstance(tree, And) else ([tree] if tree is not None else [])
-    kept = [c for c in clauses if not (isinstance(c, (Eq, In, Range)) and c.field in owned)]
-    added: list[FilterTree] = []
-    for name in sorted(scope):
-        values = tuple(scope[name])
-        if values:
-            added.append(Eq(field=name, value=values[0]) if len(values) == 1 else In(field=name, values=values))
-    return and_(*kept, *added)
-
-
-def _precedent_patterns(sections: Sequence[SectionTemplate], patterns: Sequence[TraversalPattern]) -> set[str]:
-    names = {s.name for s in sections if s.source == "precedent"}
-    out = {p for s in sections if s.source == "precedent" for p in s.patterns}
-    out |= {p.name for p in patterns if p.section in names}
-    return out
-
 
 def _session(data: Mapping[str, Any]) -> Session:
     try:
@@ -620,6 +503,3 @@ def _session(data: Mapping[str, Any]) -> Session:
 def _ms(t: float) -> float:
     return round((time.perf_counter() - t) * 1000, 3)
 
-
-def _round(x: float | None) -> float | None:
-    return None if x is None else round(x, 6)

@@ -270,7 +270,7 @@ class TraceDiff(BaseModel):
             return f"{self.a} and {self.b}: identical context and plan"
         out = [f"--- {self.a}", f"+++ {self.b}"]
         for k, v in self.changes.items():
-            if isinstance(v, dict) and ("added" in v or "removed" in v):
+            if isinstance(v, dict):
                 for x in v.get("removed", []):
                     out.append(f"{k}: - {x}")
                 for x in v.get("added", []):

@@ -1,8 +1,8 @@
 """What differs between the Cypher engines hopweave runs on, as data.
 
 The compiled pattern and filter queries use only the openCypher subset that Neo4j 5 and FalkorDB
-both accept (verified by the congruence suites); the compiler reads only two fields from here
-(the aggregate that picks a target's path, and the index guard). Everything that *does* differ —
+both accept (verified by the congruence suites); the compiler reads one field from here (the
+index guard). Everything that *does* differ —
 schema DDL, how a time bound is passed, how errors look, whether a read-only entry point exists —
 is one row of :data:`CAPABILITIES`, read by ``cypher_store`` and its two driver subclasses.
 Add a field here instead of writing ``if engine == ...`` anywhere else.
@@ -21,8 +21,6 @@ class Capabilities:
     """One Cypher engine's differences (see the module docstring)."""
 
     name: str
-    #: ``min()`` over lists of strings is lexicographic (used to pick a target's smallest path).
-    list_min_aggregate: bool
     #: ``(n:A|B)`` label disjunction inside a node pattern (FalkorDB: no; we use WHERE n:A OR n:B).
     label_disjunction: bool
     #: ``IF NOT EXISTS`` on CREATE INDEX / CONSTRAINT.
@@ -62,7 +60,6 @@ class Capabilities:
 
 NEO4J = Capabilities(
     name="neo4j",
-    list_min_aggregate=True,
     label_disjunction=True,
     ddl_if_not_exists=True,
     index_ddl="CREATE INDEX {name} IF NOT EXISTS FOR (n:{label}) ON (n.{prop})",
@@ -71,7 +68,7 @@ NEO4J = Capabilities(
     timeout_unit="s",
     min_timeout_ms=1,
     read_only_queries=True,
-    timeout_markers=("TransactionTimedOut", "terminated", "timed out", "timeout"),
+    timeout_markers=("TransactionTimedOut", "Transaction.Terminated"),
     constraint_markers=("ConstraintValidationFailed", "already exists with label"),
     index_guard="{x}",
     bulk_batch=5_000,
@@ -81,13 +78,21 @@ NEO4J = Capabilities(
 
 FALKORDB = Capabilities(
     name="falkordb",
-    list_min_aggregate=True,
     label_disjunction=False,
     ddl_if_not_exists=False,
     index_ddl="CREATE INDEX FOR (n:{label}) ON (n.{prop})",
     unique_ddl=None,
-    unique_constraint_command=("GRAPH.CONSTRAINT", "CREATE", "{graph}", "UNIQUE", "NODE", "{label}",
-                               "PROPERTIES", "1", "{prop}"),
+    unique_constraint_command=(
+        "GRAPH.CONSTRAINT",
+        "CREATE",
+        "{graph}",
+        "UNIQUE",
+        "NODE",
+        "{label}",
+        "PROPERTIES",
+        "1",
+        "{prop}",
+    ),
     timeout_unit="ms",
     min_timeout_ms=1,
     read_only_queries=True,

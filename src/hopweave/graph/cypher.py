@@ -15,9 +15,9 @@ Row semantics (the contract shared with ``hopweave.graph.walk``; the congruence 
 * Every node on the walk (seed, intermediates, target) is visible to the tenant
   (``tenant_id`` is the tenant or ``_global``) and carries the label the pattern expects.
 * Predicates mean what :func:`hopweave.models.filters.matches` means for the FilterTree that
-  :func:`hopweave.graph.predicates.predicate_tree` builds (strict bool equality, like-with-like ranges, a missing
-  property fails everything except ``ne``, list properties match when any element does). An
-  unbound value (no binding, no default) makes the predicate match nothing.
+  :func:`hopweave.graph.predicates.predicate_tree` builds (strict bool equality, like-with-like
+  ranges, a missing property fails everything except ``ne``, list properties match when any
+  element does). An unbound value (no binding, no default) makes the predicate match nothing.
 * Rows are distinct targets; each row's ``path`` is the lexicographically smallest id sequence
   among the walks reaching it (kept hop by hop with ``min()``, which also keeps the frontier
   distinct). Order: each ``order_by`` key with missing values last in both directions, then
@@ -111,8 +111,11 @@ def row_properties(pattern: TraversalPattern, schema: GraphSchema) -> tuple[str,
     declares it) and ``returns``, or (when ``returns`` is empty) every declared property; PII
     properties not in ``pii_allowed`` never. The store drops the ones that are null."""
     spec = schema.label(pattern.target_type)
-    names = (["summary"] if "summary" in spec.props else []) + list(pattern.returns) if pattern.returns \
+    names = (
+        (["summary"] if "summary" in spec.props else []) + list(pattern.returns)
+        if pattern.returns
         else list(spec.props)
+    )
     pii = schema.pii_properties(spec.name) - set(pattern.pii_allowed)
     return tuple(dict.fromkeys(["id", "tenant_id", *(p for p in names if p not in pii)]))
 
@@ -138,13 +141,24 @@ def compile_filter(
     return _filter(tree, var, schema, tuple(labels), params, caps, negated=False)
 
 
-def _filter(tree: FilterTree, var: str, schema: GraphSchema, labels: tuple[str, ...],
-            params: ParamStore, caps: Capabilities, negated: bool) -> str:
+def _filter(
+    tree: FilterTree,
+    var: str,
+    schema: GraphSchema,
+    labels: tuple[str, ...],
+    params: ParamStore,
+    caps: Capabilities,
+    negated: bool,
+) -> str:
     if isinstance(tree, Not):
         return f"NOT ({_filter(tree.clause, var, schema, labels, params, caps, negated=not negated)})"
     if isinstance(tree, (And, Or)):
         joiner = " AND " if isinstance(tree, And) else " OR "
-        return "(" + joiner.join(_filter(c, var, schema, labels, params, caps, negated) for c in tree.clauses) + ")"
+        return (
+            "("
+            + joiner.join(_filter(c, var, schema, labels, params, caps, negated) for c in tree.clauses)
+            + ")"
+        )
     ident, _, types = _prop_spec(schema, labels, tree.field)
     prop = f"{var}.{ident}"
     guard = "{x}"
@@ -157,7 +171,9 @@ def _filter(tree: FilterTree, var: str, schema: GraphSchema, labels: tuple[str, 
         if not all(isinstance(v, str) for v in tree.values):
             guard = caps.index_guard
     else:  # Range: like-with-like only; a bool bound never matches (filters._cmp_ok)
-        bounds = [(op, getattr(tree, op)) for op in ("gt", "gte", "lt", "lte") if getattr(tree, op) is not None]
+        bounds = [
+            (op, getattr(tree, op)) for op in ("gt", "gte", "lt", "lte") if getattr(tree, op) is not None
+        ]
         if any(isinstance(b, bool) for _, b in bounds):
             return "false"
         cond = " AND ".join(f"{{g}} {_CMP[op]} {params.add(b, tree.field)}" for op, b in bounds)
@@ -187,7 +203,9 @@ def _node_where(
     var = f"n{k}"
     conds = [f"{var}.`tenant_id` IN {tenants}"]
     if len(labels) > 1:
-        conds.append("(" + " OR ".join(f"{var}:{cypher_identifier(schema, 'label', lab)}" for lab in labels) + ")")
+        conds.append(
+            "(" + " OR ".join(f"{var}:{cypher_identifier(schema, 'label', lab)}" for lab in labels) + ")"
+        )
     for pred in preds:
         ident, ptype, _ = _prop_spec(schema, labels, pred.property)
         if pred.op == "exists":
@@ -203,8 +221,13 @@ def _node_where(
 
 
 def _seed_lines(
-    pattern: TraversalPattern, bindings: Bindings, schema: GraphSchema, params: ParamStore,
-    by_node: dict[int, list[Predicate]], tenants: str, caps: Capabilities,
+    pattern: TraversalPattern,
+    bindings: Bindings,
+    schema: GraphSchema,
+    params: ParamStore,
+    by_node: dict[int, list[Predicate]],
+    tenants: str,
+    caps: Capabilities,
 ) -> list[str]:
     """``MATCH (n0:Label {key: $seed}) WHERE ...`` — the index-anchored seed clause."""
     label = schema.label(pattern.seed.type).name
@@ -216,11 +239,17 @@ def _seed_lines(
         where.append("false")
     elif isinstance(value, (list, tuple)) or "list[str]" in types or not isinstance(value, str):
         vals = tuple(value) if isinstance(value, (list, tuple)) else (value,)
-        tree = In(field=pattern.seed.key, values=vals) if len(vals) != 1 else Eq(field=pattern.seed.key, value=vals[0])
+        tree = (
+            In(field=pattern.seed.key, values=vals)
+            if len(vals) != 1
+            else Eq(field=pattern.seed.key, value=vals[0])
+        )
         head = f"MATCH (n0:{cypher_identifier(schema, 'label', label)})"
         where.insert(0, _filter(tree, "n0", schema, (label,), params, caps, negated=False))
     else:
-        head = f"MATCH (n0:{cypher_identifier(schema, 'label', label)} {{{ident}: {params.add(value, 'seed')}}})"
+        head = (
+            f"MATCH (n0:{cypher_identifier(schema, 'label', label)} {{{ident}: {params.add(value, 'seed')}}})"
+        )
     return [head, "WHERE " + " AND ".join(where)]
 
 
@@ -268,8 +297,9 @@ def compile_pattern(
     """Compile one pattern for one request into ``(query, params)``.
 
     The query returns one record per target: ``id``, ``label``, ``props`` (a map of
-    :func:`row_properties`, nulls included) and ``path`` (list of ids seed..target), ordered and
-    limited to ``pattern.limit + 1`` records. The tenant is ``bindings.session.tenant_id``.
+    :func:`row_properties`, nulls included), ``path`` (list of ids seed..target) and, unless
+    :func:`seed_is_unique`, ``seed_id`` (the smallest seed id), ordered and limited to
+    ``pattern.limit + 1`` records. The tenant is ``bindings.session.tenant_id``.
     Raises SchemaError / UnsafeIdentifierError for identifiers outside the schema; never
     touches a store.
     """
@@ -281,19 +311,20 @@ def compile_pattern(
     lines = _seed_lines(pattern, bindings, schema, params, by_node, tenants, caps)
     if -1 in by_node:
         lines[-1] += " AND false"
-    lines.append("WITH n0, [n0.`id`] AS path")
+    # Several seeds possible: carry the smallest seed id through the query (seed_id of the result).
+    carry = "" if seed_is_unique(pattern, bindings) else "seed_id, "
+    if carry:
+        lines += ["WITH min(n0.`id`) AS seed_id, collect(n0) AS seeds", "UNWIND seeds AS n0"]
+    lines.append(f"WITH {carry}n0, [n0.`id`] AS path")
     for k, step in enumerate(pattern.edge_sequence, start=1):
         rel = cypher_identifier(schema, "rel", step.type)
         node = f"n{k}:{cypher_identifier(schema, 'label', labels[k][0])}" if len(labels[k]) == 1 else f"n{k}"
         left, right = {"out": ("-", "->"), "in": ("<-", "-"), "both": ("-", "-")}[step.direction]
         lines.append(f"MATCH (n{k - 1}){left}[:{rel}]{right}({node})")
-        lines.append("WHERE " + " AND ".join(
-            _node_where(k, labels[k], by_node.get(k, []), bindings, schema, params, tenants, caps)))
-        if caps.list_min_aggregate:
-            lines.append(f"WITH n{k}, min(path + [n{k}.`id`]) AS path")
-        else:  # pragma: no cover - both shipped engines aggregate lists
-            lines.append(f"WITH n{k}, path + [n{k}.`id`] AS path ORDER BY path")
-            lines.append(f"WITH n{k}, collect(path)[0] AS path")
+        conds = _node_where(k, labels[k], by_node.get(k, []), bindings, schema, params, tenants, caps)
+        lines.append("WHERE " + " AND ".join(conds))
+        # one row per reached node, with the smallest path to it (keeps the frontier distinct)
+        lines.append(f"WITH {carry}n{k}, min(path + [n{k}.`id`]) AS path")
 
     t = f"n{n}"
     target = labels[n][0]
@@ -306,5 +337,7 @@ def compile_pattern(
     lines.append("LIMIT " + params.add(pattern.limit + 1, "limit"))
     idents = [cypher_identifier(schema, "property", p, target) for p in row_properties(pattern, schema)]
     props = ", ".join(f"{i}: {t}.{i}" for i in idents)
-    lines.append(f"RETURN {t}.`id` AS id, labels({t})[0] AS label, {{{props}}} AS props, path")
+    lines.append(
+        f"RETURN {t}.`id` AS id, labels({t})[0] AS label, {{{props}}} AS props, path" + (", seed_id" if carry else "")
+    )
     return "\n".join(lines), params.params

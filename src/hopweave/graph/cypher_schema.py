@@ -58,7 +58,9 @@ def render_schema_cypher(schema: GraphSchema) -> str:
     lines = [HEADER.rstrip("\n"), f"// schema version {schema.version}", ""]
     for it in schema_items(schema):
         if it.kind == "unique":
-            lines.append(f"CREATE CONSTRAINT {it.name} IF NOT EXISTS FOR (n:{it.label}) REQUIRE n.{it.prop} IS UNIQUE;")
+            lines.append(
+                f"CREATE CONSTRAINT {it.name} IF NOT EXISTS FOR (n:{it.label}) REQUIRE n.{it.prop} IS UNIQUE;"
+            )
         else:
             lines.append(f"CREATE INDEX {it.name} IF NOT EXISTS FOR (n:{it.label}) ON (n.{it.prop});")
     return "\n".join(lines) + "\n"
@@ -104,7 +106,9 @@ def load_schema_items(schema: GraphSchema, path: Path | None = None) -> list[Sch
     return parse_schema_cypher(p.read_text(encoding="utf-8"), schema)
 
 
-def ddl_for(item: SchemaItem, caps: Capabilities, schema: GraphSchema, graph: str = "hopweave") -> list[tuple[str, ...]]:
+def ddl_for(
+    item: SchemaItem, caps: Capabilities, schema: GraphSchema, graph: str = "hopweave"
+) -> list[tuple[str, ...]]:
     """Statements creating ``item`` on the engine: each a 1-tuple ``(cypher,)`` or a command tuple.
 
     On engines whose unique constraint is a command, the property index it needs comes first.
@@ -118,5 +122,7 @@ def ddl_for(item: SchemaItem, caps: Capabilities, schema: GraphSchema, graph: st
         return [(caps.unique_ddl.format(name=item.name, label=label, prop=prop),)]
     if caps.unique_constraint_command is None:
         raise ConfigError(f"capability row {caps.name!r} has no way to create a unique constraint")
-    cmd = tuple(a.format(graph=graph, label=item.label, prop=item.prop) for a in caps.unique_constraint_command)
+    cmd = tuple(
+        a.format(graph=graph, label=item.label, prop=item.prop) for a in caps.unique_constraint_command
+    )
     return [index, cmd]

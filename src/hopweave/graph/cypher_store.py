@@ -29,7 +29,6 @@ from hopweave.graph.cypher import (
     compile_filter,
     compile_pattern,
     compile_seed_query,
-    seed_is_unique,
 )
 from hopweave.graph.cypher_schema import ddl_for, load_schema_items
 from hopweave.graph.write_rules import LABEL_KEY, WriteValidator
@@ -131,7 +130,9 @@ class CypherGraphStore(GraphStore):
         q += "RETURN n.`id` AS id, properties(n) AS props ORDER BY n.`id` ASC"
         if limit is not None:
             q += " LIMIT " + params.add(int(limit), "limit")
-        return [Node(id=r["id"], label=label, props=_props(r["props"])) for r in self._execute(q, params.params)]
+        return [
+            Node(id=r["id"], label=label, props=_props(r["props"])) for r in self._execute(q, params.params)
+        ]
 
     # ---- patterns ---------------------------------------------------------------------------
     def _timed(self, query: str, params: dict[str, Any], deadline: float) -> list[Record]:
@@ -154,29 +155,45 @@ class CypherGraphStore(GraphStore):
         if deadline is None:
             deadline = start + pattern.budget_ms / 1000.0
         query, params = compile_pattern(pattern, bindings, self.schema, self.caps)
-        base = dict(pattern=pattern.name, version=pattern.version, sub_question=pattern.sub_question,
-                    section=pattern.section)
+        base = dict(
+            pattern=pattern.name,
+            version=pattern.version,
+            sub_question=pattern.sub_question,
+            section=pattern.section,
+        )
         try:
             records = self._timed(query, params, deadline)
         except QueryTimeoutError:
-            return PatternResult(**base, truncated=True, truncated_reason="budget_ms",
-                                 elapsed_ms=(time.perf_counter() - start) * 1000.0)
+            return PatternResult(
+                **base,
+                truncated=True,
+                truncated_reason="budget_ms",
+                elapsed_ms=(time.perf_counter() - start) * 1000.0,
+            )
         rows = tuple(
-            Row(node_id=r["id"], label=r["label"],
+            Row(
+                node_id=r["id"],
+                label=r["label"],
                 properties={k: v for k, v in dict(r["props"]).items() if v is not None},
-                path=tuple(r["path"]))
+                path=tuple(r["path"]),
+            )
             for r in records[: pattern.limit]
         )
         truncated = len(records) > pattern.limit
-        if rows and seed_is_unique(pattern, bindings):
-            seed_id: str | None = rows[0].path[0]
-        else:
+        if records:  # the seed is on every path; with several possible seeds the query carries it
+            seed_id: str | None = records[0].get("seed_id") or rows[0].path[0]
+        else:  # no target: one more (index) lookup tells "no seed" from "a seed with nothing behind it"
             sq, sp = compile_seed_query(pattern, bindings, self.schema, self.caps)
             found = self._execute(sq, sp)
             seed_id = found[0]["id"] if found else None
         return PatternResult(
-            **base, rows=rows, truncated=truncated, truncated_reason="limit" if truncated else None,
-            elapsed_ms=(time.perf_counter() - start) * 1000.0, visited=len(records), seed_id=seed_id,
+            **base,
+            rows=rows,
+            truncated=truncated,
+            truncated_reason="limit" if truncated else None,
+            elapsed_ms=(time.perf_counter() - start) * 1000.0,
+            visited=len(records),
+            seed_id=seed_id,
         )
 
     # ---- writes -----------------------------------------------------------------------------
@@ -199,8 +216,10 @@ class CypherGraphStore(GraphStore):
         clauses = []
         for label in sorted(node_rows):
             p = params.add(node_rows[label], "nodes")
-            clauses.append(f"FOREACH (r IN {p} | MERGE (n:{self._label_idents[label]} {{`id`: r.id}}) SET n += r.props)")
-        for (rtype, sl, dl) in sorted(edge_rows):
+            clauses.append(
+                f"FOREACH (r IN {p} | MERGE (n:{self._label_idents[label]} {{`id`: r.id}}) SET n += r.props)"
+            )
+        for rtype, sl, dl in sorted(edge_rows):
             p = params.add(edge_rows[(rtype, sl, dl)], "edges")
             rel = cypher_identifier(self.schema, "rel", rtype)
             clauses.append(
@@ -211,7 +230,11 @@ class CypherGraphStore(GraphStore):
             self._execute("\n".join(clauses), params.params, read_only=False)
 
     def bulk_load(
-        self, batches: Iterable[tuple[str, Iterable[Node | Edge]]], *, replace: bool = False, batch: int | None = None
+        self,
+        batches: Iterable[tuple[str, Iterable[Node | Edge]]],
+        *,
+        replace: bool = False,
+        batch: int | None = None,
     ) -> tuple[int, int]:
         """Load ``(tenant_id, items)`` batches (nodes before the edges that use them) with
         ``UNWIND`` statements of ``batch`` rows. Every item is validated like :meth:`write` for its
@@ -250,8 +273,10 @@ class CypherGraphStore(GraphStore):
     # ---- metagraph --------------------------------------------------------------------------
     def _definitions(self, label: str) -> list[tuple[str, str]]:
         """(id, definition JSON) of the shared ``label`` nodes, by id."""
-        q = (f"MATCH (n:{self._label_idents[label]}) WHERE n.`tenant_id` = $g AND n.`definition` IS NOT NULL "
-             "RETURN n.`id` AS id, n.`definition` AS definition ORDER BY n.`id` ASC")
+        q = (
+            f"MATCH (n:{self._label_idents[label]}) WHERE n.`tenant_id` = $g AND n.`definition` IS NOT NULL "
+            "RETURN n.`id` AS id, n.`definition` AS definition ORDER BY n.`id` ASC"
+        )
         return [(r["id"], r["definition"]) for r in self._execute(q, {"g": GLOBAL_TENANT})]
 
     def goal_types(self) -> list[GoalType]:
@@ -273,7 +298,6 @@ class CypherGraphStore(GraphStore):
     # ---- lifecycle --------------------------------------------------------------------------
     def _shutdown_pool(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
-
 
 
 def _props(raw: Any) -> dict[str, Any]:
@@ -317,7 +341,8 @@ class _BulkLoader:
                 self.nodes[node.label].append({"id": node.id, **props})
             else:  # an update (or a node seen twice in a fresh load): MERGE it after the CREATEs
                 self.merge_nodes[node.label].append(
-                    {"id": node.id, "props": {**props, **{k: None for k in removed}}})
+                    {"id": node.id, "props": {**props, **{k: None for k in removed}}}
+                )
             self.known[node.id] = {LABEL_KEY: node.label, "tenant_id": props["tenant_id"]}
             self.n_nodes += 1
         for label in [lab for lab in self.nodes if len(self.nodes[lab]) >= self.size]:
@@ -335,8 +360,12 @@ class _BulkLoader:
         pending, self.pending_edges = self.pending_edges, []
         missing = {x for _, e in pending for x in (e.src, e.dst) if x not in self.known}
         if missing:
-            self.known.update({k: {LABEL_KEY: v[LABEL_KEY], "tenant_id": v.get("tenant_id")}
-                               for k, v in self.store._lookup(missing).items()})
+            self.known.update(
+                {
+                    k: {LABEL_KEY: v[LABEL_KEY], "tenant_id": v.get("tenant_id")}
+                    for k, v in self.store._lookup(missing).items()
+                }
+            )
         for tenant, e in pending:
             src, dst = self.known.get(e.src), self.known.get(e.dst)
             props = self.store.validator.edge(tenant, e, src, dst)
@@ -359,7 +388,9 @@ class _BulkLoader:
         ident = self.store._label_idents[label]
         rows, self.nodes[label] = self.nodes[label], []
         if rows:
-            self.store._execute(f"UNWIND $rows AS r CREATE (n:{ident}) SET n = r", {"rows": rows}, read_only=False)
+            self.store._execute(
+                f"UNWIND $rows AS r CREATE (n:{ident}) SET n = r", {"rows": rows}, read_only=False
+            )
         rows, self.merge_nodes[label] = self.merge_nodes[label], []
         if rows:
             q = f"UNWIND $rows AS r MERGE (n:{ident} {{`id`: r.id}}) SET n += r.props"
@@ -369,15 +400,18 @@ class _BulkLoader:
         for label in sorted(set(self.nodes) | set(self.merge_nodes)):
             self._flush_nodes(label)
 
-    def _flush_edges(self, key: tuple[str, str, str], buffers: dict[tuple[str, str, str], list[Record]],
-                     verb: str) -> None:
+    def _flush_edges(
+        self, key: tuple[str, str, str], buffers: dict[tuple[str, str, str], list[Record]], verb: str
+    ) -> None:
         rows, buffers[key] = buffers[key], []
         if not rows:
             return
         rtype, sl, dl = key
         rel = cypher_identifier(self.store.schema, "rel", rtype)
-        q = (f"UNWIND $rows AS r MATCH (a:{self.store._label_idents[sl]} {{`id`: r.src}}) "
-             f"MATCH (b:{self.store._label_idents[dl]} {{`id`: r.dst}}) {verb} (a)-[e:{rel}]->(b) SET e += r.props")
+        q = (
+            f"UNWIND $rows AS r MATCH (a:{self.store._label_idents[sl]} {{`id`: r.src}}) "
+            f"MATCH (b:{self.store._label_idents[dl]} {{`id`: r.dst}}) {verb} (a)-[e:{rel}]->(b) SET e += r.props"
+        )
         self.store._execute(q, {"rows": rows}, read_only=False)
 
     def flush(self) -> None:

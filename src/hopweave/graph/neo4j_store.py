@@ -67,7 +67,9 @@ class Neo4jGraphStore(CypherGraphStore):
 
         if not isinstance(uri, str) or not uri.startswith(NEO4J_SCHEMES):
             self._shutdown_pool()
-            raise ConfigError(f"Neo4j URI {uri!r} must start with one of {NEO4J_SCHEMES} (HOPWEAVE_NEO4J_URI)")
+            raise ConfigError(
+                f"Neo4j URI {uri!r} must start with one of {NEO4J_SCHEMES} (HOPWEAVE_NEO4J_URI)"
+            )
         neo4j = _neo4j()
         self.uri = uri
         self.database = database
@@ -75,7 +77,9 @@ class Neo4jGraphStore(CypherGraphStore):
             self._driver = neo4j.GraphDatabase.driver(uri, auth=auth, **driver_config)
         except (ValueError, neo4j.exceptions.ConfigurationError) as exc:
             self._shutdown_pool()
-            raise ConfigError(f"invalid Neo4j URI or driver setting {uri!r}: {exc} (HOPWEAVE_NEO4J_URI)") from exc
+            raise ConfigError(
+                f"invalid Neo4j URI or driver setting {uri!r}: {exc} (HOPWEAVE_NEO4J_URI)"
+            ) from exc
 
     def verify(self) -> None:
         """Connect and authenticate now. Raises StoreUnavailableError / ConfigError."""

@@ -40,7 +40,10 @@ def deltabank_batches(
 
 
 def open_server_store(
-    *, neo4j: str | None = None, falkordb: str | Path | None = None, schema: GraphSchema | None = None,
+    *,
+    neo4j: str | None = None,
+    falkordb: str | Path | None = None,
+    schema: GraphSchema | None = None,
     **settings: Any,
 ) -> Any:
     """A Neo4jGraphStore (``neo4j`` = bolt/neo4j URI; user and password from HopweaveSettings /
@@ -54,8 +57,13 @@ def open_server_store(
 
         cfg = load_settings(neo4j_uri=neo4j, **settings)
         user, password = cfg.neo4j_auth()
-        return Neo4jGraphStore(neo4j, (user, password), schema=schema, database=cfg.neo4j_database,
-                               client_grace_ms=cfg.client_grace_ms)
+        return Neo4jGraphStore(
+            neo4j,
+            (user, password),
+            schema=schema,
+            database=cfg.neo4j_database,
+            client_grace_ms=cfg.client_grace_ms,
+        )
     from hopweave.graph.falkordb_store import FalkorDBStore
 
     return FalkorDBStore(Path(falkordb), schema)  # type: ignore[arg-type]

@@ -232,6 +232,9 @@ class SectionTemplate(_Frozen):
     min_score_ratio: float = Field(default=0.0, ge=0.0, le=1.0)
     #: ... and stop at the first relative drop from the previous item larger than this.
     cliff_drop: float = Field(default=1.0, gt=0.0, le=1.0)
+    #: chunks: diversity across source documents. Selection is greedy by score, each chunk's
+    #: score multiplied by this once per chunk already taken from its document.
+    document_decay: float = Field(default=0.85, ge=0.0, le=1.0)
 
 
 class GoalType(_Frozen):

@@ -47,8 +47,11 @@ def _q() -> Any:
 class EdgeIndex(VectorIndex):
     """A chunk collection in a qdrant-edge shard under ``<store_dir>/vectors``.
 
-    Nothing is opened in the constructor; the shard is opened (or created) on first use.
+    Nothing is opened in the constructor; the shard is opened (or created) on first use. A shard
+    is locked by one process, so this object is the only writer (``exclusive_writer``).
     """
+
+    exclusive_writer = True
 
     def __init__(self, store_dir: str | Path, schema: GraphSchema) -> None:
         self.root = Path(store_dir) / "vectors"

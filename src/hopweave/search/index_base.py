@@ -105,6 +105,11 @@ class VectorIndex(ABC):
 
     schema: GraphSchema
     info: CollectionInfo | None = None
+    #: True when this process is the only writer (embedded shard): filtered counts may then be
+    #: cached until the next write through this object.
+    exclusive_writer: bool = False
+    _generation: int = 0
+    _count_cache: dict[tuple[int, str], int] | None = None
 
     # ---- adapter hooks ------------------------------------------------------------------
     @abstractmethod
@@ -235,6 +240,7 @@ class VectorIndex(ABC):
             elif SPACE_FIELD in p.payload:
                 raise EmbeddingSpaceError(f"point {p.chunk_id!r} names a space but has no vector")
         if points:
+            self._bump()
             self._upsert(points)
 
     def set_payload(
@@ -243,17 +249,19 @@ class VectorIndex(ABC):
         """Set payload keys on the tenant's points matching ``where`` (all versions)."""
         if "tenant_id" in payload and payload["tenant_id"] != tenant_id:
             raise TenantError("set_payload cannot move points to another tenant")
+        self._bump()
         self._set_payload(self._compile(self.scoped_filter(tenant_id, where, False)), payload)
 
     def invalidate_vectors(self, tenant_id: str, where: FilterTree | Mapping[str, Any]) -> None:
         """Drop the dense vectors of the tenant's matching points (until re-embedded)."""
+        self._bump()
         self._delete_dense(self._compile(self.scoped_filter(tenant_id, where, False)))
 
     def count(
         self, tenant_id: str, where: FilterTree | Mapping[str, Any] | None = None, current_only: bool = True
     ) -> int:
         """Number of the tenant's points matching ``where``."""
-        return self._count(self._compile(self.scoped_filter(tenant_id, where, current_only)))
+        return self._count_tree(self.scoped_filter(tenant_id, where, current_only))
 
     def fetch(
         self,
@@ -267,6 +275,23 @@ class VectorIndex(ABC):
         rows = self._scroll(self._compile(scoped), limit)
         bad = self._post_check(tenant_id, scoped, rows)
         return sorted((r for r in rows if str(r.get("chunk_id")) not in bad), key=lambda p: str(p.get("chunk_id")))
+
+    def _bump(self) -> None:
+        self._generation += 1
+        self._count_cache = None
+
+    def _count_tree(self, tree: FilterTree) -> int:
+        """Exact count of points matching ``tree`` (cached per write generation when exclusive)."""
+        if not self.exclusive_writer:
+            return self._count(self._compile(tree))
+        key = (self._generation, tree.model_dump_json())
+        cache = self._count_cache if self._count_cache is not None else {}
+        if key not in cache:
+            if len(cache) > 256:
+                cache.clear()
+            cache[key] = self._count(self._compile(tree))
+        self._count_cache = cache
+        return cache[key]
 
     def dense_vectors(self, tenant_id: str, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored dense vectors of the tenant's chunks (chunks without one are absent)."""
@@ -366,8 +391,8 @@ class VectorIndex(ABC):
             sem = [c for c in sem if c.chunk_id not in dropped]
 
         t2 = time.perf_counter()
-        eligible = self._count(base)
-        embedded = self._count(self._compile(space_tree)) if eligible else 0
+        eligible = self._count_tree(scoped)
+        embedded = self._count_tree(space_tree) if eligible else 0
         if semantic_ok and eligible > 0 and embedded == 0:
             semantic_reason = (
                 f"no eligible record has a vector in the query's space {space.key} "

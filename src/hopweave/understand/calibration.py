@@ -168,9 +168,12 @@ def fit_calibration(
         "embedding_space": classifier.embedder.space.key,
         "settings": {
             "lexical_weight": cfg.lexical_weight,
+            "top_k": cfg.top_k,
             "char_ngrams": list(cfg.char_ngrams),
             "use_descriptions": cfg.use_descriptions,
             "clause_separators": cfg.clause_separators,
+            "min_clause_words": cfg.min_clause_words,
+            "max_clauses": cfg.max_clauses,
             "background_sha256": hashlib.sha256("\n".join(cfg.background).encode()).hexdigest(),
         },
         "fit_metrics": calibration_metrics(probs, list(y)),

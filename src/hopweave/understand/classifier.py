@@ -40,11 +40,15 @@ class ClassifierConfig(BaseModel):
 
     version: int = 1
     lexical_weight: float = Field(default=0.3, ge=0.0, le=5.0)
+    #: A goal's score is the mean of its ``top_k`` best example scores (fewer if it has fewer).
+    top_k: int = Field(default=3, ge=1, le=50)
     char_ngrams: tuple[int, int] = (3, 5)
     threshold: float = Field(default=0.5, ge=0.0, le=1.0)
     use_descriptions: bool = False
     clause_separators: str = r"[.?!;]+|,"
     min_clause_words: int = Field(default=2, ge=1)
+    #: At most this many clauses of one utterance are scored (bounds the cost of long input).
+    max_clauses: int = Field(default=8, ge=1, le=64)
     calibration_file: str = "classifier_calibration.json"
     background: tuple[str, ...] = ()
     #: Directory the file was read from (calibration_file is relative to it). Not in the YAML.
@@ -128,6 +132,11 @@ class ClauseScores:
     @property
     def best(self) -> int:
         return int(np.argmax(self.goal_scores))
+
+
+def _top_mean(values: np.ndarray, k: int) -> float:
+    """Mean of the ``k`` largest values (all of them when there are fewer)."""
+    return float(np.sort(values)[::-1][:k].mean())
 
 
 class GoalClassifier:
@@ -252,7 +261,7 @@ class GoalClassifier:
         views: list[list[str]] = []
         for u in utterances:
             text = check_utterance(u)
-            views.append([text.strip()] + split_clauses(text, seps, cfg.min_clause_words))
+            views.append([text.strip()] + split_clauses(text, seps, cfg.min_clause_words, cfg.max_clauses))
         idx = self.index()
         flat = [v for vs in views for v in vs]
         q = np.asarray(self.embedder.embed(flat), dtype=np.float32) if flat else np.zeros((0, 1))
@@ -275,10 +284,12 @@ class GoalClassifier:
                 for gi, rows in enumerate(rows_of):
                     if len(rows) == 0:
                         continue
-                    best = int(rows[np.argmax(fused[rows])])  # ties: the first (lowest) row
-                    g_score[gi], g_dense[gi], g_lex[gi] = fused[best], dense[best], lex[best]
+                    order = rows[np.argsort(-fused[rows], kind="stable")]  # ties: the lower row first
+                    best = int(order[0])
+                    g_score[gi] = float(fused[order[: cfg.top_k]].mean())
+                    g_dense[gi], g_lex[gi] = dense[best], lex[best]
                     g_ex[gi] = idx.texts[best]
-                background = float(fused[bg_rows].max()) if len(bg_rows) else 0.0
+                background = _top_mean(fused[bg_rows], cfg.top_k) if len(bg_rows) else 0.0
                 per.append(ClauseScores(view, g_score, g_dense, g_lex, tuple(g_ex), background))
             out.append(per)
         return idx, out

@@ -51,6 +51,14 @@ class Understander:
         self.classifier = GoalClassifier(store, embedder, config=classifier_config, threshold=threshold)
         self.resolver = EntityResolver(store, identifiers=identifiers, enrich_from_graph=enrich_from_graph)
 
+    def warmup(self, tenant_id: str = "hopweave-warmup") -> None:
+        """Load the embedder, build the classifier index and compile the entity ruler now (so the
+        first request does not pay for it). Reads only; ``tenant_id`` needs to own nothing."""
+        from hopweave.models.common import check_tenant
+
+        self.classifier.classify("warm up")
+        self.resolver.pipeline(check_tenant(tenant_id))
+
     def understand(self, utterance: str, session: Session, as_of: datetime | str) -> Understanding:
         """Classify, resolve and map one request.
 

@@ -89,7 +89,7 @@ def build_lexical_plan(
             terms.append(LexicalTerm(text=t, kind=kind, origin=origin))  # type: ignore[arg-type]
 
     for e in entities:
-        if e.type in NON_TERMS or e.source == "session":
+        if e.type in NON_TERMS or e.source != "utterance":  # the plan searches for what was said
             continue
         origin = f"{e.type}:{e.value}"
         if e.type in IDENTIFIER_TYPES:

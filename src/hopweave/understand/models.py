@@ -60,8 +60,8 @@ class GoalCandidate(_Frozen):
     """One goal type's evidence for an utterance.
 
     ``confidence`` is the calibrated probability that this goal is right if it were chosen;
-    ``score`` = ``dense + lexical_weight * lexical`` (nearest example of this goal),
-    ``background`` = the same fused score of the nearest out-of-scope reference utterance.
+    ``score`` = mean of the goal's ``top_k`` best fused example scores
+    (``dense + lexical_weight * lexical``); ``dense``/``lexical`` are those of ``nearest_example``.
     """
 
     goal: str

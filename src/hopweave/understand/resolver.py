@@ -58,15 +58,17 @@ class IdentifierSpec:
 
     @property
     def regex(self) -> re.Pattern[str]:
-        """``CUST_4421``, ``cust-4421``, ``CUST4421`` and tenant-prefixed ``NB_CUST_4421``."""
+        """``CUST_4421``, ``cust-4421``, ``CUST4421``, ``ACCT_100000_0`` and tenant-prefixed
+        ``NB_CUST_4421``."""
         return re.compile(
-            rf"(?<![A-Za-z0-9_])((?:[A-Za-z]{{2,5}}_)?){re.escape(self.prefix)}[_-]?(\d{{3,}})(?![A-Za-z0-9_])",
+            rf"(?<![A-Za-z0-9_])((?:[A-Za-z]{{2,5}}_)?){re.escape(self.prefix)}[_-]?(\d{{3,}}(?:_[A-Za-z0-9]+)*)"
+            r"(?![A-Za-z0-9_])",
             re.IGNORECASE,
         )
 
     def canonical(self, m: "re.Match[str]") -> str:
         """The canonical id of a match: upper-case prefix, underscore, digits."""
-        return f"{m.group(1).upper()}{self.prefix}_{m.group(2)}"
+        return f"{m.group(1).upper()}{self.prefix}_{m.group(2).upper()}"
 
 
 #: Identifier formats of the DeltaBank example graph (data; pass your own to the resolver).

@@ -48,11 +48,14 @@ def normalize(text: str) -> str:
     return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip()
 
 
-def split_clauses(text: str, separators: re.Pattern[str], min_words: int = 2) -> list[str]:
+def split_clauses(
+    text: str, separators: re.Pattern[str], min_words: int = 2, max_clauses: int = 8
+) -> list[str]:
     """The clauses of a (possibly mixed) request: split at ``separators``; clauses shorter than
-    ``min_words`` words are dropped. Returns [] when there is at most one clause."""
+    ``min_words`` words and repeats are dropped; at most the first ``max_clauses`` are kept.
+    Returns [] when there is at most one clause."""
     parts = [p.strip() for p in separators.split(text) if p and p.strip()]
-    parts = [p for p in parts if len(p.split()) >= min_words]
+    parts = list(dict.fromkeys(p for p in parts if len(p.split()) >= min_words))[:max_clauses]
     return parts if len(parts) > 1 else []
 
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from hopweave.cli import app
 from hopweave.cli.trace_html import COLORS, collect, render
-from hopweave.graph import GRAPH_SUBDIR, open_graph_store
+from hopweave.graph import open_graph_store
 from hopweave.graph.base import Edge, Node
 from hopweave.graph.server_load import deltabank_batches
 from hopweave.models.schema import GraphSchema
@@ -34,19 +34,37 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with store.bulk(replace=True) as bulk:
         for tenant, items in deltabank_batches(schema, nodes=1500):
             bulk.write(tenant, items)
-    store.write("deltabank", [Node(TRACE, "DecisionTrace", {
-        "kind": "retrieval", "goal": "LateFeeDispute", "customer_id": "CUST_4421", "as_of": "2026-05-12T23:59:59",
-        "utterance": UTTERANCE, "chunk_ids": ["waiver-policy_v3#3.2", "fee-schedule_v7#1"],
-        "patterns_json": [{"name": "customer_tier", "version": 1}, {"name": "comparable_precedent", "version": 1}],
-        "summary": "retrieval for LateFeeDispute"})], [
-        Edge(TRACE, "PATTERN_customer_tier", "USED_PATTERN", {"version": 1}),
-        Edge(TRACE, "PATTERN_comparable_precedent", "USED_PATTERN", {"version": 1}),
-        Edge(TRACE, "CUST_4421", "FOR_CUSTOMER"),
-        Edge(TRACE, "GOAL_LateFeeDispute", "FOR_GOAL"),
-        Edge(TRACE, "TIER_Platinum", "SAW_FACT"),
-        Edge(TRACE, "ACCT_99812", "SAW_FACT"),
-        Edge(TRACE, "TRACE_8514", "SAW_FACT"),
-    ])
+    store.write(
+        "deltabank",
+        [
+            Node(
+                TRACE,
+                "DecisionTrace",
+                {
+                    "kind": "retrieval",
+                    "goal": "LateFeeDispute",
+                    "customer_id": "CUST_4421",
+                    "as_of": "2026-05-12T23:59:59",
+                    "utterance": UTTERANCE,
+                    "chunk_ids": ["waiver-policy_v3#3.2", "fee-schedule_v7#1"],
+                    "patterns_json": [
+                        {"name": "customer_tier", "version": 1},
+                        {"name": "comparable_precedent", "version": 1},
+                    ],
+                    "summary": "retrieval for LateFeeDispute",
+                },
+            )
+        ],
+        [
+            Edge(TRACE, "PATTERN_customer_tier", "USED_PATTERN", {"version": 1}),
+            Edge(TRACE, "PATTERN_comparable_precedent", "USED_PATTERN", {"version": 1}),
+            Edge(TRACE, "CUST_4421", "FOR_CUSTOMER"),
+            Edge(TRACE, "GOAL_LateFeeDispute", "FOR_GOAL"),
+            Edge(TRACE, "TIER_Platinum", "SAW_FACT"),
+            Edge(TRACE, "ACCT_99812", "SAW_FACT"),
+            Edge(TRACE, "TRACE_8514", "SAW_FACT"),
+        ],
+    )
     store.close()
     return root
 
@@ -96,12 +114,26 @@ def test_page_is_self_contained_deterministic_and_pii_free(store_dir: Path) -> N
 
 def test_cli_writes_the_page(store_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "trace.html"
-    res = CliRunner().invoke(app, ["inspect", "trace", TRACE, "--html", str(out), "--store", str(store_dir),
-                                   "--tenant", "deltabank"])
+    res = CliRunner().invoke(
+        app,
+        ["inspect", "trace", TRACE, "--html", str(out), "--store", str(store_dir), "--tenant", "deltabank"],
+    )
     assert res.exit_code == 0, res.output
     assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
-    res = CliRunner().invoke(app, ["inspect", "trace", "RT_nope", "--html", str(out), "--store", str(store_dir),
-                                   "--tenant", "deltabank"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "inspect",
+            "trace",
+            "RT_nope",
+            "--html",
+            str(out),
+            "--store",
+            str(store_dir),
+            "--tenant",
+            "deltabank",
+        ],
+    )
     assert res.exit_code == 2 and "NotFoundError" in res.output
 
 
@@ -124,8 +156,8 @@ def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat, width = 8, b"", 0
     while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        chunk = data[pos + 8:pos + 8 + length]
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        chunk = data[pos + 8 : pos + 8 + length]
         if kind == b"IHDR":
             width, height, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", chunk)
             assert depth == 8 and ctype in (2, 6) and interlace == 0
@@ -135,7 +167,7 @@ def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
         pos += 12 + length
     raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
     for y in range(height):
-        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for i in range(stride):
             a = line[i - bpp] if i >= bpp else 0
             b, c = prev[i], prev[i - bpp] if i >= bpp else 0
@@ -154,22 +186,35 @@ def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
     return width, bpp, rows
 
 
-@pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed (Debian: apt-get install chromium)")
+@pytest.mark.skipif(
+    _chromium() is None, reason="headless Chromium is not installed (Debian: apt-get install chromium)"
+)
 def test_page_renders_nodes_in_headless_chromium(store_dir: Path, tmp_path: Path) -> None:
     page = tmp_path / "trace.html"
     graph = _graph(store_dir)
     page.write_text(render(graph), encoding="utf-8")
     shot = tmp_path / "trace.png"
-    base = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--hide-scrollbars", "--window-size=1280,1000", f"--user-data-dir={tmp_path / 'profile'}"]
-    subprocess.run([*base, f"--screenshot={shot}", page.as_uri()], check=True, capture_output=True, timeout=120)
-    dom = subprocess.run([*base, "--dump-dom", page.as_uri()], check=True, capture_output=True, text=True,
-                         timeout=120).stdout
+    base = [
+        _chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+        "--window-size=1280,1000",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
+    subprocess.run(
+        [*base, f"--screenshot={shot}", page.as_uri()], check=True, capture_output=True, timeout=120
+    )
+    dom = subprocess.run(
+        [*base, "--dump-dom", page.as_uri()], check=True, capture_output=True, text=True, timeout=120
+    ).stdout
     # the inline script ran and measured every node with a non-empty box
     m = re.search(r'data-rendered="(\d+)"', dom)
     assert m and int(m.group(1)) == 1 + len(graph.nodes)
     width, bpp, rows = _png_pixels(shot)
-    seen = {row[i:i + 3] for row in rows for i in range(0, width * bpp, bpp)}
+    seen = {row[i : i + 3] for row in rows for i in range(0, width * bpp, bpp)}
     for label in ("DecisionTrace", "TraversalPattern", "Customer", "Chunk"):
         rgb = bytes.fromhex(COLORS[label][1:])
         assert rgb in seen, f"no {label} node ({COLORS[label]}) visible in the screenshot {shot}"

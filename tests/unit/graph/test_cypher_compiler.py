@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hopweave.errors import SchemaError, UnsafeIdentifierError
+from hopweave.errors import FilterError, SchemaError, UnsafeIdentifierError
 from hopweave.graph.capabilities import FALKORDB, NEO4J, capabilities
 from hopweave.graph.cypher import (
     ParamStore,
@@ -72,8 +72,15 @@ def compile_all(schema: GraphSchema) -> dict[str, dict[str, object]]:
 
 def _pattern(**kw) -> TraversalPattern:
     base = dict(
-        name="t", goal="G", sub_question="test?", seed=Seed(type="Customer"),
-        edge_sequence=(EdgeStep(type="HOLDS"),), target_type="Account", depth=1, version=1, author="t",
+        name="t",
+        goal="G",
+        sub_question="test?",
+        seed=Seed(type="Customer"),
+        edge_sequence=(EdgeStep(type="HOLDS"),),
+        target_type="Account",
+        depth=1,
+        version=1,
+        author="t",
         created_at=datetime(2026, 1, 1),
     )
     base.update(kw)
@@ -110,8 +117,14 @@ def test_recent_transactions_exact_string(schema: GraphSchema) -> None:
         "`on_time`: n2.`on_time`, `status`: n2.`status`, `description`: n2.`description`} AS props, path"
     )
     # relative times are evaluated against as_of (never the wall clock); one extra row detects truncation
-    assert params == {"tenants": ["deltabank", "_global"], "seed": "CUST_4421", "type": "Transaction",
-                      "timestamp": "2024-05-12T23:59:59", "timestamp_1": "2026-05-12T23:59:59", "limit": 101}
+    assert params == {
+        "tenants": ["deltabank", "_global"],
+        "seed": "CUST_4421",
+        "type": "Transaction",
+        "timestamp": "2024-05-12T23:59:59",
+        "timestamp_1": "2026-05-12T23:59:59",
+        "limit": 101,
+    }
 
 
 def test_falkordb_guards_ranges_against_its_index(schema: GraphSchema) -> None:
@@ -129,18 +142,28 @@ def test_non_id_seed_and_bool_predicate(schema: GraphSchema) -> None:
     assert "n1.`enabled` = $enabled" in q and params["enabled"] is True
     assert params["seed"] == "LateFeeDispute_open"  # the Bind default: no CaseState entity resolved
     assert not seed_is_unique(p, MARIA)
+    # several nodes may share a name: the smallest seed id travels with the rows
+    assert "\nWITH min(n0.`id`) AS seed_id, collect(n0) AS seeds\nUNWIND seeds AS n0\n" in q
+    assert "\nWITH seed_id, n1, min(path + [n1.`id`]) AS path\n" in q and q.endswith(" AS props, path, seed_id")
     sq, sp = compile_seed_query(p, MARIA, schema)
-    assert sq == ("MATCH (n0:`CaseState` {`name`: $seed})\nWHERE n0.`tenant_id` IN $tenants\n"
-                  "RETURN n0.`id` AS id ORDER BY id ASC LIMIT 1")
+    assert sq == (
+        "MATCH (n0:`CaseState` {`name`: $seed})\nWHERE n0.`tenant_id` IN $tenants\n"
+        "RETURN n0.`id` AS id ORDER BY id ASC LIMIT 1"
+    )
     assert sp == {"tenants": ["deltabank", "_global"], "seed": "LateFeeDispute_open"}
 
 
 # ---- shapes -------------------------------------------------------------------------------------
 def test_directions_via_types_and_label_disjunction(schema: GraphSchema) -> None:
     p = _pattern(
-        edge_sequence=(EdgeStep(type="HOLDS"), EdgeStep(type="HOLDS", direction="in"),
-                       EdgeStep(type="SAW_FACT", direction="in"), EdgeStep(type="RESULTED_IN", direction="both")),
-        target_type="CustomerProfile", depth=4,
+        edge_sequence=(
+            EdgeStep(type="HOLDS"),
+            EdgeStep(type="HOLDS", direction="in"),
+            EdgeStep(type="SAW_FACT", direction="in"),
+            EdgeStep(type="RESULTED_IN", direction="both"),
+        ),
+        target_type="CustomerProfile",
+        depth=4,
     )
     q, _ = compile_pattern(p, MARIA, schema)
     lines = q.split("\n")
@@ -149,22 +172,35 @@ def test_directions_via_types_and_label_disjunction(schema: GraphSchema) -> None
     assert "MATCH (n2)<-[:`SAW_FACT`]-(n3:`DecisionTrace`)" in lines
     assert "MATCH (n3)-[:`RESULTED_IN`]-(n4:`CustomerProfile`)" in lines
     # an intermediate node reachable with several labels gets them all, in schema order
-    p2 = _pattern(edge_sequence=(EdgeStep(type="RESULTED_IN", direction="both"), EdgeStep(type="HAS_OUTCOME", direction="in")),
-                  seed=Seed(type="Conversation", value=Literal_(value="C1")), target_type="DecisionTrace", depth=2)
+    p2 = _pattern(
+        edge_sequence=(
+            EdgeStep(type="RESULTED_IN", direction="both"),
+            EdgeStep(type="HAS_OUTCOME", direction="in"),
+        ),
+        seed=Seed(type="Conversation", value=Literal_(value="C1")),
+        target_type="DecisionTrace",
+        depth=2,
+    )
     q2, _ = compile_pattern(p2, MARIA, schema)
     assert hop_labels(p2, schema)[1] == ("Conversation", "Outcome", "CustomerProfile", "DecisionTrace")
     assert "MATCH (n0)-[:`RESULTED_IN`]-(n1)" in q2
-    assert ("WHERE n1.`tenant_id` IN $tenants AND (n1:`Conversation` OR n1:`Outcome` OR n1:`CustomerProfile` "
-            "OR n1:`DecisionTrace`)") in q2
+    assert (
+        "WHERE n1.`tenant_id` IN $tenants AND (n1:`Conversation` OR n1:`Outcome` OR n1:`CustomerProfile` "
+        "OR n1:`DecisionTrace`)"
+    ) in q2
 
 
 def test_predicates_on_seed_and_intermediate_nodes(schema: GraphSchema) -> None:
     p = _pattern(
-        edge_sequence=(EdgeStep(type="HOLDS"), EdgeStep(type="HAS_EVENT")), target_type="Event", depth=2,
-        predicates=(Predicate(on=0, property="tier", value=Bind(ref="entity.Tier")),
-                    Predicate(on=1, property="status", op="ne", value=Literal_(value="closed")),
-                    Predicate(on="target", property="amount", op="exists"),
-                    Predicate(on="target", property="type", op="in", value=Literal_(value=("A", "B")))),
+        edge_sequence=(EdgeStep(type="HOLDS"), EdgeStep(type="HAS_EVENT")),
+        target_type="Event",
+        depth=2,
+        predicates=(
+            Predicate(on=0, property="tier", value=Bind(ref="entity.Tier")),
+            Predicate(on=1, property="status", op="ne", value=Literal_(value="closed")),
+            Predicate(on="target", property="amount", op="exists"),
+            Predicate(on="target", property="type", op="in", value=Literal_(value=("A", "B"))),
+        ),
     )
     q, params = compile_pattern(p, MARIA, schema)
     assert "WHERE n0.`tenant_id` IN $tenants AND n0.`tier` = $tier\n" in q
@@ -191,59 +227,101 @@ def test_tuple_and_typed_seed_values(schema: GraphSchema) -> None:
     q, params = compile_pattern(p, MARIA, schema)
     assert q.startswith("MATCH (n0:`Customer`)\nWHERE n0.`id` IN $id AND n0.`tenant_id` IN $tenants\n")
     assert params["id"] == ["CUST_1", "CUST_2"] and not seed_is_unique(p, MARIA)
-    p = _pattern(seed=Seed(type="Tier", key="rank", value=Literal_(value=3)), edge_sequence=(EdgeStep(type="HAS_TIER", direction="in"),),
-                 target_type="Customer")
+    p = _pattern(
+        seed=Seed(type="Tier", key="rank", value=Literal_(value=3)),
+        edge_sequence=(EdgeStep(type="HAS_TIER", direction="in"),),
+        target_type="Customer",
+    )
     q, _ = compile_pattern(p, MARIA, schema, FALKORDB)
-    assert q.startswith("MATCH (n0:`Tier`)\nWHERE [n0.`rank`][0] = $rank AND")  # non-string: not from the index
+    assert q.startswith(
+        "MATCH (n0:`Tier`)\nWHERE [n0.`rank`][0] = $rank AND"
+    )  # non-string: not from the index
 
 
 def test_order_limit_and_row_properties(schema: GraphSchema) -> None:
-    p = _pattern(order_by=(OrderBy(property="balance"), OrderBy(property="opened", direction="asc")), limit=7,
-                 returns=("balance",))
+    p = _pattern(
+        order_by=(OrderBy(property="balance"), OrderBy(property="opened", direction="asc")),
+        limit=7,
+        returns=("balance",),
+    )
     q, params = compile_pattern(p, MARIA, schema)
-    assert ("ORDER BY n1.`balance` IS NULL, n1.`balance` DESC, n1.`opened` IS NULL, n1.`opened` ASC, "
-            "n1.`id` ASC\nLIMIT $limit\n") in q
+    assert (
+        "ORDER BY n1.`balance` IS NULL, n1.`balance` DESC, n1.`opened` IS NULL, n1.`opened` ASC, "
+        "n1.`id` ASC\nLIMIT $limit\n"
+    ) in q
     assert params["limit"] == 8
     assert row_properties(p, schema) == ("id", "tenant_id", "summary", "balance")
     # PII never leaves the database unless the pattern declares it
-    cust = _pattern(edge_sequence=(EdgeStep(type="HOLDS"), EdgeStep(type="HOLDS", direction="in")), depth=2,
-                    target_type="Customer", returns=("name", "email", "tier"), pii_allowed=("name",))
+    cust = _pattern(
+        edge_sequence=(EdgeStep(type="HOLDS"), EdgeStep(type="HOLDS", direction="in")),
+        depth=2,
+        target_type="Customer",
+        returns=("name", "email", "tier"),
+        pii_allowed=("name",),
+    )
     assert row_properties(cust, schema) == ("id", "tenant_id", "summary", "name", "tier")
-    everything = _pattern(target_type="Customer", edge_sequence=(EdgeStep(type="HOLDS"), EdgeStep(type="HOLDS", direction="in")), depth=2)
+    everything = _pattern(
+        target_type="Customer",
+        edge_sequence=(EdgeStep(type="HOLDS"), EdgeStep(type="HOLDS", direction="in")),
+        depth=2,
+    )
     assert not {"name", "email", "phone"} & set(row_properties(everything, schema))
 
 
 # ---- FilterTree -> Cypher -------------------------------------------------------------------------
 def test_filter_compiler(schema: GraphSchema) -> None:
     params = ParamStore()
-    tree = And(clauses=(
-        Eq(field="type", value="LateFeeCharged"),
-        Or(clauses=(Range(field="amount", gte=10, lt=50.5), In(field="status", values=("charged", "waived")))),
-        Not(clause=Range(field="timestamp", gt="2026-01-01T00:00:00")),
-        Not(clause=Eq(field="on_time", value=True)),
-    ))
+    tree = And(
+        clauses=(
+            Eq(field="type", value="LateFeeCharged"),
+            Or(
+                clauses=(
+                    Range(field="amount", gte=10, lt=50.5),
+                    In(field="status", values=("charged", "waived")),
+                )
+            ),
+            Not(clause=Range(field="timestamp", gt="2026-01-01T00:00:00")),
+            Not(clause=Eq(field="on_time", value=True)),
+        )
+    )
     where = compile_filter(tree, "n", schema, ("Event",), params)
     assert where == (
         "(n.`type` = $type AND ((n.`amount` >= $amount AND n.`amount` < $amount_1) OR n.`status` IN $status) "
         "AND NOT (coalesce(n.`timestamp` > $timestamp, false)) AND NOT (coalesce(n.`on_time` = $on_time, false)))"
     )
-    assert params.params == {"type": "LateFeeCharged", "amount": 10, "amount_1": 50.5,
-                             "status": ["charged", "waived"], "timestamp": "2026-01-01T00:00:00", "on_time": True}
+    assert params.params == {
+        "type": "LateFeeCharged",
+        "amount": 10,
+        "amount_1": 50.5,
+        "status": ["charged", "waived"],
+        "timestamp": "2026-01-01T00:00:00",
+        "on_time": True,
+    }
 
 
 def test_filter_lists_bools_and_double_negation(schema: GraphSchema) -> None:
     params = ParamStore()
-    assert compile_filter(Eq(field="aliases", value="Plat"), "n", schema, ("Tier",), params) == \
-        "any(x IN n.`aliases` WHERE x = $aliases)"
-    assert compile_filter(Not(clause=In(field="aliases", values=("a",))), "n", schema, ("Tier",), params) == \
-        "NOT (coalesce(any(x IN n.`aliases` WHERE x IN $aliases_1), false))"
+    assert (
+        compile_filter(Eq(field="aliases", value="Plat"), "n", schema, ("Tier",), params)
+        == "any(x IN n.`aliases` WHERE x = $aliases)"
+    )
+    assert (
+        compile_filter(Not(clause=In(field="aliases", values=("a",))), "n", schema, ("Tier",), params)
+        == "NOT (coalesce(any(x IN n.`aliases` WHERE x IN $aliases_1), false))"
+    )
     # a boolean bound never matches a range (filters.matches compares like with like only)
     assert compile_filter(Range(field="rank", gt=True), "n", schema, ("Tier",), params) == "false"
     # NOT NOT: the inner leaf is back in positive position (nulls filter the row again)
-    assert compile_filter(Not(clause=Not(clause=Eq(field="rank", value=1))), "n", schema, ("Tier",), ParamStore()) == \
-        "NOT (NOT (n.`rank` = $rank))"
-    assert compile_filter(Eq(field="rank", value=1), "n", schema, ("Tier",), ParamStore(), FALKORDB) == \
-        "[n.`rank`][0] = $rank"
+    assert (
+        compile_filter(
+            Not(clause=Not(clause=Eq(field="rank", value=1))), "n", schema, ("Tier",), ParamStore()
+        )
+        == "NOT (NOT (n.`rank` = $rank))"
+    )
+    assert (
+        compile_filter(Eq(field="rank", value=1), "n", schema, ("Tier",), ParamStore(), FALKORDB)
+        == "[n.`rank`][0] = $rank"
+    )
 
 
 def test_param_store_names_are_unique_and_safe() -> None:
@@ -267,22 +345,39 @@ EVIL = [
 
 @pytest.mark.parametrize("evil", EVIL)
 def test_values_never_reach_the_query_text(schema: GraphSchema, evil: str) -> None:
-    b = Bindings(session=Session(tenant_id="deltabank", customer_id=evil, region=evil), as_of=MARIA.as_of,
-                 goal=evil, entities={"Tier": evil})
+    b = Bindings(
+        session=Session(tenant_id="deltabank", customer_id=evil, region=evil),
+        as_of=MARIA.as_of,
+        goal=evil,
+        entities={"Tier": evil},
+    )
     p = _pattern(
-        edge_sequence=(EdgeStep(type="HOLDS"), EdgeStep(type="HAS_EVENT")), target_type="Event", depth=2,
-        predicates=(Predicate(property="type", value=Literal_(value=evil)),
-                    Predicate(property="status", op="in", value=Bind(ref="entity.Tier")),
-                    Predicate(on=0, property="region", value=Bind(ref="session.region"))),
+        edge_sequence=(EdgeStep(type="HOLDS"), EdgeStep(type="HAS_EVENT")),
+        target_type="Event",
+        depth=2,
+        predicates=(
+            Predicate(property="type", value=Literal_(value=evil)),
+            Predicate(property="status", op="in", value=Bind(ref="entity.Tier")),
+            Predicate(on=0, property="region", value=Bind(ref="session.region")),
+        ),
     )
     q, params = compile_pattern(p, b, schema)
     assert evil not in q
-    assert params["seed"] == evil and params["type"] == evil and params["status"] == [evil] and params["region"] == evil
-    where = compile_filter(parse_filter({"op": "eq", "field": "status", "value": evil}), "n", schema, ("Event",), ParamStore())
+    assert (
+        params["seed"] == evil
+        and params["type"] == evil
+        and params["status"] == [evil]
+        and params["region"] == evil
+    )
+    where = compile_filter(
+        parse_filter({"op": "eq", "field": "status", "value": evil}), "n", schema, ("Event",), ParamStore()
+    )
     assert evil not in where
 
 
-@pytest.mark.parametrize("name", ["Customer`) DETACH DELETE n //", "Customer {id: 1}", "1abc", "a b", "", "é"])
+@pytest.mark.parametrize(
+    "name", ["Customer`) DETACH DELETE n //", "Customer {id: 1}", "1abc", "a b", "", "é"]
+)
 def test_unsafe_identifiers_are_rejected_by_the_models(name: str) -> None:
     with pytest.raises((ValueError, UnsafeIdentifierError)):
         _pattern(target_type=name)
@@ -290,7 +385,7 @@ def test_unsafe_identifiers_are_rejected_by_the_models(name: str) -> None:
         EdgeStep(type=name)
     with pytest.raises((ValueError, UnsafeIdentifierError)):
         Predicate(property=name, value=Literal_(value=1))
-    with pytest.raises(Exception):
+    with pytest.raises(FilterError):
         parse_filter({"op": "eq", "field": name, "value": 1})
 
 
@@ -300,11 +395,15 @@ def test_compiler_gate_holds_even_when_models_are_bypassed(schema: GraphSchema) 
     p = _pattern().model_copy(update={"edge_sequence": (evil_step,)})
     with pytest.raises(UnsafeIdentifierError):
         compile_pattern(p, MARIA, schema)
-    evil_pred = Predicate.model_construct(on="target", property="x` = 1 OR true //", op="eq", value=Literal_(value=1))
+    evil_pred = Predicate.model_construct(
+        on="target", property="x` = 1 OR true //", op="eq", value=Literal_(value=1)
+    )
     with pytest.raises(UnsafeIdentifierError):
         compile_pattern(_pattern().model_copy(update={"predicates": (evil_pred,)}), MARIA, schema)
     with pytest.raises(UnsafeIdentifierError):
-        compile_filter(Eq.model_construct(op="eq", field="a`) OR 1=1 //", value=1), "n", schema, ("Event",), ParamStore())
+        compile_filter(
+            Eq.model_construct(op="eq", field="a`) OR 1=1 //", value=1), "n", schema, ("Event",), ParamStore()
+        )
     with pytest.raises(UnsafeIdentifierError):
         compile_filter(Eq(field="type", value="x"), "n) DETACH DELETE (n", schema, ("Event",), ParamStore())
 
@@ -315,13 +414,21 @@ def test_identifiers_outside_the_schema_are_rejected(schema: GraphSchema) -> Non
     with pytest.raises(SchemaError):
         compile_pattern(_pattern(edge_sequence=(EdgeStep(type="OWNS_SPACESHIP"),)), MARIA, schema)
     with pytest.raises(SchemaError):
-        compile_pattern(_pattern(predicates=(Predicate(property="password", value=Literal_(value="x")),)), MARIA, schema)
+        compile_pattern(
+            _pattern(predicates=(Predicate(property="password", value=Literal_(value="x")),)), MARIA, schema
+        )
     with pytest.raises(SchemaError):
         compile_filter(Eq(field="password", value="x"), "n", schema, ("Event",), ParamStore())
 
 
 def test_relative_time_uses_as_of_and_property_type(schema: GraphSchema) -> None:
-    p = _pattern(predicates=(Predicate(property="opened", op="gte", value=RelativeTime(amount=-1, unit="years", start_of="year")),))
+    p = _pattern(
+        predicates=(
+            Predicate(
+                property="opened", op="gte", value=RelativeTime(amount=-1, unit="years", start_of="year")
+            ),
+        )
+    )
     _, params = compile_pattern(p, MARIA, schema)
     assert params["opened"] == "2025-01-01"  # Account.opened is a date
     _, later = compile_pattern(p, MARIA.model_copy(update={"as_of": datetime(2030, 6, 1)}), schema)
@@ -340,5 +447,7 @@ if __name__ == "__main__" and "--regenerate" in sys.argv:
     from hopweave.paths import default_schema_path
 
     data = compile_all(GraphSchema.load(default_schema_path()))
-    EXPECTED.write_text(json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    EXPECTED.write_text(
+        json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     print(f"wrote {len(data)} expected queries to {EXPECTED}")

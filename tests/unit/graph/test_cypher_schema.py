@@ -40,12 +40,15 @@ def test_items_cover_ids_tenants_and_indexed_properties(schema: GraphSchema) -> 
     assert len(items) == len(schema_items(schema))
 
 
-@pytest.mark.parametrize("line", [
-    "MATCH (n) DETACH DELETE n;",
-    "CREATE INDEX x IF NOT EXISTS FOR (n:Customer) ON (n.id); MATCH (n) DETACH DELETE n;",
-    "CREATE INDEX x IF NOT EXISTS FOR (n:Spaceship) ON (n.id);",
-    "CREATE INDEX x IF NOT EXISTS FOR (n:Customer) ON (n.password);",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "MATCH (n) DETACH DELETE n;",
+        "CREATE INDEX x IF NOT EXISTS FOR (n:Customer) ON (n.id); MATCH (n) DETACH DELETE n;",
+        "CREATE INDEX x IF NOT EXISTS FOR (n:Spaceship) ON (n.id);",
+        "CREATE INDEX x IF NOT EXISTS FOR (n:Customer) ON (n.password);",
+    ],
+)
 def test_parser_rejects_anything_else(schema: GraphSchema, line: str) -> None:
     with pytest.raises(SchemaError):
         parse_schema_cypher("// ok\n" + line + "\n", schema)
@@ -54,13 +57,15 @@ def test_parser_rejects_anything_else(schema: GraphSchema, line: str) -> None:
 def test_ddl_per_engine(schema: GraphSchema) -> None:
     unique = SchemaItem("unique", "Customer", "id")
     assert ddl_for(unique, NEO4J, schema) == [
-        ("CREATE CONSTRAINT customer_id_unique IF NOT EXISTS FOR (n:`Customer`) REQUIRE n.`id` IS UNIQUE",)]
+        ("CREATE CONSTRAINT customer_id_unique IF NOT EXISTS FOR (n:`Customer`) REQUIRE n.`id` IS UNIQUE",)
+    ]
     # FalkorDB: the index the constraint needs, then its GRAPH.CONSTRAINT command
     assert ddl_for(unique, FALKORDB, schema, graph="g") == [
         ("CREATE INDEX FOR (n:`Customer`) ON (n.`id`)",),
         ("GRAPH.CONSTRAINT", "CREATE", "g", "UNIQUE", "NODE", "Customer", "PROPERTIES", "1", "id"),
     ]
     assert ddl_for(SchemaItem("index", "Event", "type"), NEO4J, schema) == [
-        ("CREATE INDEX event_type_index IF NOT EXISTS FOR (n:`Event`) ON (n.`type`)",)]
+        ("CREATE INDEX event_type_index IF NOT EXISTS FOR (n:`Event`) ON (n.`type`)",)
+    ]
     with pytest.raises(UnsafeIdentifierError):
         ddl_for(SchemaItem("index", "Event", "type`) DETACH"), NEO4J, schema)

@@ -2,15 +2,41 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
+
+import numpy as np
 
 from hopweave.models.documents import content_hash
 from hopweave.search.client_index import ClientIndex
 from hopweave.search.edge_index import EdgeIndex
+from hopweave.search.embedder import Embedder, EmbeddingSpace
 from hopweave.search.index_base import SPACE_FIELD, CollectionInfo, IndexPoint, VectorIndex
-from hopweave.search.lexical import Bm25Encoder, Bm25Params
+from hopweave.search.lexical import Bm25Encoder, Bm25Params  # noqa: F401
+
+
+class HashEmbedder(Embedder):
+    """A deterministic 16-d bag-of-words embedder: a cheap *dependency* for index tests.
+
+    The index, filters and fusion are what those tests exercise; the real model is tested in
+    test_embedders.py and used by the ingest tests.
+    """
+
+    def __init__(self, revision: str = "1", dims: int = 16) -> None:
+        self.space = EmbeddingSpace(provider="test", model="hash-bow", revision=revision, dimensions=dims)
+
+    def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        out = np.zeros((len(texts), self.space.dimensions), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in t.lower().split():
+                h = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=4).digest(), "little")
+                out[i, h % self.space.dimensions] += 1.0
+            out[i, 0] += 0.01
+            out[i] /= np.linalg.norm(out[i])
+        return out
+
 
 WORDS = (
     "late fee waiver platinum gold silver card payment dispute refund fraud claim limit "

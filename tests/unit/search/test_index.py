@@ -13,8 +13,7 @@ from hopweave.search.embedder import EmbeddingSpace
 from hopweave.search.index_base import SPACE_FIELD, CollectionInfo, IndexPoint
 from hopweave.search.profiles import get_profile
 
-from conftest import HashEmbedder
-from search_fixtures import load, make_index, random_payloads
+from search_fixtures import HashEmbedder, load, make_index, random_payloads
 
 KINDS = ["edge", "client"]
 Q = "late fee waiver for a platinum card payment dispute"

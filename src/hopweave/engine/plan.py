@@ -1,0 +1,166 @@
+"""The retrieval plan: what the engine will do for one request, decided from the understanding.
+
+:func:`build_plan` applies the confidence threshold (the fallback plan when it is not met), the
+goal's document scope and search template, and picks the goal's patterns, sections and ranking
+profile. The other helpers turn stage outputs into the engine's typed items. All pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Mapping, Sequence
+
+from hopweave.engine.assemble import aggregate_line, render
+from hopweave.engine.result import ChannelView, ChunkItem, EntityItem
+from hopweave.engine.stack import UnderstandingView
+from hopweave.models.common import PatternResult
+from hopweave.models.filters import And, Eq, FilterTree, In, Range, and_
+from hopweave.models.metagraph import GoalType, SectionTemplate, TraversalPattern
+
+#: Sections used when no goal is confident enough (the fallback plan): documents only.
+FALLBACK_SECTIONS: tuple[SectionTemplate, ...] = (
+    SectionTemplate(
+        name="possibly_relevant_policy",
+        title="Possibly relevant policy — {document}, section {section}",
+        source="chunks",
+        max_lines=3,
+        min_score_ratio=0.5,
+    ),
+)
+
+
+@dataclass
+class Plan:
+    goal: GoalType | None
+    confidence: float
+    clarify: bool
+    entities: tuple[EntityItem, ...]
+    entity_values: dict[str, Any]
+    filter: FilterTree | None
+    lexical_query: str
+    dense_query: str
+    patterns: list[TraversalPattern] = field(default_factory=list)
+    sections: tuple[SectionTemplate, ...] = ()
+    profile: str | None = None
+    #: The goal the classifier leaned to (also when it was not confident enough).
+    best: str | None = None
+
+
+def build_plan(
+    view: UnderstandingView,
+    goals: Mapping[str, GoalType],
+    patterns: Mapping[str, Sequence[TraversalPattern]],
+    *,
+    utterance: str,
+    min_confidence: float,
+    profile: str | None,
+    default_profile: str | None,
+) -> tuple[Plan, str | None]:
+    """The plan for one understanding. Returns (plan, why the fallback plan was chosen or None).
+
+    Confident (a known goal, not abstained, confidence >= ``min_confidence``): the goal's
+    patterns, sections, ranking profile, document scope and search question. Otherwise: no
+    goal, no patterns, the fallback sections, ``clarify = True``.
+    """
+    goal = goals.get(view.goal) if view.goal else None
+    confident = goal is not None and not view.abstained and view.confidence >= min_confidence
+    why = None
+    if not confident:
+        if view.goal and goal is None:
+            why = f"goal {view.goal!r} is not in the metagraph"
+        elif view.abstained:
+            why = "the classifier abstained"
+        elif goal is not None:
+            why = f"confidence {view.confidence:.2f} < {min_confidence}"
+        else:
+            why = "no goal matched"
+    dense_query = view.dense_query or utterance
+    flt = view.filter
+    if confident and goal is not None:
+        if goal.search_template:
+            question = render(goal.search_template, {**view.entity_values, "utterance": utterance})
+            if question:  # the goal's question, then the customer's own words
+                dense_query = question if "{utterance}" in goal.search_template else f"{question} {utterance}"
+        if goal.document_scope:
+            flt = scope_filter(flt, goal.document_scope)
+    plan = Plan(
+        goal=goal if confident else None,
+        confidence=view.confidence,
+        clarify=not confident,
+        entities=view.entities,
+        entity_values=view.entity_values,
+        filter=flt,
+        lexical_query=view.lexical_query or utterance,
+        dense_query=dense_query,
+        patterns=list(patterns.get(goal.name, [])) if confident and goal is not None else [],
+        sections=goal.sections if confident and goal is not None else FALLBACK_SECTIONS,
+        profile=profile or (goal.ranking_profile if confident and goal is not None else None) or default_profile,
+        best=view.goal or view.best,
+    )
+    return plan, why
+
+
+def scope_filter(tree: FilterTree | None, scope: Mapping[str, Sequence[Any]]) -> FilterTree | None:
+    """``tree`` with the goal's document scope: top-level clauses on a scoped field are replaced
+    by ``field in scope[field]`` (the goal owns those fields)."""
+    owned = set(scope)
+    clauses = list(tree.clauses) if isinstance(tree, And) else ([tree] if tree is not None else [])
+    kept = [c for c in clauses if not (isinstance(c, (Eq, In, Range)) and c.field in owned)]
+    added: list[FilterTree] = []
+    for name in sorted(scope):
+        values = tuple(scope[name])
+        if values:
+            added.append(Eq(field=name, value=values[0]) if len(values) == 1 else In(field=name, values=values))
+    return and_(*kept, *added)
+
+
+def precedent_patterns(sections: Sequence[SectionTemplate], patterns: Sequence[TraversalPattern]) -> set[str]:
+    """Names of the patterns feeding a ``precedent`` section (listed there or assigned to it)."""
+    names = {s.name for s in sections if s.source == "precedent"}
+    out = {p for s in sections if s.source == "precedent" for p in s.patterns}
+    out |= {p.name for p in patterns if p.section in names}
+    return out
+
+
+def case_text_for(utterance: str, plan: Plan, facts: Sequence[PatternResult], as_of: datetime) -> str:
+    """The current case as text, for precedent similarity: the utterance, the entity values and
+    the derived facts (aggregate lines) of the goal's fact sections."""
+    parts = [utterance] + [str(v) for _, v in sorted(plan.entity_values.items())]
+    by = {f.pattern: f.rows for f in facts}
+    base = {"as_of_year": as_of.year, "as_of_date": as_of.date().isoformat()}
+    for s in plan.sections:
+        if s.source != "facts":
+            continue
+        rows = {n: by.get(n, ()) for n in s.patterns}
+        for agg in s.aggregates:
+            line = aggregate_line(agg, rows, base)
+            if line:
+                parts.append(line)
+    return ". ".join(p for p in parts if p)
+
+
+def chunk_items(hits: Sequence[Any]) -> tuple[ChunkItem, ...]:
+    """Search hits as ChunkItems (rank from 1, per-channel rank / score / contribution)."""
+    items = []
+    for i, h in enumerate(hits, start=1):
+        chans = []
+        if h.semantic is not None:
+            chans.append(ChannelView(channel="semantic", rank=h.semantic.rank, score=round(h.semantic.score, 6),
+                                     contribution=_round(h.semantic.contribution)))
+        if h.lexical is not None:
+            chans.append(ChannelView(channel="lexical", rank=h.lexical.rank, score=round(h.lexical.score, 6),
+                                     contribution=_round(h.lexical.contribution)))
+        if getattr(h, "rerank", None) is not None:
+            chans.append(ChannelView(channel="rerank", rank=h.rerank.fused_rank, score=round(h.rerank.score, 6)))
+        meta = {k: v for k, v in h.payload.items() if k not in ("provenance", "text_hash", "embedding_space")}
+        items.append(ChunkItem(
+            chunk_id=h.chunk_id, document_id=h.document_id, document=h.document or "", title=h.title,
+            revision=h.revision or "", version=h.version or "", section=h.section, text=h.text,
+            score=round(h.score, 6), rank=i, channels=tuple(chans), metadata=meta,
+        ))
+    return tuple(items)
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)

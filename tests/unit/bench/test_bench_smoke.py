@@ -1,0 +1,83 @@
+"""CI smoke version of ``hopweave bench maria``: the same runner at a small size.
+
+It fails when the benchmark crashes or reports nonsense (missing stages, errors, an empty
+filter), never because the machine is slow: no timing is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+pytestmark = pytest.mark.slow
+
+ARGS = ["--chunks", "2000", "--nodes", "20000", "--concurrency", "10", "--runs", "4", "--search-repeats", "1",
+        "--traversal-runs", "5", "--ingest-chunks", "120"]
+
+
+@pytest.fixture(scope="module")
+def bench_run(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> tuple[dict, Path]:
+    from hopweave.cli import app
+
+    tmp = tmp_path_factory.mktemp("bench")
+    # Corpus embeddings are cached by content hash; keep them between local runs (pytest cache).
+    cache = Path(request.config.cache.mkdir("hopweave-bench-embeddings")) if request.config.cache else tmp / "c"
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HOPWEAVE_CACHE_DIR", str(cache))
+    try:
+        out = tmp / "perf.md"
+        res = CliRunner().invoke(app, ["bench", "maria", *ARGS, "--store", str(tmp / "store"), "--out", str(out),
+                                       "--json"])
+    finally:
+        mp.undo()
+    assert res.exit_code == 0, (res.output[-3000:], res.exception)
+    start = res.stdout.index("{")
+    return json.loads(res.stdout[start:]), out
+
+
+def test_headline_keys_and_stage_breakdown(bench_run) -> None:
+    data, _ = bench_run
+    for k in ("p50_ms", "p95_ms", "p99_ms"):
+        assert data[k] > 0
+    stages = data["stages_p50_ms"]
+    for k in ("classify", "resolve", "embed", "search", "traverse", "assemble", "record", "total"):
+        assert k in stages, stages
+    assert data["maria_distinct"]["n"] == 4
+
+
+def test_retrievals_answer_maria_without_errors(bench_run) -> None:
+    data, _ = bench_run
+    for key in ("concurrent_maria_threads", "concurrent_varied_threads", "concurrent_varied_asyncio"):
+        assert data[key]["n"] == 10 and data[key]["errors"] == 0, (key, data[key])
+    assert data["cold_start"].get("goal") == "LateFeeDispute", data["cold_start"]
+    assert data["scenarios"]["run"] > 0
+
+
+def test_filtered_search_and_baselines(bench_run) -> None:
+    data, _ = bench_run
+    # 16% of 2,000 generated chunks + the example corpus's own Platinum US chunks
+    assert 320 <= data["search_alone"]["eligible"] <= 400
+    q = data["quality"]
+    assert q["hopweave_prefiltered_hybrid"]["violations_at_10"] == 0.0
+    assert q["naive_dense_top10"]["violations_at_10"] > 0.0  # the traps are there to be hit
+    assert data["traversal"]["parallel"]["rows"] == data["traversal"]["sequential"]["rows"] > 0
+    assert "p50_ms" in data["langchain"] or "skipped" in data["langchain"]
+
+
+def test_ingest_and_memory_figures(bench_run) -> None:
+    data, _ = bench_run
+    ing = data["ingest_sample"]
+    assert ing["chunks"] == 120 and 0 < ing["embedder_share"] <= 1
+    assert data["cold_start"]["peak_rss_mib"] > 0
+    assert set(data["targets"]) >= {"maria_p50_ms_concurrent<=50", "search_alone_p50_ms<=15"}
+
+
+def test_markdown_report(bench_run) -> None:
+    _, out = bench_run
+    text = out.read_text()
+    for s in ("## Targets", "Command: `hopweave bench maria --chunks 2000", "nproc", "p50 / p95 / p99",
+              "LangChain", "Stage medians"):
+        assert s in text

@@ -1,0 +1,87 @@
+"""`hopweave understand` / `hopweave understand-calibrate` on a real on-disk store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import MARIA_UTTERANCE, _metagraph
+from hopweave.cli import app
+from hopweave.deltabank.generate import generate
+from hopweave.graph import open_graph_store
+from hopweave.paths import repo_root
+
+SESSIONS = (repo_root() or Path(".")) / "examples" / "deltabank" / "sessions"
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    d = tmp_path_factory.mktemp("store")
+    s = open_graph_store(d)
+    with s.bulk(replace=True) as b:
+        for tenant, items in generate(nodes=1500, seed=4421):
+            b.write(tenant, items)
+    _metagraph(s)
+    s.close()
+    return d
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(app, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_understand_json(store_dir: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    code, out, err = _run("understand", MARIA_UTTERANCE, "--session", str(SESSIONS / "maria.json"),
+                          "--as-of", "2026-05-12", "--store", str(store_dir), "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["goal"] == "LateFeeDispute" and d["confidence"] >= 0.9
+    ents = {(e["type"], str(e["value"]), e["source"]) for e in d["entities"]}
+    assert ("Customer", "CUST_4421", "session") in ents and ("Product", "Platinum_Card", "utterance") in ents
+    tier = next(e for e in d["entities"] if e["type"] == "Tier")
+    assert tier["span"] == [42, 50]
+    assert d["filter_display"]["policy_type"] == ["LateFeeWaiver", "FeeSchedule"]
+    assert {c["key"] for c in d["qdrant_filter"]["must"]} == {
+        "tier", "product", "policy_type", "status", "version", "region", "tenant_id"}
+    assert d["lexical"]["query"]
+    # human output works too
+    code, out, _ = _run("understand", MARIA_UTTERANCE, "--session", str(SESSIONS / "maria.json"),
+                        "--as-of", "2026-05-12", "--store", str(store_dir))
+    assert code == 0 and "LateFeeDispute" in out
+
+
+def test_every_shipped_session_file_loads(store_dir: Path) -> None:
+    from hopweave.understand.datasets import read_session
+
+    sessions = {p.name: read_session(p) for p in sorted(SESSIONS.glob("*.json"))}
+    assert sessions["maria.json"].customer_id == "CUST_4421"
+    assert sessions["northbank_maria.json"].tenant_id == "northbank"
+    assert sessions["anonymous_web.json"].customer_id is None
+
+
+def test_errors_are_clean(store_dir: Path, tmp_path: Path) -> None:
+    code, _, err = _run("understand", "   ", "--session", str(SESSIONS / "maria.json"), "--store", str(store_dir))
+    assert code == 2 and "InputError" in err and "empty" in err
+    code, _, err = _run("understand", "late fee", "--session", str(SESSIONS / "maria.json"), "--store",
+                        str(tmp_path / "none"))
+    assert code == 2 and "hopweave load" in err
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"tenant_id": "deltabank", "customer": "CUST_1"}')
+    code, _, err = _run("understand", "late fee", "--session", str(bad), "--store", str(store_dir))
+    assert code == 2 and "not a valid session" in err
+
+
+def test_calibrate_is_deterministic(store_dir: Path, tmp_path: Path) -> None:
+    outs = []
+    for i in range(2):
+        target = tmp_path / f"cal{i}.json"
+        code, _, err = _run("understand-calibrate", "--store", str(store_dir), "--out", str(target))
+        assert code == 0, err
+        outs.append(json.loads(target.read_text()))
+    assert outs[0]["coef"] == outs[1]["coef"] and outs[0]["intercept"] == outs[1]["intercept"]
+    shipped = json.loads((repo_root() / "metagraph" / "classifier_calibration.json").read_text())  # type: ignore[operator]
+    assert outs[0]["coef"] == pytest.approx(shipped["coef"], abs=1e-3)

@@ -1,0 +1,55 @@
+"""The labeled utterance set: sizes, split hygiene, examples == what is on the GoalType nodes."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import yaml
+
+from hopweave.graph.metagraph_io import load_goal_files
+from hopweave.understand.classifier import load_classifier_config
+from hopweave.understand.datasets import default_utterance_dir, load_examples, load_split
+from hopweave.understand.text import normalize
+
+GOALS = {"LateFeeDispute", "FraudClaim", "CreditLimitIncrease", "NameChange"}
+
+
+def _norm(t: str) -> str:
+    return normalize(t).lower().rstrip(".!?")
+
+
+def test_at_least_40_per_goal_with_paraphrases_typos_mixed_and_out_of_scope() -> None:
+    examples = load_examples()
+    val, test = load_split("validation"), load_split("test")
+    counts = Counter({g: len(v) for g, v in examples.items()})
+    for item in (*val, *test):
+        counts[item.goal] += 1
+    assert set(examples) == GOALS
+    assert all(counts[g] >= 40 for g in GOALS), counts
+    assert counts[None] >= 60
+    tags = Counter(t for item in (*val, *test) if item.goal for t in item.tags)
+    assert tags["paraphrase"] >= 20 and tags["typo"] >= 20 and tags["mixed"] >= 8
+    for split in (val, test):
+        assert {i.goal for i in split} == GOALS | {None}
+
+
+def test_splits_are_disjoint() -> None:
+    ex = {_norm(t) for v in load_examples().values() for t in v}
+    val = {_norm(i.text) for i in load_split("validation")}
+    test = {_norm(i.text) for i in load_split("test")}
+    bg = {_norm(t) for t in load_classifier_config().background}
+    assert not ex & test and not ex & val and not val & test
+    assert not bg & (test | val)
+
+
+def test_examples_split_is_what_the_goal_type_nodes_carry() -> None:
+    goals, _ = load_goal_files()
+    assert {g.name: list(g.examples) for g in goals} == load_examples()
+
+
+def test_readme_documents_the_splits() -> None:
+    readme = (default_utterance_dir() / "README.md").read_text()
+    for name in ("examples.yaml", "validation.yaml", "test.yaml"):
+        assert name in readme
+        if name != "examples.yaml":
+            assert isinstance(yaml.safe_load((default_utterance_dir() / name).read_text()), list)
