@@ -55,7 +55,7 @@ def machine() -> dict:
 def bench_ablation(data: Path, split: str, cache: Path | None) -> dict:
     from hopweave.search.embedders import default_embedder
     from hopweave.search.eval.beir import load_beir
-    from hopweave.search.eval.runner import build_index, compare, evaluate
+    from hopweave.search.eval.runner import EVAL_TENANT, build_index, compare, evaluate
     from hopweave.search.profiles import default_profile, list_profiles
     from hopweave.search.rerank import BiEncoderReranker
 
@@ -63,7 +63,7 @@ def bench_ablation(data: Path, split: str, cache: Path | None) -> dict:
     emb = default_embedder()
     index, info = build_index(ds, emb, cache_dir=cache)
     runs = [evaluate(index, ds, p, emb) for p in list_profiles()]
-    runs.append(evaluate(index, ds, default_profile(), emb, reranker=BiEncoderReranker(emb), top_n=40))
+    runs.append(evaluate(index, ds, default_profile(), emb, reranker=BiEncoderReranker(emb, lambda ids: index.dense_vectors(EVAL_TENANT, ids, emb.space)), top_n=40))
     index.close()
     cmp = compare(runs)
     rows = [dict(r.row(), vs_baseline=cmp["intervals"].get(r.name)) for r in runs]

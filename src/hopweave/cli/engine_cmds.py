@@ -263,6 +263,33 @@ def trace_diff(
         typer.echo(d.render())
 
 
+@trace_app.command("replay")
+@handle_errors
+def trace_replay(
+    trace_id: str = typer.Argument(..., help="A recorded retrieval to re-run (its utterance, session, as_of)."),
+    tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant id (or $HOPWEAVE_TENANT)."),
+    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    no_record: bool = typer.Option(False, "--no-record", help="Do not write the new trace."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Re-run a recorded retrieval on the store as it is now and show what changed (exit 1 if
+    the context differs)."""
+    from hopweave.engine.replay import REPLAY_CONFIG, replay_trace
+
+    engine = _open_engine(_store(store), **REPLAY_CONFIG.__dict__)
+    try:
+        result, d = replay_trace(engine, _tenant(tenant), trace_id, record=not no_record)
+    finally:
+        engine.close()
+    if as_json:
+        emit_json({"trace_id": result.trace_id, "diff": d.model_dump(mode="json")})
+    else:
+        typer.echo(f"replayed {trace_id} -> {result.trace_id}")
+        typer.echo(d.render())
+    if not d.same_context:
+        raise typer.Exit(code=1)
+
+
 @trace_app.command("used-by")
 @handle_errors
 def trace_used_by(

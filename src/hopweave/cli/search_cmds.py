@@ -121,7 +121,7 @@ def search(
     try:
         vec = emb.embed_query(query) if prof.uses_semantic else None
         res = index.search(tenant, query, prof, where=where, limit=limit, query_vector=vec, query_space=emb.space)
-        rr = get_reranker(rerank, emb)
+        rr = get_reranker(rerank, emb, lambda ids: index.dense_vectors(tenant, ids, emb.space))
         if rr is not None:
             res = res.model_copy(update={"hits": tuple(rr.rerank(query, list(res.hits)))})
     finally:
@@ -184,14 +184,15 @@ def eval_beir(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """nDCG@10, Recall@10/100, MRR@10, P@10 and latency of one profile on one split."""
-    from hopweave.search.eval.runner import evaluate
+    from hopweave.search.eval.runner import EVAL_TENANT, evaluate
     from hopweave.search.profiles import get_profile
     from hopweave.search.rerank import get_reranker
 
     prof = get_profile(profile)
     ds, emb, index, info = _eval_setup(data, split, cache, as_json)
     try:
-        run = evaluate(index, ds, prof, emb, reranker=get_reranker(rerank, emb), top_n=top_n)
+        rr = get_reranker(rerank, emb, lambda ids: index.dense_vectors(EVAL_TENANT, ids, emb.space))
+        run = evaluate(index, ds, prof, emb, reranker=rr, top_n=top_n)
     finally:
         index.close()
     out = {
@@ -219,7 +220,7 @@ def eval_ablation(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Every published profile on the same frozen index, with paired bootstrap CIs vs the best single channel."""
-    from hopweave.search.eval.runner import compare, evaluate
+    from hopweave.search.eval.runner import EVAL_TENANT, compare, evaluate
     from hopweave.search.profiles import default_profile, list_profiles
     from hopweave.search.rerank import get_reranker
 
@@ -228,7 +229,7 @@ def eval_ablation(
     try:
         for p in list_profiles():
             runs.append(evaluate(index, ds, p, emb))
-        rr = get_reranker(rerank, emb)
+        rr = get_reranker(rerank, emb, lambda ids: index.dense_vectors(EVAL_TENANT, ids, emb.space))
         if rr is not None:
             runs.append(evaluate(index, ds, default_profile(), emb, reranker=rr, top_n=top_n))
     finally:

@@ -258,21 +258,37 @@ def _miss_cell(rng: random.Random) -> _Cell:
 
 
 def _section_text(rng: random.Random, topic: Topic, cell: _Cell, ref: str) -> str:
+    card, region = CARD_NAME[cell.product], REGION_NAME[cell.region]
     slots = {
-        "tier": cell.tier, "card": CARD_NAME[cell.product], "region": REGION_NAME[cell.region],
+        "tier": cell.tier, "card": card, "region": region,
         "cur": CURRENCY[cell.region], "amount": rng.choice((15, 25, 29, 35, 39, 40, 50, 75, 95, 150)),
         "days": rng.choice((5, 10, 14, 21, 30, 45, 60, 90)), "count": rng.choice(("one", "two", "three")),
         "pct": rng.choice(("1", "2", "2.5", "3", "5")), "channel": rng.choice(CHANNELS),
     }
-    k = min(len(topic.sentences), rng.choice((2, 2, 3)))
+    k = min(len(topic.sentences), rng.choice((1, 2, 2)))
     parts = [s.format(**slots) for s in rng.sample(topic.sentences, k)]
-    parts += rng.sample(FILLERS, rng.choice((1, 1, 2)))
-    parts.append(f"Reference {ref}: applies to {cell.tier} customers holding the {slots['card']} in "
-                 f"{slots['region']}.")
+    if rng.random() < 0.4:
+        parts.append(rng.choice(FILLERS))
+    parts.append(f"Applies to {cell.tier} customers with the {card} in {region}; ref {ref}.")
     return " ".join(parts)
 
 
-def _document(rng: random.Random, cell: _Cell, family: int, revision: int, version: str, sections: int,
+_Section = tuple[str, Topic, str, str]  # heading, topic, ref, text
+
+
+def _sections(rng: random.Random, cell: _Cell, family: int, n: int) -> list[_Section]:
+    topics = list(TOPICS[cell.policy_type])
+    rng.shuffle(topics)
+    out: list[_Section] = []
+    for i in range(n):
+        topic = topics[i % len(topics)]
+        heading = topic.heading if i < len(topics) else f"{topic.heading} ({i // len(topics) + 1})"
+        ref = f"{cell.policy_type[:3].upper()}-{cell.tier[:4].upper()}-{cell.region}-{family}.{i + 1}"
+        out.append((heading, topic, ref, _section_text(rng, topic, cell, ref)))
+    return out
+
+
+def _document(cell: _Cell, family: int, revision: int, version: str, sections: list[_Section],
               kind: str) -> Document:
     pt = cell.policy_type
     region = cell.region
@@ -280,17 +296,10 @@ def _document(rng: random.Random, cell: _Cell, family: int, revision: int, versi
     rev = f"v{revision}"
     card = CARD_NAME[cell.product]
     if kind == "knowledge":
-        title = f"Knowledge article {family}: {POLICY_TITLE[pt]} questions — {card} ({region})"
+        title = f"FAQ {family}: {POLICY_TITLE[pt]}, {card} ({region})"
     else:
-        title = f"{POLICY_TITLE[pt]} Guidance {family} — {card}, {cell.tier} tier ({region})"
-    topics = list(TOPICS[pt])
-    rng.shuffle(topics)
-    body: list[str] = []
-    for i in range(sections):
-        topic = topics[i % len(topics)]
-        heading = topic.heading if i < len(topics) else f"{topic.heading} ({i // len(topics) + 1})"
-        ref = f"{pt[:3].upper()}-{cell.tier[:4].upper()}-{region}-{family}-{revision}.{i + 1}"
-        body.append(f"## {i // 4 + 1}.{i % 4 + 1} {heading}\n\n{_section_text(rng, topic, cell, ref)}\n")
+        title = f"{POLICY_TITLE[pt]} {family}: {card}, {cell.tier} ({region})"
+    body = [f"## {i // 4 + 1}.{i % 4 + 1} {h}\n\n{text}\n" for i, (h, _, _, text) in enumerate(sections)]
     year = 2026 - (3 - revision if version == SUPERSEDED else 0)
     meta: dict[str, Any] = {
         "document": f"{doc_id}-{rev}.pdf", "tier": cell.tier, "product": cell.product, "policy_type": pt,
@@ -305,11 +314,23 @@ def _document(rng: random.Random, cell: _Cell, family: int, revision: int, versi
 
 
 def _family(rng: random.Random, cell: _Cell, family: int, sections: int, history: int) -> Iterator[Document]:
-    """Superseded revisions first (v1..), then the current one (the highest revision)."""
+    """Superseded revisions first (v1..), then the current one (the highest revision). Each older
+    revision is the next newer one with about a third of its sections reworded (different
+    amounts / sentences) and sometimes one section fewer, like a real policy history: the
+    unchanged sections are byte-identical across revisions (and embed once)."""
     kind = "knowledge" if rng.random() < 0.4 else "policy"
-    for r in range(1, history + 1):
-        yield _document(rng, cell, family, r, SUPERSEDED, max(2, sections - rng.randint(0, 2)), kind)
-    yield _document(rng, cell, family, history + 1, CURRENT, sections, kind)
+    revisions = [_sections(rng, cell, family, sections)]
+    for _ in range(history):
+        newer = revisions[-1]
+        older = [(h, t, ref, _section_text(rng, t, cell, ref) if rng.random() < 0.35 else text)
+                 for h, t, ref, text in newer]
+        if len(older) > 2 and rng.random() < 0.3:
+            older = older[:-1]
+        revisions.append(older)
+    revisions.reverse()
+    last = len(revisions) - 1
+    for i, secs in enumerate(revisions):
+        yield _document(cell, family, i + 1, CURRENT if i == last else SUPERSEDED, secs, kind)
 
 
 def count_chunks(doc: Document) -> int:

@@ -2,7 +2,8 @@
 
 One source of truth for concurrency: :meth:`Engine.retrieve` is a synchronous core; the document
 search and the graph patterns run concurrently on the engine's thread pool; :meth:`aretrieve`
-runs the same core in that pool (``loop.run_in_executor``), so the event loop never blocks.
+runs the same core on a separate request pool (``loop.run_in_executor``), so the event loop never
+blocks and a burst of requests cannot occupy every stage worker while waiting for its own stages.
 
 Every stage has a timeout, a fallback and a threshold, and nothing is dropped silently:
 
@@ -100,6 +101,10 @@ class Engine:
         self._counter = counter
         self.store_dir = Path(store_dir) if store_dir is not None else None
         self._pool = ThreadPoolExecutor(max_workers=self.config.max_workers, thread_name_prefix="hopweave-engine")
+        # aretrieve's requests run here, never on _pool: a request blocks on its stage futures, so
+        # requests on the stage pool would starve it (issue 7: 100 concurrent aretrieve = timeouts).
+        self._request_pool = ThreadPoolExecutor(max_workers=self.config.max_workers,
+                                                thread_name_prefix="hopweave-request")
         self._lock = threading.Lock()
         self._goal_cache: tuple[str, dict[str, GoalType], dict[str, list[TraversalPattern]]] | None = None
         self._trace_vectors = prec.TraceVectorCache()
@@ -191,6 +196,7 @@ class Engine:
             return
         self._closed = True
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._request_pool.shutdown(wait=False, cancel_futures=True)
         for s in (self.index, self.graph):
             try:
                 if s is not None:
@@ -407,9 +413,9 @@ class Engine:
                                          "degraded": tuple(degraded)})
 
     async def aretrieve(self, utterance: str, **kwargs: Any) -> RetrievalResult:
-        """Async :meth:`retrieve` (same core, run in the engine's thread pool)."""
+        """Async :meth:`retrieve` (same core, run on the engine's request pool)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(self.retrieve, utterance, **kwargs))
+        return await loop.run_in_executor(self._request_pool, functools.partial(self.retrieve, utterance, **kwargs))
 
     # ---- stages --------------------------------------------------------------------------
     def _understand(self, utterance: str, sess: Session, as_of: datetime, deadline: float,

@@ -294,3 +294,28 @@ def replay(engine: Engine, paths: Iterable[str | Path], *, record: bool = True) 
             degraded=tuple(f"{d.stage}: {d.what}" for d in r.degraded), timings_ms=r.timings_ms,
         ))
     return out
+
+
+def replay_trace(engine: Engine, tenant_id: str, trace_id: str, *, record: bool = True) -> tuple[RetrievalResult, Any]:
+    """Re-run a recorded retrieval (its utterance, session and as_of) on the store as it is now
+    and diff it against the recording. Returns (new result, TraceDiff); the diff is empty when
+    nothing changed. Raises NotFoundError for an unknown trace (or another tenant's)."""
+    from hopweave.engine import record as rec
+
+    old = rec.load(engine.graph, tenant_id, trace_id)
+    if not old.utterance or not old.as_of:
+        raise InputError(f"trace {trace_id} has no utterance/as_of recorded: it cannot be replayed")
+    session = Session.model_validate(old.session or {"tenant_id": tenant_id})
+    r = engine.retrieve(old.utterance, session=session, as_of=old.as_of, record=record)
+    if record:
+        new = rec.load(engine.graph, tenant_id, r.trace_id)
+    else:  # compare against the result itself without writing it
+        nodes, _ = rec.build(r, session, engine.graph)
+        props = nodes[0].props
+        new = old.model_copy(update={
+            "trace_id": r.trace_id, "goal": r.goal, "goal_version": r.goal_version, "chunk_ids": props["chunk_ids"],
+            "fact_ids": props["fact_ids"], "precedent_ids": props["precedent_ids"],
+            "patterns": props["patterns_json"], "context_hash": r.context.hash, "context_text": r.context.text,
+            "tokens": r.context.tokens, "store_revision": r.store_revision,
+            "metagraph_revision": r.metagraph_revision, "filter": r.filter or {}})
+    return r, rec.diff(old, new)

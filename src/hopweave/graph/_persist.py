@@ -109,7 +109,9 @@ def read_snapshot(directory: Path) -> tuple[dict[str, Any], Any] | None:
         try:
             header = json.loads(f.read(HEADER_SIZE).decode().strip())
         except ValueError as exc:
-            raise StoreCorruptError(f"{path}: unreadable snapshot header ({exc}); restore a backup or reload") from exc
+            raise StoreCorruptError(
+                f"{path}: unreadable snapshot header ({exc}); restore a backup or reload"
+            ) from exc
         if header.get("magic") != MAGIC or header.get("format") != FORMAT:
             raise StoreCorruptError(f"{path}: not a hopweave networkx snapshot of format {FORMAT}")
         size = os.fstat(f.fileno()).st_size
@@ -120,7 +122,9 @@ def read_snapshot(directory: Path) -> tuple[dict[str, Any], Any] | None:
         try:
             state = pickle.load(f)
         except Exception as exc:
-            raise StoreCorruptError(f"{path}: snapshot payload is unreadable ({exc}); reload the store") from exc
+            raise StoreCorruptError(
+                f"{path}: snapshot payload is unreadable ({exc}); reload the store"
+            ) from exc
         finally:
             if enabled:
                 gc.enable()

@@ -62,7 +62,9 @@ class GraphStore(ABC):
         """Nodes of ``label`` visible to the tenant matching ``where`` (property filter), by id."""
         check_tenant(tenant_id)
         self.schema.label(label)
-        return [n for n in self._find_nodes(tenant_id, label, where, limit) if visible(tenant_id, n.tenant_id)]
+        return [
+            n for n in self._find_nodes(tenant_id, label, where, limit) if visible(tenant_id, n.tenant_id)
+        ]
 
     def run_pattern(
         self, tenant_id: str, pattern: TraversalPattern, bindings: Bindings, deadline: float | None = None

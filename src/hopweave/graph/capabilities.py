@@ -36,6 +36,11 @@ class Capabilities:
     #: How a per-query time bound is passed to the server: transaction timeout in seconds
     #: (Neo4j) or the GRAPH.QUERY TIMEOUT argument in milliseconds (FalkorDB).
     timeout_unit: Literal["s", "ms"]
+    #: The client-side deadline runs the query on a helper thread and stops waiting at the
+    #: deadline (a network server can stall). False: the engine is embedded (a Unix socket to a
+    #: local process that enforces its own TIMEOUT), so the call is made directly and a socket
+    #: timeout is the backstop — a thread hop per pattern costs milliseconds on a 2-core machine.
+    client_deadline_thread: bool
     #: Smallest server-side timeout the engine accepts, in milliseconds.
     min_timeout_ms: int
     #: The engine has a read-only query entry point (FalkorDB GRAPH.RO_QUERY, Neo4j READ access).
@@ -66,6 +71,7 @@ NEO4J = Capabilities(
     unique_ddl="CREATE CONSTRAINT {name} IF NOT EXISTS FOR (n:{label}) REQUIRE n.{prop} IS UNIQUE",
     unique_constraint_command=None,
     timeout_unit="s",
+    client_deadline_thread=True,
     min_timeout_ms=1,
     read_only_queries=True,
     timeout_markers=("TransactionTimedOut", "Transaction.Terminated"),
@@ -94,6 +100,7 @@ FALKORDB = Capabilities(
         "{prop}",
     ),
     timeout_unit="ms",
+    client_deadline_thread=False,
     min_timeout_ms=1,
     read_only_queries=True,
     timeout_markers=("Query timed out", "timed out"),

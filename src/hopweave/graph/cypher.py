@@ -338,6 +338,7 @@ def compile_pattern(
     idents = [cypher_identifier(schema, "property", p, target) for p in row_properties(pattern, schema)]
     props = ", ".join(f"{i}: {t}.{i}" for i in idents)
     lines.append(
-        f"RETURN {t}.`id` AS id, labels({t})[0] AS label, {{{props}}} AS props, path" + (", seed_id" if carry else "")
+        f"RETURN {t}.`id` AS id, labels({t})[0] AS label, {{{props}}} AS props, path"
+        + (", seed_id" if carry else "")
     )
     return "\n".join(lines), params.params

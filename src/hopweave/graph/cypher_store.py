@@ -7,8 +7,9 @@ capability table (:mod:`hopweave.graph.capabilities`). A driver subclass impleme
 errors into hopweave errors), :meth:`_execute_command` and :meth:`close`.
 
 Budgets: a pattern runs with a server-side time bound (the remaining budget) and a client-side
-deadline (the caller stops waiting ``client_grace_ms`` after the budget). Either one firing gives
-a truncated result with ``truncated_reason="budget_ms"`` and no rows, never an exception.
+deadline (the caller stops waiting ``client_grace_ms`` after the budget; for an embedded engine a
+socket timeout instead, see ``Capabilities.client_deadline_thread``). Either one firing gives a
+truncated result with ``truncated_reason="budget_ms"`` and no rows, never an exception.
 """
 
 from __future__ import annotations
@@ -140,6 +141,8 @@ class CypherGraphStore(GraphStore):
         if remaining_ms <= 0:
             raise QueryTimeoutError("the pattern's budget was spent before the query started")
         server_ms = max(float(self.caps.min_timeout_ms), remaining_ms)
+        if not self.caps.client_deadline_thread:
+            return self._execute(query, params, read_only=True, timeout_ms=server_ms)
         fut = self._pool.submit(self._execute, query, params, read_only=True, timeout_ms=server_ms)
         try:
             return fut.result(timeout=(remaining_ms + self.client_grace_ms) / 1000.0)

@@ -30,6 +30,8 @@ from hopweave.graph.cypher_store import CypherGraphStore, Record
 from hopweave.models.schema import GraphSchema
 
 DB_FILE = "falkordb.rdb"
+#: Longest any single call may block on the embedded server's socket (bulk batches included).
+SOCKET_TIMEOUT_S = 300.0
 
 
 def _falkordblite() -> Any:
@@ -71,6 +73,10 @@ class FalkorDBStore(CypherGraphStore):
                 f"could not start the embedded FalkorDB server for {self.path}: {exc}; "
                 "check that the directory is writable and no other process holds it"
             ) from exc
+        # the client-side backstop (the server enforces each query's TIMEOUT itself)
+        pool = self._db.client.connection_pool
+        pool.connection_kwargs["socket_timeout"] = SOCKET_TIMEOUT_S
+        pool.disconnect()
         self._graph = self._db.select_graph(graph)
         self._closed = False
 

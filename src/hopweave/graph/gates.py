@@ -88,27 +88,43 @@ def parse_pattern(data: Mapping[str, Any] | TraversalPattern) -> TraversalPatter
     if isinstance(data, TraversalPattern):
         return data
     if not isinstance(data, Mapping):
-        raise _err("?", "pattern", f"expected a mapping, got {type(data).__name__}", "write the pattern as a YAML mapping")
+        raise _err(
+            "?",
+            "pattern",
+            f"expected a mapping, got {type(data).__name__}",
+            "write the pattern as a YAML mapping",
+        )
     name = str(data.get("name", "?"))[:80]
     for field, value in _identifier_fields(data):
         if not isinstance(value, str) or not SAFE_IDENTIFIER.match(value):
             raise PatternIdentifierError(
-                name, field, f"{value!r} is not a safe identifier (it could inject Cypher)",
+                name,
+                field,
+                f"{value!r} is not a safe identifier (it could inject Cypher)",
                 "use letters, digits and underscore only, starting with a letter or underscore, at most 64 chars",
             )
     for field in ("author", "version", "created_at"):
         if data.get(field) in (None, ""):
-            raise _err(name, field, "provenance is required", f"set {field} (author, version and created_at are required)")
+            raise _err(
+                name,
+                field,
+                "provenance is required",
+                f"set {field} (author, version and created_at are required)",
+            )
     try:
         return TraversalPattern.model_validate(dict(data))
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(x) for x in first.get("loc", ())) or "pattern"
-        raise _err(name, loc, first.get("msg", str(exc)), "correct the field to the TraversalPattern model") from None
+        raise _err(
+            name, loc, first.get("msg", str(exc)), "correct the field to the TraversalPattern model"
+        ) from None
 
 
 # ---- schema checks ------------------------------------------------------------------------
-def _labels_after(schema: GraphSchema, prev: set[str], rel_name: str, direction: str) -> tuple[set[str], set[str]]:
+def _labels_after(
+    schema: GraphSchema, prev: set[str], rel_name: str, direction: str
+) -> tuple[set[str], set[str]]:
     """(labels the edge accepts at the previous end, labels at the next end), given direction."""
     rel = schema.rel_map[rel_name]
     if direction == "out":
@@ -128,7 +144,11 @@ def _value_type_ok(ref: Any, prop_type: str, op: str) -> str | None:
     if isinstance(ref, Bind):
         return None
     if isinstance(ref, RelativeTime):
-        return None if prop_type in ("date", "datetime") else f"a relative time needs a date/datetime property, not {prop_type}"
+        return (
+            None
+            if prop_type in ("date", "datetime")
+            else f"a relative time needs a date/datetime property, not {prop_type}"
+        )
     if isinstance(ref, AsOfYear):
         return None if prop_type == "int" else f"as_of_year needs an int property, not {prop_type}"
     if isinstance(ref, Literal_):
@@ -149,17 +169,39 @@ def _value_type_ok(ref: Any, prop_type: str, op: str) -> str | None:
     return None
 
 
-def _pattern_errors(p: TraversalPattern, schema: GraphSchema, goal: GoalType | None) -> Iterator[PatternValidationError]:
+def _pattern_errors(
+    p: TraversalPattern, schema: GraphSchema, goal: GoalType | None
+) -> Iterator[PatternValidationError]:
     n = p.name
     if goal is not None and p.goal != goal.name:
-        yield _err(n, "goal", f"pattern belongs to goal {p.goal!r}, written under {goal.name!r}", "set goal to the GoalType's name")
+        yield _err(
+            n,
+            "goal",
+            f"pattern belongs to goal {p.goal!r}, written under {goal.name!r}",
+            "set goal to the GoalType's name",
+        )
     if p.seed.type not in schema.label_map:
-        yield _err(n, "seed.type", f"label {p.seed.type!r} is not in schema {schema.version}", f"use one of {sorted(schema.label_map)}")
+        yield _err(
+            n,
+            "seed.type",
+            f"label {p.seed.type!r} is not in schema {schema.version}",
+            f"use one of {sorted(schema.label_map)}",
+        )
         return
     if p.seed.key not in schema.label_map[p.seed.type].props:
-        yield _err(n, "seed.key", f"property {p.seed.key!r} is not declared on {p.seed.type}", "use a declared property (usually id or name)")
+        yield _err(
+            n,
+            "seed.key",
+            f"property {p.seed.key!r} is not declared on {p.seed.type}",
+            "use a declared property (usually id or name)",
+        )
     if p.depth != len(p.edge_sequence):
-        yield _err(n, "depth", f"depth {p.depth} != {len(p.edge_sequence)} edges", f"set depth to {len(p.edge_sequence)}")
+        yield _err(
+            n,
+            "depth",
+            f"depth {p.depth} != {len(p.edge_sequence)} edges",
+            f"set depth to {len(p.edge_sequence)}",
+        )
     for key, bound in BOUNDS.items():
         value = len(p.edge_sequence) if key == "depth" else getattr(p, key)
         if value > bound:
@@ -167,44 +209,75 @@ def _pattern_errors(p: TraversalPattern, schema: GraphSchema, goal: GoalType | N
     if not p.author.strip():
         yield _err(n, "author", "author is blank", "name the pattern's author")
     if len(p.via_types) > max(len(p.edge_sequence) - 1, 0):
-        yield _err(n, "via_types", f"{len(p.via_types)} via types for {len(p.edge_sequence) - 1} intermediate nodes",
-                   "give at most one via type per intermediate node (depth - 1)")
+        yield _err(
+            n,
+            "via_types",
+            f"{len(p.via_types)} via types for {len(p.edge_sequence) - 1} intermediate nodes",
+            "give at most one via type per intermediate node (depth - 1)",
+        )
     # chain
     possible: list[set[str]] = [{p.seed.type}]
     chain_ok = True
     for i, step in enumerate(p.edge_sequence):
         if step.type not in schema.rel_map:
-            yield _err(n, f"edge_sequence[{i}].type", f"relationship type {step.type!r} is not in schema {schema.version}",
-                       f"use one of {sorted(schema.rel_map)} (or update the schema)")
+            yield _err(
+                n,
+                f"edge_sequence[{i}].type",
+                f"relationship type {step.type!r} is not in schema {schema.version}",
+                f"use one of {sorted(schema.rel_map)} (or update the schema)",
+            )
             chain_ok = False
             break
         prev = possible[-1]
         accepts, nxt = _labels_after(schema, prev, step.type, step.direction)
         if not prev & accepts:
-            yield _err(n, f"edge_sequence[{i}]", f"{step.type} ({step.direction}) cannot follow a node labelled {sorted(prev)}; "
-                       f"that end of {step.type} takes {sorted(accepts)}", "fix the edge order, type or direction")
+            yield _err(
+                n,
+                f"edge_sequence[{i}]",
+                f"{step.type} ({step.direction}) cannot follow a node labelled {sorted(prev)}; "
+                f"that end of {step.type} takes {sorted(accepts)}",
+                "fix the edge order, type or direction",
+            )
             chain_ok = False
             break
         if i < len(p.edge_sequence) - 1 and i < len(p.via_types) and p.via_types[i] is not None:
             via = p.via_types[i]
             if via not in schema.label_map:
-                yield _err(n, f"via_types[{i}]", f"label {via!r} is not in the schema", "use a declared label or null")
+                yield _err(
+                    n,
+                    f"via_types[{i}]",
+                    f"label {via!r} is not in the schema",
+                    "use a declared label or null",
+                )
                 chain_ok = False
                 break
             if via not in nxt:
-                yield _err(n, f"via_types[{i}]", f"{via} cannot be reached by {step.type} ({step.direction}); reachable: {sorted(nxt)}",
-                           "use a reachable label or null")
+                yield _err(
+                    n,
+                    f"via_types[{i}]",
+                    f"{via} cannot be reached by {step.type} ({step.direction}); reachable: {sorted(nxt)}",
+                    "use a reachable label or null",
+                )
                 chain_ok = False
                 break
             nxt = {via}
         possible.append(nxt)
     if chain_ok:
         if p.target_type not in schema.label_map:
-            yield _err(n, "target_type", f"label {p.target_type!r} is not in the schema", f"use one of {sorted(schema.label_map)}")
+            yield _err(
+                n,
+                "target_type",
+                f"label {p.target_type!r} is not in the schema",
+                f"use one of {sorted(schema.label_map)}",
+            )
             chain_ok = False
         elif p.target_type not in possible[-1]:
-            yield _err(n, "target_type", f"{p.target_type} is not reachable by the last edge; reachable: {sorted(possible[-1])}",
-                       "change target_type or the last edge")
+            yield _err(
+                n,
+                "target_type",
+                f"{p.target_type} is not reachable by the last edge; reachable: {sorted(possible[-1])}",
+                "change target_type or the last edge",
+            )
             chain_ok = False
         else:
             possible[-1] = {p.target_type}
@@ -215,16 +288,34 @@ def _pattern_errors(p: TraversalPattern, schema: GraphSchema, goal: GoalType | N
     for i, pred in enumerate(p.predicates):
         k = depth if pred.on == "target" else int(pred.on)
         if k > depth:
-            yield _err(n, f"predicates[{i}].on", f"hop index {k} is beyond the walk's {depth} hops", f"use 0..{depth} or 'target'")
+            yield _err(
+                n,
+                f"predicates[{i}].on",
+                f"hop index {k} is beyond the walk's {depth} hops",
+                f"use 0..{depth} or 'target'",
+            )
             continue
-        specs = [schema.label_map[lab].props[pred.property] for lab in sorted(possible[k]) if pred.property in schema.label_map[lab].props]
+        specs = [
+            schema.label_map[lab].props[pred.property]
+            for lab in sorted(possible[k])
+            if pred.property in schema.label_map[lab].props
+        ]
         if not specs:
-            yield _err(n, f"predicates[{i}].property", f"property {pred.property!r} is not declared on {sorted(possible[k])}",
-                       "use a declared property of the node at that hop")
+            yield _err(
+                n,
+                f"predicates[{i}].property",
+                f"property {pred.property!r} is not declared on {sorted(possible[k])}",
+                "use a declared property of the node at that hop",
+            )
             continue
         ptype = specs[0].type
         if ptype in ("list[str]", "json") and pred.op not in ("eq", "in", "exists"):
-            yield _err(n, f"predicates[{i}].op", f"op {pred.op!r} on a {ptype} property", "use eq/in (any element) or exists")
+            yield _err(
+                n,
+                f"predicates[{i}].op",
+                f"op {pred.op!r} on a {ptype} property",
+                "use eq/in (any element) or exists",
+            )
         elif ptype == "bool" and pred.op in ("lt", "lte", "gt", "gte"):
             yield _err(n, f"predicates[{i}].op", f"range op {pred.op!r} on a bool property", "use eq or ne")
         if pred.value is not None:
@@ -235,23 +326,56 @@ def _pattern_errors(p: TraversalPattern, schema: GraphSchema, goal: GoalType | N
     for i, ob in enumerate(p.order_by):
         spec = target.props.get(ob.property)
         if spec is None:
-            yield _err(n, f"order_by[{i}].property", f"{ob.property!r} is not declared on {p.target_type}", "order by a declared property")
+            yield _err(
+                n,
+                f"order_by[{i}].property",
+                f"{ob.property!r} is not declared on {p.target_type}",
+                "order by a declared property",
+            )
         elif spec.type in ("list[str]", "json"):
-            yield _err(n, f"order_by[{i}].property", f"cannot order by a {spec.type} property", "order by a scalar property")
+            yield _err(
+                n,
+                f"order_by[{i}].property",
+                f"cannot order by a {spec.type} property",
+                "order by a scalar property",
+            )
     for i, prop in enumerate(p.returns):
         if prop not in target.props:
-            yield _err(n, f"returns[{i}]", f"{prop!r} is not declared on {p.target_type}", "return declared properties only")
+            yield _err(
+                n,
+                f"returns[{i}]",
+                f"{prop!r} is not declared on {p.target_type}",
+                "return declared properties only",
+            )
     for i, prop in enumerate(p.pii_allowed):
         if prop not in target.props:
-            yield _err(n, f"pii_allowed[{i}]", f"{prop!r} is not declared on {p.target_type}", "list properties of the target")
+            yield _err(
+                n,
+                f"pii_allowed[{i}]",
+                f"{prop!r} is not declared on {p.target_type}",
+                "list properties of the target",
+            )
     pii = schema.pii_properties(p.target_type)
     leaked = sorted((set(p.returns) & pii) - set(p.pii_allowed))
     if leaked:
-        yield PIIError(n, "returns", f"returns PII properties {leaked} of {p.target_type} without declaring them",
-                       f"add {leaked} to pii_allowed (after review) or stop returning them")
-    if goal is not None and goal.sections and p.section is not None and p.section not in {s.name for s in goal.sections}:
-        yield _err(n, "section", f"section {p.section!r} is not a section of goal {goal.name}",
-                   f"use one of {[s.name for s in goal.sections]}")
+        yield PIIError(
+            n,
+            "returns",
+            f"returns PII properties {leaked} of {p.target_type} without declaring them",
+            f"add {leaked} to pii_allowed (after review) or stop returning them",
+        )
+    if (
+        goal is not None
+        and goal.sections
+        and p.section is not None
+        and p.section not in {s.name for s in goal.sections}
+    ):
+        yield _err(
+            n,
+            "section",
+            f"section {p.section!r} is not a section of goal {goal.name}",
+            f"use one of {[s.name for s in goal.sections]}",
+        )
 
 
 def pattern_errors(
@@ -289,19 +413,34 @@ def check_conflicts(new: Iterable[TraversalPattern], stored: Iterable[TraversalP
     names = [p.name for p in new_list]
     dup = sorted({x for x in names if names.count(x) > 1})
     if dup:
-        raise PatternConflictError(dup[0], "name", "the same pattern name appears twice in one write", "give each pattern a unique name")
+        raise PatternConflictError(
+            dup[0],
+            "name",
+            "the same pattern name appears twice in one write",
+            "give each pattern a unique name",
+        )
     for p in new_list:
         old = stored_by_name.get(p.name)
         if old is None:
             continue
         if p.version < old.version:
-            raise PatternConflictError(p.name, "version", f"version {p.version} is older than the stored version {old.version}",
-                                       f"use version {old.version + 1} or higher")
+            raise PatternConflictError(
+                p.name,
+                "version",
+                f"version {p.version} is older than the stored version {old.version}",
+                f"use version {old.version + 1} or higher",
+            )
         if p.definition_hash() != old.definition_hash() and p.version == old.version:
-            raise PatternConflictError(p.name, "version", f"definition changed but version is still {p.version}",
-                                       f"bump version to {old.version + 1}")
+            raise PatternConflictError(
+                p.name,
+                "version",
+                f"definition changed but version is still {p.version}",
+                f"bump version to {old.version + 1}",
+            )
         if p.goal != old.goal:
-            raise PatternConflictError(p.name, "goal", f"pattern moved from goal {old.goal} to {p.goal}", "use a new pattern name")
+            raise PatternConflictError(
+                p.name, "goal", f"pattern moved from goal {old.goal} to {p.goal}", "use a new pattern name"
+            )
     merged = {p.name: p for p in stored_by_name.values()}
     merged.update({p.name: p for p in new_list})
     seen: dict[tuple[str, str], str] = {}
@@ -311,9 +450,12 @@ def check_conflicts(new: Iterable[TraversalPattern], stored: Iterable[TraversalP
         other = seen.get(key)
         if other is not None:
             culprit = p.name if p.name in names else other
-            raise PatternConflictError(culprit, "sub_question",
-                                       f"patterns {other!r} and {p.name!r} both answer {p.sub_question!r} for goal {p.goal}",
-                                       "merge them, or reword one sub-question")
+            raise PatternConflictError(
+                culprit,
+                "sub_question",
+                f"patterns {other!r} and {p.name!r} both answer {p.sub_question!r} for goal {p.goal}",
+                "merge them, or reword one sub-question",
+            )
         seen[key] = p.name
 
 
@@ -323,9 +465,12 @@ def validate_goal(goal: GoalType, patterns: Iterable[TraversalPattern]) -> None:
     for s in goal.sections:
         for pname in s.patterns:
             if pname not in names:
-                raise PatternValidationError(goal.name, f"sections.{s.name}.patterns",
-                                             f"section names pattern {pname!r} which goal {goal.name} does not have",
-                                             "name a pattern of this goal")
+                raise PatternValidationError(
+                    goal.name,
+                    f"sections.{s.name}.patterns",
+                    f"section names pattern {pname!r} which goal {goal.name} does not have",
+                    "name a pattern of this goal",
+                )
 
 
 def gate_write(
@@ -355,7 +500,9 @@ def labels_used(p: TraversalPattern) -> list[str]:
     return sorted({p.seed.type, p.target_type, *(v for v in p.via_types if v)})
 
 
-def patterns_using(store: GraphStore, rel_type: str | None = None, label: str | None = None) -> list[TraversalPattern]:
+def patterns_using(
+    store: GraphStore, rel_type: str | None = None, label: str | None = None
+) -> list[TraversalPattern]:
     """Patterns (read from the graph) whose edge sequence uses ``rel_type`` and/or whose seed,
     via or target types use ``label``, by name."""
     out = []
@@ -368,7 +515,9 @@ def patterns_using(store: GraphStore, rel_type: str | None = None, label: str | 
     return out
 
 
-def validate_all(store: GraphStore, schema: GraphSchema | None = None) -> dict[str, list[PatternValidationError]]:
+def validate_all(
+    store: GraphStore, schema: GraphSchema | None = None
+) -> dict[str, list[PatternValidationError]]:
     """Re-validate every stored pattern against ``schema`` (default: the store's). Returns the
     errors by pattern name, only for patterns with errors (an empty dict = all valid)."""
     schema = schema or store.schema

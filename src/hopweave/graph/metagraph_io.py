@@ -44,8 +44,12 @@ def _value(v: Any) -> Any:
         if "bind" in v:
             return {"kind": "bind", "ref": v["bind"], "default": v.get("default")}
         if "relative" in v:
-            return {"kind": "relative", "amount": v["relative"], "unit": v.get("unit", "days"),
-                    "start_of": v.get("start_of")}
+            return {
+                "kind": "relative",
+                "amount": v["relative"],
+                "unit": v.get("unit", "days"),
+                "start_of": v.get("start_of"),
+            }
         if "as_of_year" in v:
             return {"kind": "as_of_year", "offset": v["as_of_year"] or 0}
         return dict(v)
@@ -90,8 +94,12 @@ def read_goal_file(path: str | Path) -> tuple[GoalType, list[dict[str, Any]]]:
     try:
         goal = GoalType.model_validate(doc["goal"])
     except Exception as exc:  # pydantic ValidationError or UnsafeIdentifierError
-        raise PatternValidationError(str(doc["goal"].get("name", p.stem)), "goal", f"invalid GoalType in {p}: {exc}",
-                                     "fix the goal mapping") from None
+        raise PatternValidationError(
+            str(doc["goal"].get("name", p.stem)),
+            "goal",
+            f"invalid GoalType in {p}: {exc}",
+            "fix the goal mapping",
+        ) from None
     defaults = doc.get("defaults") or {}
     raws = [expand_pattern(r, goal.name, defaults) for r in doc.get("patterns") or ()]
     return goal, raws
@@ -125,10 +133,19 @@ def pattern_node(p: TraversalPattern) -> Node:
         id=pattern_node_id(p.name),
         label="TraversalPattern",
         props={
-            "name": p.name, "goal": p.goal, "sub_question": p.sub_question, "seed_type": p.seed.type,
-            "edge_types": [s.type for s in p.edge_sequence], "labels_used": labels_used(p),
-            "target_type": p.target_type, "depth": p.depth, "budget_ms": p.budget_ms, "version": p.version,
-            "author": p.author, "created_at": _time(p.created_at), "definition_hash": p.definition_hash(),
+            "name": p.name,
+            "goal": p.goal,
+            "sub_question": p.sub_question,
+            "seed_type": p.seed.type,
+            "edge_types": [s.type for s in p.edge_sequence],
+            "labels_used": labels_used(p),
+            "target_type": p.target_type,
+            "depth": p.depth,
+            "budget_ms": p.budget_ms,
+            "version": p.version,
+            "author": p.author,
+            "created_at": _time(p.created_at),
+            "definition_hash": p.definition_hash(),
             "definition": to_json(p),
         },
     )
@@ -138,8 +155,13 @@ def goal_node(g: GoalType) -> Node:
     return Node(
         id=goal_node_id(g.name),
         label="GoalType",
-        props={"name": g.name, "description": g.description, "examples": list(g.examples), "version": g.version,
-               "definition": to_json(g)},
+        props={
+            "name": g.name,
+            "description": g.description,
+            "examples": list(g.examples),
+            "version": g.version,
+            "definition": to_json(g),
+        },
     )
 
 
@@ -160,10 +182,19 @@ def write_metagraph(
     missing_goals = {p.goal for p in parsed} - {g.name for g in goals} - {g.name for g in store.goal_types()}
     if missing_goals:
         name = sorted(missing_goals)[0]
-        raise PatternValidationError(name, "goal", f"goal {name!r} is neither written nor stored",
-                                     "write its GoalType together with its patterns")
+        raise PatternValidationError(
+            name,
+            "goal",
+            f"goal {name!r} is neither written nor stored",
+            "write its GoalType together with its patterns",
+        )
     store.write(GLOBAL_TENANT, nodes, edges)
-    return {"goals": len(goals), "patterns": len(parsed), "unchanged": unchanged, "revision": store.metagraph_revision()}
+    return {
+        "goals": len(goals),
+        "patterns": len(parsed),
+        "unchanged": unchanged,
+        "revision": store.metagraph_revision(),
+    }
 
 
 def load_metagraph(store: GraphStore, directory: str | Path | None = None) -> dict[str, Any]:

@@ -37,8 +37,15 @@ def _pool(max_workers: int) -> ThreadPoolExecutor:
 
 def _failed(p: TraversalPattern, error: str, reason: str, elapsed_ms: float) -> PatternResult:
     return PatternResult(
-        pattern=p.name, version=p.version, sub_question=p.sub_question, section=p.section,
-        rows=(), truncated=True, truncated_reason=reason, elapsed_ms=round(elapsed_ms, 3), error=error,
+        pattern=p.name,
+        version=p.version,
+        sub_question=p.sub_question,
+        section=p.section,
+        rows=(),
+        truncated=True,
+        truncated_reason=reason,
+        elapsed_ms=round(elapsed_ms, 3),
+        error=error,
     )
 
 
@@ -73,7 +80,9 @@ def run_goal_patterns(
         return [_run_one(store, tenant_id, p, bindings) for p in ordered]
     pool = _pool(max_workers)
     submitted = time.perf_counter()
-    futures: list[Future[PatternResult]] = [pool.submit(_run_one, store, tenant_id, p, bindings) for p in ordered]
+    futures: list[Future[PatternResult]] = [
+        pool.submit(_run_one, store, tenant_id, p, bindings) for p in ordered
+    ]
     results: list[PatternResult] = []
     leak: TenantError | None = None
     for p, fut in zip(ordered, futures):
@@ -85,8 +94,14 @@ def run_goal_patterns(
             results.append(fut.result(timeout=timeout))
         except FutureTimeout:
             fut.cancel()
-            results.append(_failed(p, "the backend did not return within budget", "budget_ms",
-                                   (time.perf_counter() - submitted) * 1000))
+            results.append(
+                _failed(
+                    p,
+                    "the backend did not return within budget",
+                    "budget_ms",
+                    (time.perf_counter() - submitted) * 1000,
+                )
+            )
         except TenantError as exc:
             leak = exc
     if leak is not None:

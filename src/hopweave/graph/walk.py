@@ -154,12 +154,16 @@ def row_properties(
     return out
 
 
-def _sort_rows(found: dict[str, tuple[str, ...]], attrs_of: dict[str, dict[str, Any]], pattern: TraversalPattern) -> list[str]:
+def _sort_rows(
+    found: dict[str, tuple[str, ...]], attrs_of: dict[str, dict[str, Any]], pattern: TraversalPattern
+) -> list[str]:
     ids = sorted(found)
     for ob in reversed(pattern.order_by):
         present = [i for i in ids if _prop(attrs_of[i], i, ob.property) is not None]
         missing = [i for i in ids if _prop(attrs_of[i], i, ob.property) is None]
-        present.sort(key=lambda i: _sort_key(_prop(attrs_of[i], i, ob.property)), reverse=ob.direction == "desc")
+        present.sort(
+            key=lambda i: _sort_key(_prop(attrs_of[i], i, ob.property)), reverse=ob.direction == "desc"
+        )
         ids = present + missing
     return ids
 
@@ -250,8 +254,10 @@ def walk(
     try:
         if seed_value is not UNBOUND and seed_value is not None:
             values = tuple(seed_value) if isinstance(seed_value, (tuple, list)) else (seed_value,)
-            tree = In(field=pattern.seed.key, values=values) if len(values) != 1 else Eq(
-                field=pattern.seed.key, value=values[0]
+            tree = (
+                In(field=pattern.seed.key, values=values)
+                if len(values) != 1
+                else Eq(field=pattern.seed.key, value=values[0])
             )
             cands = sorted(set(view.seed_candidates(pattern.seed.type, pattern.seed.key, values)))
             for sid in cands:

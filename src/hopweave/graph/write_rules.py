@@ -113,7 +113,9 @@ _HINT = {
 def check_node_id(node_id: Any) -> str:
     """Node ids are non-empty strings of printable characters, at most 256 long."""
     if not isinstance(node_id, str) or not node_id or len(node_id) > _ID_MAX or not node_id.isprintable():
-        raise InputError(f"node id {node_id!r} must be a non-empty printable string of at most {_ID_MAX} chars")
+        raise InputError(
+            f"node id {node_id!r} must be a non-empty printable string of at most {_ID_MAX} chars"
+        )
     return node_id
 
 
@@ -132,7 +134,8 @@ class WriteValidator:
         for lab in schema.labels:
             self._label_props[lab.name] = {
                 n: (p, CONVERTERS[p.type], _FAST_TYPES.get(p.type))
-                for n, p in lab.props.items() if n not in ("id", "tenant_id")
+                for n, p in lab.props.items()
+                if n not in ("id", "tenant_id")
             }
             self._required[lab.name] = tuple(
                 n for n, p in lab.props.items() if p.required and n not in ("id", "tenant_id")

@@ -26,6 +26,8 @@ PROVIDER = "sentence-transformers"
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
 _WEIGHTS_FILE = "model.safetensors"
+#: embed() calls of at most this many texts go through the LRU (queries; ingest batches do not).
+CACHED_CALL_MAX = 8
 
 
 def _set_offline() -> None:
@@ -91,7 +93,8 @@ class SentenceTransformerEmbedder(Embedder):
         model_path: folder with the sentence-transformers model; default the bundled MiniLM.
         model_name: name recorded in the embedding space.
         device: torch device (default "cpu").
-        query_cache_size: entries in the LRU cache used by ``embed_query`` (0 disables).
+        query_cache_size: entries in each LRU cache (``embed_query`` by text, and small
+            ``embed`` calls of <= CACHED_CALL_MAX texts by their exact tuple); 0 disables.
     """
 
     def __init__(
@@ -108,6 +111,9 @@ class SentenceTransformerEmbedder(Embedder):
         self._model: Any = None
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        # Small embed() calls (queries: classifier views, search query, precedent case text),
+        # keyed by the exact tuple of texts so a hit returns what that same call computed.
+        self._calls: OrderedDict[tuple[str, ...], np.ndarray] = OrderedDict()
         self._cache_size = query_cache_size
         self._cache_lock = threading.Lock()
         dims = DIMENSIONS if model_name == MODEL_NAME else self._read_dims()
@@ -162,6 +168,13 @@ class SentenceTransformerEmbedder(Embedder):
             raise TypeError("embed() takes a sequence of strings; use embed_one() for one text")
         if len(texts) == 0:
             return np.zeros((0, self.space.dimensions), dtype=np.float32)
+        key = tuple(texts) if self._cache_size > 0 and len(texts) <= CACHED_CALL_MAX else None
+        if key is not None:
+            with self._cache_lock:
+                hit = self._calls.get(key)
+                if hit is not None:
+                    self._calls.move_to_end(key)
+                    return hit.copy()
         import torch
 
         with torch.inference_mode():
@@ -178,6 +191,11 @@ class SentenceTransformerEmbedder(Embedder):
                 f"model at {self._path} produced vectors of shape {vecs.shape}, expected "
                 f"(*, {self.space.dimensions})"
             )
+        if key is not None:
+            with self._cache_lock:
+                self._calls[key] = vecs.copy()
+                while len(self._calls) > self._cache_size:
+                    self._calls.popitem(last=False)
         return vecs
 
     def embed_query(self, text: str) -> np.ndarray:

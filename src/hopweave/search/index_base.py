@@ -293,13 +293,17 @@ class VectorIndex(ABC):
         self._count_cache = cache
         return cache[key]
 
-    def dense_vectors(self, tenant_id: str, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """Stored dense vectors of the tenant's chunks (chunks without one are absent)."""
+    def dense_vectors(
+        self, tenant_id: str, chunk_ids: Sequence[str], space: EmbeddingSpace | None = None
+    ) -> dict[str, np.ndarray]:
+        """Stored dense vectors of the tenant's chunks (in ``space`` when given; others absent)."""
         check_tenant(tenant_id)
         out: dict[str, np.ndarray] = {}
         for payload, vec in self._retrieve([point_id(c) for c in chunk_ids]):
             if payload.get("tenant_id") != tenant_id:
                 raise TenantError(f"chunk {payload.get('chunk_id')!r} belongs to another tenant")
+            if space is not None and payload.get(SPACE_FIELD) != space.key:
+                continue
             if vec is not None:
                 out[str(payload["chunk_id"])] = np.asarray(vec, dtype=np.float32)
         return out

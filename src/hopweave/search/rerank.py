@@ -17,7 +17,7 @@ import os
 import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -65,10 +65,23 @@ class Reranker(ABC):
 
 
 class BiEncoderReranker(Reranker):
-    """Exact cosine between the query and ``title. chunk`` with an embedder (default MiniLM)."""
+    """Exact cosine between the query and ``title. chunk`` with an embedder (default MiniLM).
 
-    def __init__(self, embedder: Embedder | None = None) -> None:
+    Args:
+        embedder: the bi-encoder (default: the process-wide MiniLM).
+        stored_vectors: optional ``chunk ids -> {chunk id: vector}`` lookup of vectors already
+            stored for exactly ``title. chunk`` in the embedder's space (e.g.
+            ``lambda ids: index.dense_vectors(tenant, ids)``); chunks found there are not
+            re-embedded (same cosine, a fraction of the cost).
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        stored_vectors: Callable[[list[str]], dict[str, np.ndarray]] | None = None,
+    ) -> None:
         self._embedder = embedder
+        self._stored = stored_vectors
 
     @property
     def embedder(self) -> Embedder:
@@ -83,9 +96,15 @@ class BiEncoderReranker(Reranker):
         return f"bi-encoder:{self.embedder.space.key}"
 
     def score(self, query: str, hits: Sequence[Hit]) -> list[float]:
-        vecs = self.embedder.embed([query] + [title_text(h) for h in hits])
-        q, docs = vecs[0], vecs[1:]
-        return [float(x) for x in docs @ q]
+        from hopweave.search.embedders import embed_query
+
+        q = embed_query(self.embedder, query)
+        known = self._stored([h.chunk_id for h in hits]) if self._stored is not None else {}
+        missing = [h for h in hits if h.chunk_id not in known]
+        if missing:
+            vecs = self.embedder.embed([title_text(h) for h in missing])
+            known = {**known, **{h.chunk_id: v for h, v in zip(missing, vecs)}}
+        return [float(np.asarray(known[h.chunk_id], dtype=np.float32) @ q) for h in hits]
 
 
 class CrossEncoderReranker(Reranker):
@@ -139,7 +158,11 @@ class CrossEncoderReranker(Reranker):
         return [float(s) for s in np.asarray(scores, dtype=np.float64).reshape(-1)]
 
 
-def get_reranker(name: str | None, embedder: Embedder | None = None) -> Reranker | None:
+def get_reranker(
+    name: str | None,
+    embedder: Embedder | None = None,
+    stored_vectors: Callable[[list[str]], dict[str, np.ndarray]] | None = None,
+) -> Reranker | None:
     """``None``/"none" -> None, "bi_encoder" -> BiEncoderReranker, "cross_encoder" -> CrossEncoderReranker.
 
     Raises:
@@ -148,7 +171,7 @@ def get_reranker(name: str | None, embedder: Embedder | None = None) -> Reranker
     if name in (None, "", "none"):
         return None
     if name in ("bi_encoder", "bi-encoder", "biencoder"):
-        return BiEncoderReranker(embedder)
+        return BiEncoderReranker(embedder, stored_vectors)
     if name in ("cross_encoder", "cross-encoder", "crossencoder"):
         return CrossEncoderReranker()
     raise ConfigError(f"unknown reranker {name!r}: use none, bi_encoder or cross_encoder")

@@ -178,6 +178,7 @@ class EntityResolver:
         self.identifiers = tuple(identifiers)
         self.enrich_from_graph = enrich_from_graph
         self._lock = threading.Lock()
+        self._nlp_lock = threading.Lock()
         self._cached: tuple[str, Any, dict[str, "Node"]] | None = None
 
     # ---- vocabulary ----------------------------------------------------------------------
@@ -261,7 +262,8 @@ class EntityResolver:
         return res
 
     def _vocabulary_entities(self, nlp: Any, nodes: dict[str, "Node"], text: str) -> list[Entity]:
-        doc = nlp(text)
+        with self._nlp_lock:  # spaCy's shared StringStore is not safe to grow from several threads
+            doc = nlp(text)
         found: dict[tuple[str, str, int, int], bool] = {}  # (label, node id, start, end) -> fuzzy
         for span in doc.spans.get(SPANS_KEY, ()):
             nid, fuzzy = (span.id_[: -len(_FUZZY)], True) if span.id_.endswith(_FUZZY) else (span.id_, False)

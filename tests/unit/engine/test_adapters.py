@@ -66,3 +66,12 @@ def test_agent_tool_as_langchain_tool(engine) -> None:
     t = RetrieveTool(engine, MARIA).as_langchain_tool()
     out = t.invoke({"query": "late fee", "mode": "keyword", "filters": {"tier": "Platinum"}, "top_k": 3})
     assert len(out) == 3 and t.name == "retrieve" and "keyword" in t.description
+
+
+def test_missing_langchain_gives_the_install_hint(monkeypatch, maria) -> None:
+    import hopweave.adapters.langchain as lc
+    from hopweave.errors import MissingDependencyError
+
+    monkeypatch.setattr(lc, "_HAVE_LANGCHAIN", False)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'hopweave\[langchain\]'"):
+        lc.to_documents(maria)

@@ -36,6 +36,8 @@ def test_retrieve_replay_and_trace_diff_after_a_pattern_edit(cli_store: Path) ->
     res = _ok(["replay", str(SCENARIOS / "01_maria_late_fee.yaml"), str(SCENARIOS / "24_search_store_down.yaml"),
                "--store", str(cli_store), "--twice"])
     assert "2/2 scenarios passed (each replayed twice, byte-identical)" in res.stdout
+    same = _ok(["trace", "replay", before["trace_id"], "--tenant", "deltabank", "--store", str(cli_store)]).stdout
+    assert "identical context and plan" in same
 
     # Edit a pattern (a new version through the write gates): waivers of the last year only.
     from hopweave.graph import open_graph_store
@@ -49,6 +51,10 @@ def test_retrieve_replay_and_trace_diff_after_a_pattern_edit(cli_store: Path) ->
                   if p.property == "timestamp" else p for p in old.predicates)
     write_metagraph(g, [], [old.model_copy(update={"predicates": preds, "version": 2})])
     g.close()
+
+    res = RUN.invoke(app, ["trace", "replay", before["trace_id"], "--tenant", "deltabank", "--store", str(cli_store)])
+    assert res.exit_code == 1, res.output  # the recorded run no longer reproduces: show why
+    assert "patterns: ~ waiver_history@1 -> @2" in res.stdout
 
     after = _retrieve(cli_store)
     assert after["trace_id"] != before["trace_id"]

@@ -8,7 +8,9 @@ from datetime import datetime
 
 import pytest
 
-neo4j = pytest.importorskip("neo4j", reason="the neo4j driver is not installed: pip install 'hopweave[neo4j]'")
+neo4j = pytest.importorskip(
+    "neo4j", reason="the neo4j driver is not installed: pip install 'hopweave[neo4j]'"
+)
 
 from hopweave.errors import (  # noqa: E402
     ConfigError,
@@ -26,7 +28,9 @@ DEAD = "bolt://127.0.0.1:9"  # discard port: nothing listens
 
 @pytest.fixture
 def dead(schema):
-    store = Neo4jGraphStore(DEAD, ("neo4j", "pw"), schema, connection_timeout=0.5, max_transaction_retry_time=0)
+    store = Neo4jGraphStore(
+        DEAD, ("neo4j", "pw"), schema, connection_timeout=0.5, max_transaction_retry_time=0
+    )
     yield store
     store.close()
 
@@ -45,9 +49,19 @@ def test_unreachable_server_is_store_unavailable(dead) -> None:
         dead.verify()
     with pytest.raises(StoreUnavailableError):
         dead.get_node("deltabank", "CUST_4421")
-    p = TraversalPattern(name="t", goal="G", sub_question="test?", seed=Seed(type="Customer"),
-                         edge_sequence=(EdgeStep(type="HOLDS"),), target_type="Account", depth=1, version=1,
-                         author="t", created_at=datetime(2026, 1, 1), budget_ms=2000)
+    p = TraversalPattern(
+        name="t",
+        goal="G",
+        sub_question="test?",
+        seed=Seed(type="Customer"),
+        edge_sequence=(EdgeStep(type="HOLDS"),),
+        target_type="Account",
+        depth=1,
+        version=1,
+        author="t",
+        created_at=datetime(2026, 1, 1),
+        budget_ms=2000,
+    )
     b = Bindings(session=Session(tenant_id="deltabank", customer_id="C"), as_of=datetime(2026, 5, 12))
     [res] = run_goal_patterns(dead, "deltabank", [p], b)  # the executor reports it, others go on
     assert res.error and "StoreUnavailableError" in res.error
@@ -63,11 +77,20 @@ def _server_error(code: str, message: str) -> Exception:
 @pytest.mark.parametrize(
     ("exc", "expected"),
     [
-        (lambda: _server_error("Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration",
-                               "The transaction has not completed within the timeout specified at its start"),
-         QueryTimeoutError),
-        (lambda: _server_error("Neo.ClientError.Schema.ConstraintValidationFailed",
-                               "Node(1) already exists with label `Customer` and property `id` = 'C1'"), StoreError),
+        (
+            lambda: _server_error(
+                "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration",
+                "The transaction has not completed within the timeout specified at its start",
+            ),
+            QueryTimeoutError,
+        ),
+        (
+            lambda: _server_error(
+                "Neo.ClientError.Schema.ConstraintValidationFailed",
+                "Node(1) already exists with label `Customer` and property `id` = 'C1'",
+            ),
+            StoreError,
+        ),
         (lambda: _server_error("Neo.ClientError.Statement.SyntaxError", "Invalid input"), StoreError),
         (lambda: neo4j.exceptions.AuthError("unauthorized"), ConfigError),
         (lambda: neo4j.exceptions.ServiceUnavailable("gone"), StoreUnavailableError),
@@ -78,3 +101,21 @@ def test_driver_errors_are_translated(dead, exc, expected) -> None:
     err = dead._translate(exc(), 50.0)
     assert type(err) is expected, (type(err), err)
     assert str(err)
+
+
+def test_open_server_store_needs_exactly_one_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hopweave.graph.server_load import open_server_store
+
+    with pytest.raises(ConfigError):
+        open_server_store()
+    with pytest.raises(ConfigError):
+        open_server_store(neo4j=DEAD, falkordb="/tmp/x")
+    monkeypatch.delenv("HOPWEAVE_NEO4J_PASSWORD", raising=False)
+    with pytest.raises(ConfigError):  # no password configured
+        open_server_store(neo4j=DEAD)
+    monkeypatch.setenv("HOPWEAVE_NEO4J_PASSWORD", "pw")
+    store = open_server_store(neo4j=DEAD)
+    try:
+        assert isinstance(store, Neo4jGraphStore) and store.uri == DEAD
+    finally:
+        store.close()

@@ -46,3 +46,14 @@ def test_bi_encoder_reranks_head_keeps_tail(embedder):
     assert out[0].chunk_id == "b" and out[0].rerank.fused_rank == 2
     assert out[-1].chunk_id == "d" and out[-1].rerank is None
     assert [h.chunk_id for h in out] == [h.chunk_id for h in BiEncoderReranker(embedder).rerank("can my late fee be waived?", hits, top_n=3)]
+
+
+def test_bi_encoder_stored_vectors_give_the_same_scores(embedder):
+    hits = [
+        _hit("a", "Mortgage rates", "Fixed rate mortgages.", 0.9),
+        _hit("b", "Late fee waiver policy", "One late fee waiver per year.", 0.8),
+    ]
+    stored = {"b": embedder.embed([title_text(hits[1])])[0]}
+    plain = BiEncoderReranker(embedder).score("late fee waived?", hits)
+    cached = BiEncoderReranker(embedder, lambda ids: {i: stored[i] for i in ids if i in stored}).score("late fee waived?", hits)
+    assert cached == [pytest.approx(x, abs=1e-5) for x in plain]
