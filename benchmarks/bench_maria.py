@@ -30,7 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import maria_measure as mm  # noqa: E402
 from maria_baselines import langchain_available, langchain_ensemble, post_filtered, quality  # noqa: E402
 
-from hopweave.deltabank.scale import DEFAULT_SEED, QUALITY_QUERIES, build_scale_store  # noqa: E402
+from hopweave.deltabank.scale import (  # noqa: E402
+    DEFAULT_SEED,
+    GENERATOR_VERSION,
+    QUALITY_QUERIES,
+    build_scale_store,
+)
 
 #: Targets of issue 7 (benchmarks, not tests).
 TARGETS = {"maria_p50_ms_concurrent": 50.0, "maria_p99_ms_concurrent": 150.0, "search_alone_p50_ms": 15.0,
@@ -61,7 +66,7 @@ def default_store(chunks: int, nodes: int, seed: int) -> Path:
 def prepare_store(store: Path, chunks: int, nodes: int, seed: int, rebuild: bool, log: Any) -> dict[str, Any]:
     """Reuse ``store`` when it was built with the same parameters, else (re)build it."""
     meta_path = store / "bench_meta.json"
-    want = {"format": STORE_FORMAT, "chunks": chunks, "nodes": nodes, "seed": seed}
+    want = {"format": STORE_FORMAT, "generator": GENERATOR_VERSION, "chunks": chunks, "nodes": nodes, "seed": seed}
     if not rebuild and meta_path.is_file():
         meta = json.loads(meta_path.read_text())
         if meta.get("params") == want:
@@ -79,7 +84,7 @@ def prepare_store(store: Path, chunks: int, nodes: int, seed: int, rebuild: bool
     log(f"building the store at {store} ({chunks} chunks, {nodes} nodes) ...")
 
     def progress(stage: str, done: int, total: int) -> None:
-        if done == total or done % 8192 < 2048 and stage == "embedding":
+        if stage == "embedding-cache" or done == total:
             log(f"  {stage} {done}/{total}")
 
     build = build_scale_store(store, chunks=chunks, nodes=nodes, seed=seed, progress=progress)

@@ -34,6 +34,8 @@ from hopweave.models.documents import CURRENT, SUPERSEDED, Document
 from hopweave.models.filters import And, Eq, FilterTree, In
 from hopweave.search.embedder import Embedder
 
+#: Bumped whenever the generated text or metadata changes (benchmark stores are rebuilt).
+GENERATOR_VERSION = 2
 DEFAULT_CHUNKS = 50_000
 DEFAULT_SEED = 4421
 #: Share of the generated chunks that pass Maria's filter (8,000 of 50,000).
@@ -534,7 +536,7 @@ def build_scale_store(store_dir: str | Path, *, chunks: int = DEFAULT_CHUNKS, no
 
         embedder = default_embedder()
     vectors, cache = embed_texts_cached(embedder, chunk_texts(docs), cache_dir,
-                                        progress=(lambda a, b: progress("embedding", a, b)) if progress else None)
+                                        progress=(lambda a, b: progress("embedding-cache", a, b)) if progress else None)
     timings["embed_s"] = cache["embed_s"]
     vec_dir = store / "vectors"
     if vec_dir.exists():

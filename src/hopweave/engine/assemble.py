@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import datetime
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -77,6 +78,7 @@ def _row_values(row: Row) -> dict[str, Any]:
     return d
 
 
+@lru_cache(maxsize=4096)  # pure; _chunk_order compares every pair of chunks (issue 7 profile)
 def _shingles(text: str) -> frozenset[tuple[str, ...]]:
     words = _WORD.findall(text.lower())
     if len(words) < 3:

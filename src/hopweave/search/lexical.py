@@ -102,40 +102,47 @@ class Tokenizer:
         return f"{TOKENIZER_VERSION}:{flags}"
 
     def _word(self, w: str) -> str | None:
-        c = self.config
-        if len(w) < c.min_len or len(w) > c.max_len:
-            return None
-        if c.stopwords and w in STOPWORDS:
-            return None
-        if c.stem and w.isalpha():
-            return _stem(w)
-        return w
+        return _word(w, self.config)
 
     def tokenize(self, text: str) -> list[str]:
         """Index terms of ``text`` in order (compounds emit the whole term, then its parts)."""
         text = unicodedata.normalize("NFKC", text)
         out: list[str] = []
         for m in _TOKEN_RE.finditer(text):
-            raw = m.group(0)
-            if _NUMBER_RE.fullmatch(raw):
-                out.append(raw.lower())
-                continue
-            if _is_compound(raw):
-                whole = raw.lower().strip("'")
-                if len(whole) <= self.config.max_len:
-                    out.append(whole)
-                if self.config.split_compounds:
-                    for part in _PART_RE.findall(raw):
-                        pieces = _CAMEL_RE.findall(part) if not part.islower() else [part]
-                        for p in pieces or [part]:
-                            t = self._word(p.lower())
-                            if t:
-                                out.append(t)
-                continue
-            t = self._word(raw.lower())
-            if t:
-                out.append(t)
+            out.extend(_raw_terms(m.group(0), self.config))
         return out
+
+
+def _word(w: str, c: TokenizerConfig) -> str | None:
+    if len(w) < c.min_len or len(w) > c.max_len:
+        return None
+    if c.stopwords and w in STOPWORDS:
+        return None
+    if c.stem and w.isalpha():
+        return _stem(w)
+    return w
+
+
+@lru_cache(maxsize=200_000)  # pure per raw token; ingest re-tokenizes the same words (issue 7 profile)
+def _raw_terms(raw: str, config: TokenizerConfig) -> tuple[str, ...]:
+    """Index terms of one raw token match (a compound: the whole term, then its parts)."""
+    if _NUMBER_RE.fullmatch(raw):
+        return (raw.lower(),)
+    if _is_compound(raw):
+        out: list[str] = []
+        whole = raw.lower().strip("'")
+        if len(whole) <= config.max_len:
+            out.append(whole)
+        if config.split_compounds:
+            for part in _PART_RE.findall(raw):
+                pieces = _CAMEL_RE.findall(part) if not part.islower() else [part]
+                for p in pieces or [part]:
+                    t = _word(p.lower(), config)
+                    if t:
+                        out.append(t)
+        return tuple(out)
+    t = _word(raw.lower(), config)
+    return (t,) if t else ()
 
 
 @lru_cache(maxsize=500_000)

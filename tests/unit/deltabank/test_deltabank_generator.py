@@ -47,7 +47,7 @@ def test_load_builds_graph_and_metagraph_atomically(tmp_path):
     assert lf["policy_types"] == ["LateFeeWaiver", "FeeSchedule"]
     # every non-metagraph node has a summary line
     missing = [nid for nid, a in s.graph.nodes(data=True)
-               if a["label"] not in ("GoalType", "TraversalPattern") and not a.get("summary")]
+               if a["label"] not in ("GoalType", "TraversalPattern", "FilterMapping") and not a.get("summary")]
     assert missing == []
     # loading again replaces (no duplicates), same seed => same counts
     again = load_deltabank(tmp_path, nodes=3000, seed=5, with_vectors=False)
