@@ -110,6 +110,8 @@ def run(args: argparse.Namespace, log: Any = None) -> dict[str, Any]:
                                                                    "budget_ms", "pattern_budget_scale")}}
     store = Path(args.store) if args.store else default_store(args.chunks, args.nodes, args.seed)
     res["store"] = prepare_store(store, args.chunks, args.nodes, args.seed, args.rebuild, log)
+    if args.build_only:
+        return res
 
     log("cold start (child process) ...")
     res["cold_start"] = mm.cold_start(store, args.budget_ms, args.pattern_budget_scale)
@@ -273,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--pattern-budget-scale", type=float, default=100.0)
     ap.add_argument("--store", default=None, help="store directory (default: under the hopweave cache dir)")
     ap.add_argument("--rebuild", action="store_true")
+    ap.add_argument("--build-only", action="store_true", help="build (or check) the store, measure nothing")
     ap.add_argument("--no-langchain", action="store_true")
     ap.add_argument("--profile", default=None, help="write pyinstrument profiles (text + html) to this folder")
     ap.add_argument("--out", default=None, help="write the Markdown report here (e.g. docs/benchmarks/perf.md)")
@@ -287,6 +290,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def finish(args: argparse.Namespace, res: dict[str, Any]) -> dict[str, Any]:
+    if args.build_only:
+        print(json.dumps(res["store"], indent=1, default=str))
+        return res
     if args.out:
         from report_md import write_report
 

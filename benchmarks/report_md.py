@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+#: Everything after this line in the report is hand-written analysis, kept across re-runs.
+ANALYSIS_MARKER = "<!-- analysis: kept when the benchmark rewrites the tables above -->"
+
 
 def _f(v: Any, unit: str = "", nd: int = 1) -> str:
     if v is None or (isinstance(v, float) and v != v):
@@ -130,5 +133,11 @@ def write_report(path: Path, res: dict[str, Any]) -> None:
         lines.append("")
     if res.get("notes"):
         lines += ["## Notes", "", *res["notes"], ""]
+    # Hand-written analysis below the marker survives a re-run.
+    keep = ""
+    if path.is_file():
+        old = path.read_text(encoding="utf-8")
+        if ANALYSIS_MARKER in old:
+            keep = old[old.index(ANALYSIS_MARKER):]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines), encoding="utf-8")
+    path.write_text("\n".join(lines) + ("\n" + keep if keep else "\n" + ANALYSIS_MARKER + "\n"), encoding="utf-8")

@@ -56,6 +56,7 @@ def maria_cmd(
     pattern_budget_scale: float = typer.Option(100.0, "--pattern-budget-scale"),
     store: Optional[Path] = typer.Option(None, "--store", help="Store directory (default: in the cache dir)."),
     rebuild: bool = typer.Option(False, "--rebuild", help="Rebuild the store even if it matches."),
+    build_only: bool = typer.Option(False, "--build-only", help="Build (or check) the store, measure nothing."),
     no_langchain: bool = typer.Option(False, "--no-langchain", help="Skip the LangChain baseline."),
     profile: Optional[Path] = typer.Option(None, "--profile", help="Write pyinstrument profiles here."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write the Markdown report (docs/benchmarks/perf.md)."),
@@ -71,7 +72,8 @@ def maria_cmd(
     for flag, val in (("--store", store), ("--profile", profile), ("--out", out)):
         if val is not None:
             argv += [flag, str(val)]
-    argv += [f for f, on in (("--rebuild", rebuild), ("--no-langchain", no_langchain), ("--json", as_json)) if on]
+    argv += [f for f, on in (("--rebuild", rebuild), ("--build-only", build_only), ("--no-langchain", no_langchain),
+                             ("--json", as_json)) if on]
     args = mod.build_parser().parse_args(argv)
     args.command_line = "hopweave bench maria " + " ".join(argv)
     mod.finish(args, mod.run(args))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 import typer
@@ -31,3 +32,16 @@ def handle_errors(fn: F) -> F:
             raise typer.Exit(code=2) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def store_path(store: Path | None) -> Path:
+    """The store directory every command uses: ``--store``, else ``$HOPWEAVE_STORE``
+    (``HopweaveSettings.store_dir``), else ``.hopweave/deltabank``."""
+    if store is not None:
+        return store
+    from hopweave.config import HopweaveSettings
+
+    return HopweaveSettings().store_dir
+
+
+STORE_HELP = "Store directory (default: $HOPWEAVE_STORE or .hopweave/deltabank; build it with `hopweave load`)."

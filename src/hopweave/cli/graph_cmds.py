@@ -8,20 +8,20 @@ from typing import Any, Optional
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import emit_json, handle_errors
+from hopweave.cli.common import STORE_HELP, emit_json, handle_errors, store_path
 from hopweave.errors import InputError, NotFoundError
-
-DEFAULT_STORE = Path(".hopweave/store")
 
 patterns_app = typer.Typer(help="List, show, validate and search the stored traversal patterns.", no_args_is_help=True)
 app.add_typer(patterns_app, name="patterns")
 
-StoreOpt = typer.Option(DEFAULT_STORE, "--store", help="Store directory (default: .hopweave/store).")
+StoreOpt = typer.Option(None, "--store", help=STORE_HELP)
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
 
 
-def _open_existing(store: Path) -> Any:
+def _open_existing(store: Optional[Path]) -> Any:
     from hopweave.graph import GRAPH_SUBDIR, open_graph_store
+
+    store = store_path(store)
 
     graph_dir = store / GRAPH_SUBDIR
     if not (graph_dir / "snapshot.pkl").exists() and not (graph_dir / "journal.jsonl").exists():
@@ -37,7 +37,7 @@ def _echo(text: str) -> None:
 @handle_errors
 def load_cmd(
     example: Optional[Path] = typer.Argument(None, help="Example folder (default: examples/deltabank)."),
-    store: Path = StoreOpt,
+    store: Optional[Path] = StoreOpt,
     nodes: int = typer.Option(20_000, "--nodes", help="Approximate number of graph nodes to generate."),
     seed: int = typer.Option(4421, "--seed", help="Generator seed (same seed => same graph)."),
     no_vectors: bool = typer.Option(False, "--no-vectors", help="Graph only: skip embedding the policy corpus."),
@@ -48,7 +48,7 @@ def load_cmd(
 
     if example is not None and not example.is_dir():
         raise InputError(f"example folder {example} does not exist")
-    summary = load_deltabank(store, nodes=nodes, seed=seed, example_dir=example, with_vectors=not no_vectors)
+    summary = load_deltabank(store_path(store), nodes=nodes, seed=seed, example_dir=example, with_vectors=not no_vectors)
     if as_json:
         emit_json(summary)
         return
@@ -68,7 +68,7 @@ def _pattern_row(p: Any) -> dict[str, Any]:
 @handle_errors
 def patterns_list(
     goal: Optional[str] = typer.Option(None, "--goal", help="Only this goal's patterns."),
-    store: Path = StoreOpt,
+    store: Optional[Path] = StoreOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """List the patterns stored in the graph."""
@@ -83,7 +83,7 @@ def patterns_list(
 
 @patterns_app.command("show")
 @handle_errors
-def patterns_show(name: str = typer.Argument(..., help="Pattern name."), store: Path = StoreOpt) -> None:
+def patterns_show(name: str = typer.Argument(..., help="Pattern name."), store: Optional[Path] = StoreOpt) -> None:
     """Print one pattern's full definition (JSON, as stored in the graph)."""
     with _open_existing(store) as s:
         for p in s.patterns():
@@ -97,7 +97,7 @@ def patterns_show(name: str = typer.Argument(..., help="Pattern name."), store: 
 @handle_errors
 def patterns_validate(
     schema: Optional[Path] = typer.Option(None, "--schema", help="Validate against this schema file (default: the store's)."),
-    store: Path = StoreOpt,
+    store: Optional[Path] = StoreOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Re-run the write gates on every stored pattern (e.g. against a changed schema). Exit 1 on errors."""
@@ -125,7 +125,7 @@ def patterns_validate(
 def patterns_uses(
     rel: Optional[str] = typer.Option(None, "--rel", help="Relationship type."),
     label: Optional[str] = typer.Option(None, "--label", help="Node label."),
-    store: Path = StoreOpt,
+    store: Optional[Path] = StoreOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Every pattern that uses a relationship type and/or a label (co-evolution with the schema)."""
@@ -160,7 +160,7 @@ def traverse_cmd(
     goal: str = typer.Option(..., "--goal", help="Goal type whose patterns to run, e.g. LateFeeDispute."),
     seed: str = typer.Option(..., "--seed", help="The session's customer id (the patterns' seed), e.g. CUST_4421."),
     as_of: str = typer.Option(..., "--as-of", help="Request time (YYYY-MM-DD or ISO datetime); relative times use it."),
-    store: Path = StoreOpt,
+    store: Optional[Path] = StoreOpt,
     tenant: str = typer.Option("deltabank", "--tenant", help="The session's tenant."),
     entity: list[str] = typer.Option([], "--entity", help="Resolved entity TYPE=VALUE (repeatable)."),
     workers: int = typer.Option(8, "--workers", help="Parallel patterns."),

@@ -15,7 +15,7 @@ from typing import Optional
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import emit_json, handle_errors
+from hopweave.cli.common import emit_json, handle_errors, store_path
 from hopweave.errors import InputError
 
 inspect_app = typer.Typer(help="Look at the graph: decision traces as pictures.", no_args_is_help=True)
@@ -26,12 +26,8 @@ FalkorOpt = typer.Option(None, "--falkordb", help="Embedded FalkorDB data direct
 
 
 def _engine_store(store: Optional[Path]) -> Path:
-    """The engine's store directory (where retrievals record their traces): --store,
-    $HOPWEAVE_STORE, or .hopweave/deltabank (the same default as `hopweave retrieve`)."""
-    if store is not None:
-        return store
-    env = os.environ.get("HOPWEAVE_STORE")
-    return Path(env) if env else Path(".hopweave") / "deltabank"
+    """The engine's store directory (where retrievals record their traces)."""
+    return store_path(store)
 
 
 @app.command("cypher-schema")

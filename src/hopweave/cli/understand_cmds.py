@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 from datetime import date
@@ -12,17 +11,15 @@ from typing import Any, Optional
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import emit_json, handle_errors
+from hopweave.cli.common import STORE_HELP, emit_json, handle_errors, store_path
 from hopweave.errors import NotFoundError
 
-DEFAULT_STORE = Path(".hopweave") / "deltabank"
-STORE_HELP = "Store directory (default: $HOPWEAVE_STORE or .hopweave/deltabank; build it with `hopweave load`)."
 
 
 def _open_store(store: Optional[Path]) -> Any:
     from hopweave.graph import GRAPH_SUBDIR, open_graph_store
 
-    path = store if store is not None else Path(os.environ.get("HOPWEAVE_STORE") or DEFAULT_STORE)
+    path = store_path(store)
     if not (path / GRAPH_SUBDIR).is_dir():
         raise NotFoundError(f"no graph store at {path}: build one with `hopweave load --store {path}`")
     return open_graph_store(path, read_only=True)

@@ -119,3 +119,13 @@ def test_aretrieve_is_the_same_core(engine, maria) -> None:
 def test_as_of_default_is_recorded_and_flagged(engine) -> None:
     r = engine.retrieve(UTTERANCE, session=MARIA, record=False)
     assert r.as_of_defaulted and r.as_of.year >= 2026
+
+
+def test_concurrent_aretrieve_same_answer_no_degradation(engine, maria) -> None:
+    async def burst():
+        return await asyncio.gather(*[engine.aretrieve(UTTERANCE, session=MARIA, as_of=AS_OF, record=False)
+                                      for _ in range(12)])
+
+    results = asyncio.run(burst())
+    assert {r.context.text for r in results} == {maria.context.text}
+    assert all(r.degraded == () for r in results)
