@@ -10,22 +10,17 @@ from typing import Any, Optional
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import emit_json, handle_errors
+from hopweave.cli.common import STORE_HELP, emit_json, handle_errors, store_path
 from hopweave.errors import ConfigError, InputError
 
 trace_app = typer.Typer(help="Inspect recorded retrievals (DecisionTrace nodes).", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 
-DEFAULT_STORE = Path(".hopweave") / "deltabank"
-STORE_HELP = "Store directory (default: $HOPWEAVE_STORE or .hopweave/deltabank)."
 DEMO_SCENARIO = "01_maria_late_fee.yaml"
 
 
 def _store(store: Optional[Path]) -> Path:
-    if store is not None:
-        return store
-    env = os.environ.get("HOPWEAVE_STORE")
-    return Path(env) if env else DEFAULT_STORE
+    return store_path(store)
 
 
 def _example_dir() -> Path:

@@ -175,6 +175,22 @@ class SentenceTransformerEmbedder(Embedder):
                 if hit is not None:
                     self._calls.move_to_end(key)
                     return hit.copy()
+        vecs = self.embed_uncached(texts, batch_size)
+        if key is not None:
+            with self._cache_lock:
+                self._calls[key] = vecs.copy()
+                while len(self._calls) > self._cache_size:
+                    self._calls.popitem(last=False)
+        return vecs
+
+    def embed_uncached(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Run the model on ``texts`` (no cache; what latency benchmarks must time).
+
+        Returns:
+            float32 array of shape (len(texts), dimensions), each row L2-normalised.
+        """
+        if len(texts) == 0:
+            return np.zeros((0, self.space.dimensions), dtype=np.float32)
         import torch
 
         with torch.inference_mode():
@@ -191,11 +207,6 @@ class SentenceTransformerEmbedder(Embedder):
                 f"model at {self._path} produced vectors of shape {vecs.shape}, expected "
                 f"(*, {self.space.dimensions})"
             )
-        if key is not None:
-            with self._cache_lock:
-                self._calls[key] = vecs.copy()
-                while len(self._calls) > self._cache_size:
-                    self._calls.popitem(last=False)
         return vecs
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -43,10 +43,16 @@ class Reranker(ABC):
     name: str
 
     @abstractmethod
-    def score(self, query: str, hits: Sequence[Hit]) -> list[float]:
-        """One score per hit (higher is better)."""
+    def score(self, query: str, hits: Sequence[Hit], query_vector: np.ndarray | None = None) -> list[float]:
+        """One score per hit (higher is better). ``query_vector``: the query's embedding if known."""
 
-    def rerank(self, query: str, hits: Sequence[Hit], top_n: int = DEFAULT_TOP_N) -> list[Hit]:
+    def rerank(
+        self,
+        query: str,
+        hits: Sequence[Hit],
+        top_n: int = DEFAULT_TOP_N,
+        query_vector: np.ndarray | None = None,
+    ) -> list[Hit]:
         """Reorder the first ``top_n`` hits by score; the rest follow in fused order.
 
         Returns:
@@ -55,7 +61,7 @@ class Reranker(ABC):
         head, tail = list(hits[:top_n]), list(hits[top_n:])
         if not head:
             return list(hits)
-        scores = self.score(query, head)
+        scores = self.score(query, head, query_vector)
         order = sorted(range(len(head)), key=lambda i: (-scores[i], i, head[i].chunk_id))
         out = [
             head[i].model_copy(update={"rerank": RerankScore(model=self.name, score=float(scores[i]), fused_rank=i + 1)})
@@ -95,10 +101,10 @@ class BiEncoderReranker(Reranker):
     def name(self) -> str:  # type: ignore[override]
         return f"bi-encoder:{self.embedder.space.key}"
 
-    def score(self, query: str, hits: Sequence[Hit]) -> list[float]:
+    def score(self, query: str, hits: Sequence[Hit], query_vector: np.ndarray | None = None) -> list[float]:
         from hopweave.search.embedders import embed_query
 
-        q = embed_query(self.embedder, query)
+        q = query_vector if query_vector is not None else embed_query(self.embedder, query)
         known = self._stored([h.chunk_id for h in hits]) if self._stored is not None else {}
         missing = [h for h in hits if h.chunk_id not in known]
         if missing:
@@ -152,7 +158,7 @@ class CrossEncoderReranker(Reranker):
                         raise ConfigError(f"cannot load a CrossEncoder from {RERANKER_PATH_SETTING}={self.path}: {exc}") from exc
         return self._model
 
-    def score(self, query: str, hits: Sequence[Hit]) -> list[float]:
+    def score(self, query: str, hits: Sequence[Hit], query_vector: np.ndarray | None = None) -> list[float]:
         pairs = [(query, title_text(h)) for h in hits]
         scores = self.model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False)
         return [float(s) for s in np.asarray(scores, dtype=np.float64).reshape(-1)]
