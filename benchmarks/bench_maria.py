@@ -118,7 +118,6 @@ def run(args: argparse.Namespace, log: Any = None) -> dict[str, Any]:
 
     cfg = EngineConfig(budget_ms=args.budget_ms, pattern_budget_scale=args.pattern_budget_scale)
     engine = Engine.open(store, config=cfg)
-    profiler = _profiler(args)
     try:
         res["warmup_ms"] = engine.warmup()
         rec = mm.StageRecorder()
@@ -126,12 +125,8 @@ def run(args: argparse.Namespace, log: Any = None) -> dict[str, Any]:
         log(f"Maria sequential x{args.runs} ...")
         variants = mm.maria_variants(args.runs)
         res["maria_repeated"] = mm.maria_sequential(engine, rec, args.runs, [mm.MARIA_UTTERANCE])
-        if profiler:
-            profiler.start()
-        res["maria_distinct"] = mm.maria_sequential(engine, rec, args.runs, variants)
-        if profiler:
-            profiler.stop()
-            _save_profile(profiler, args.profile, "sequential")
+        with _profile(args, "sequential"):
+            res["maria_distinct"] = mm.maria_sequential(engine, rec, args.runs, variants)
 
         ex = repo_root()
         scen_dir = (ex / "examples" / "deltabank" / "scenarios") if ex else None
@@ -139,19 +134,15 @@ def run(args: argparse.Namespace, log: Any = None) -> dict[str, Any]:
                      if not s.options.faults] if scen_dir and scen_dir.is_dir() else []
         n = args.concurrency
         log(f"concurrency {n}: Maria (distinct phrasings), threads ...")
-        if profiler:
-            profiler = _profiler(args)
-            profiler.start()
-        res["concurrent_maria_threads"] = mm.concurrent_threads(engine, mm.maria_requests(n, distinct=True))
-        if profiler:
-            profiler.stop()
-            _save_profile(profiler, args.profile, "concurrent")
+        with _profile(args, "concurrent"):
+            res["concurrent_maria_threads"] = mm.concurrent_threads(engine, mm.maria_requests(n, True, "c"))
         res["concurrent_maria_repeated_threads"] = mm.concurrent_threads(engine, mm.maria_requests(n, distinct=False))
+        log(f"concurrency {n}: Maria, opt-in micro-batched query embeddings ...")
+        res["concurrent_maria_threads_batched"] = _batched(engine, cfg, mm.maria_requests(n, True, "b"))
         if scenarios:
             log(f"concurrency {n}: {len(scenarios)} scenarios, threads and asyncio ...")
-            reqs = mm._requests(scenarios, n, distinct=True)
-            res["concurrent_varied_threads"] = mm.concurrent_threads(engine, reqs)
-            res["concurrent_varied_asyncio"] = mm.concurrent_asyncio(engine, mm._requests(scenarios, n, distinct=True))
+            res["concurrent_varied_threads"] = mm.concurrent_threads(engine, mm._requests(scenarios, n, True, "t"))
+            res["concurrent_varied_asyncio"] = mm.concurrent_asyncio(engine, mm._requests(scenarios, n, True, "a"))
             log("scenarios at scale ...")
             res["scenarios"] = _scenario_pass(engine, scenarios, check)
 
@@ -189,6 +180,25 @@ def run(args: argparse.Namespace, log: Any = None) -> dict[str, Any]:
     return res
 
 
+def _batched(engine: Any, cfg: Any, requests: list[dict[str, Any]]) -> dict[str, Any]:
+    """The concurrent run again on an engine sharing the stores but embedding queries through
+    ``hopweave.search.batching.BatchingEmbedder`` (opt-in; see its module docstring)."""
+    from hopweave.engine.engine import Engine
+    from hopweave.search.batching import BatchingEmbedder
+
+    batcher = BatchingEmbedder(engine.embedder)
+    beng = Engine(engine.graph, engine.index, embedder=batcher, config=cfg, counter=engine.counter)
+    try:
+        beng.warmup()
+        out = mm.concurrent_threads(beng, requests)
+    finally:  # the stores belong to the main engine: stop only this engine's pools
+        beng._pool.shutdown(wait=False)
+        beng._request_pool.shutdown(wait=False)
+    out["forward_passes"] = batcher.passes
+    out["embed_calls"] = batcher.calls
+    return out
+
+
 def _scenario_pass(engine: Any, scenarios: list[Any], check: Any) -> dict[str, Any]:
     failed: dict[str, list[str]] = {}
     for sc in scenarios:
@@ -201,19 +211,61 @@ def _scenario_pass(engine: Any, scenarios: list[Any], check: Any) -> dict[str, A
     return {"run": len(scenarios), "passed": len(scenarios) - len(failed), "failed": failed}
 
 
-def _profiler(args: argparse.Namespace) -> Any:
-    if not args.profile:
-        return None
-    from pyinstrument import Profiler
+class _Profile:
+    """All-thread profile of one phase: py-spy attached to this process when it is installed
+    (the stages run on pool threads), else pyinstrument (main thread only). Writes
+    ``<dir>/<name>.raw`` + ``<name>.md`` (py-spy) or ``<name>.txt`` / ``.html`` (pyinstrument)."""
 
-    return Profiler(interval=0.001, async_mode="disabled")
+    def __init__(self, out_dir: str, name: str) -> None:
+        self.dir, self.name = Path(out_dir), name
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.proc: Any = None
+        self.pyi: Any = None
+
+    def __enter__(self) -> "_Profile":
+        spy = shutil.which("py-spy")
+        if spy:
+            import subprocess
+
+            self.proc = subprocess.Popen(
+                [spy, "record", "--pid", str(os.getpid()), "-r", "250", "--format", "raw", "--nonblocking",
+                 "-o", str(self.dir / f"{self.name}.raw")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1.0)  # let it attach
+        else:
+            from pyinstrument import Profiler
+
+            self.pyi = Profiler(interval=0.001, async_mode="disabled")
+            self.pyi.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            import signal
+
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=60)
+            except Exception:  # pragma: no cover - py-spy hung
+                self.proc.kill()
+            raw = self.dir / f"{self.name}.raw"
+            if raw.is_file():
+                from profile_summary import summarise
+
+                total, incl, own = summarise(raw, ["Engine.retrieve", "_WorkItem.run"], ["warmup"], 40)
+                lines = [f"samples: {total}", "", "| inclusive % | function |", "|---|---|"]
+                lines += [f"| {v} | `{k.strip()}` |" for k, v in incl]
+                lines += ["", "| self % | function |", "|---|---|"] + [f"| {v} | `{k.strip()}` |" for k, v in own[:15]]
+                (self.dir / f"{self.name}.md").write_text("\n".join(lines) + "\n")
+        elif self.pyi is not None:
+            self.pyi.stop()
+            (self.dir / f"{self.name}.txt").write_text(self.pyi.output_text(unicode=False, color=False))
+            (self.dir / f"{self.name}.html").write_text(self.pyi.output_html())
 
 
-def _save_profile(profiler: Any, out_dir: str, name: str) -> None:
-    d = Path(out_dir)
-    d.mkdir(parents=True, exist_ok=True)
-    (d / f"{name}.txt").write_text(profiler.output_text(unicode=False, color=False, show_all=False))
-    (d / f"{name}.html").write_text(profiler.output_html())
+def _profile(args: argparse.Namespace, name: str) -> Any:
+    import contextlib
+
+    return _Profile(args.profile, name) if args.profile else contextlib.nullcontext()
 
 
 def summarise(res: dict[str, Any]) -> dict[str, Any]:
@@ -277,7 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--build-only", action="store_true", help="build (or check) the store, measure nothing")
     ap.add_argument("--no-langchain", action="store_true")
-    ap.add_argument("--profile", default=None, help="write pyinstrument profiles (text + html) to this folder")
+    ap.add_argument("--profile", default=None,
+                    help="profile the sequential and concurrent Maria phases into this folder (py-spy, else pyinstrument)")
     ap.add_argument("--out", default=None, help="write the Markdown report here (e.g. docs/benchmarks/perf.md)")
     ap.add_argument("--json", action="store_true", help="print the full result as JSON")
     return ap

@@ -54,12 +54,13 @@ def summary(xs: Sequence[float]) -> dict[str, float]:
             "mean_ms": round(statistics.fmean(xs), 2) if xs else float("nan")}
 
 
-def maria_variants(n: int) -> list[str]:
-    """``n`` distinct phrasings of Maria's sentence (same meaning; defeats the query caches)."""
+def maria_variants(n: int, salt: str = "") -> list[str]:
+    """``n`` distinct phrasings of Maria's sentence (same meaning; defeats the query caches).
+    A different ``salt`` gives a different set (each phase of a run uses its own)."""
     out = [f"{p}{MARIA_UTTERANCE}{s}" for s in _SUFFIXES for p in _PREFIXES]
     while len(out) < n:
         out += [f"{u} (call {len(out) + i})" for i, u in enumerate(out[: n - len(out)])]
-    return out[:n]
+    return [f"{u} (ref {salt})" if salt else u for u in out[:n]]
 
 
 def peak_rss_mib() -> float:
@@ -203,8 +204,9 @@ def maria_sequential(engine: Any, recorder: StageRecorder | None, runs: int, utt
     return {**summary(lat), "stages_p50_ms": stages, "degraded": degraded, "utterances": len(set(utterances))}
 
 
-def _requests(scenarios: Sequence[Any], n: int, distinct: bool) -> list[dict[str, Any]]:
-    """n request kwargs cycling the scenarios; ``distinct`` varies the wording per repetition."""
+def _requests(scenarios: Sequence[Any], n: int, distinct: bool, salt: str = "") -> list[dict[str, Any]]:
+    """n request kwargs cycling the scenarios; ``distinct`` varies the wording per repetition,
+    ``salt`` marks every utterance of this phase (so an earlier phase's caches do not hit)."""
     out = []
     for i in range(n):
         sc = scenarios[i % len(scenarios)]
@@ -212,6 +214,8 @@ def _requests(scenarios: Sequence[Any], n: int, distinct: bool) -> list[dict[str
         u = sc.utterance
         if distinct and rep:
             u = f"{_PREFIXES[rep % len(_PREFIXES)]}{u}{_SUFFIXES[(rep // len(_PREFIXES) + rep) % len(_SUFFIXES)]}"
+        if salt:
+            u = f"{u} (ref {salt})"
         kw = {"session": sc.resolved_session(), "as_of": sc.as_of}
         if sc.options.token_budget:
             kw["token_budget"] = sc.options.token_budget
@@ -221,9 +225,9 @@ def _requests(scenarios: Sequence[Any], n: int, distinct: bool) -> list[dict[str
     return out
 
 
-def maria_requests(n: int, distinct: bool) -> list[dict[str, Any]]:
+def maria_requests(n: int, distinct: bool, salt: str = "") -> list[dict[str, Any]]:
     """n Maria requests (distinct phrasings, or her exact sentence n times)."""
-    us = maria_variants(n) if distinct else [MARIA_UTTERANCE] * n
+    us = maria_variants(n, salt) if distinct else [MARIA_UTTERANCE] * n
     return [{"utterance": u, "name": "maria", "session": MARIA_SESSION, "as_of": AS_OF} for u in us]
 
 

@@ -65,6 +65,7 @@ def write_report(path: Path, res: dict[str, Any]) -> None:
                        ("maria_distinct", "Maria, one at a time, distinct phrasings (caches cold)"),
                        ("concurrent_maria_threads", f"Maria, {p['concurrency']} concurrent, distinct phrasings (threads)"),
                        ("concurrent_maria_repeated_threads", f"Maria, {p['concurrency']} concurrent, same sentence (threads)"),
+                       ("concurrent_maria_threads_batched", f"Maria, {p['concurrency']} concurrent, distinct, opt-in micro-batched query embeddings"),
                        ("concurrent_varied_threads", f"{p['concurrency']} concurrent, varied scenarios (threads)"),
                        ("concurrent_varied_asyncio", f"{p['concurrency']} concurrent, varied scenarios (asyncio aretrieve)")):
         d = res.get(key)
@@ -73,6 +74,8 @@ def write_report(path: Path, res: dict[str, Any]) -> None:
         note = _deg(d)
         if "throughput_rps" in d:
             note = f"{_f(d['throughput_rps'])} req/s, batch wall {_f(d['wall_s'], ' s', 2)}; {note}"
+        if "forward_passes" in d:
+            note += f"; {d['embed_calls']} embed calls in {d['forward_passes']} forward passes"
         lines.append(f"| {label} | {_lat(d)} | {note} |")
     a = res.get("search_alone", {})
     lines.append(f"| Hybrid search alone (Maria's filter, {_f(a.get('eligible'), nd=0)} eligible, profile "
