@@ -137,8 +137,6 @@ def run(args: argparse.Namespace, log: Any = None) -> dict[str, Any]:
         with _profile(args, "concurrent"):
             res["concurrent_maria_threads"] = mm.concurrent_threads(engine, mm.maria_requests(n, True, "c"))
         res["concurrent_maria_repeated_threads"] = mm.concurrent_threads(engine, mm.maria_requests(n, distinct=False))
-        log(f"concurrency {n}: Maria, opt-in micro-batched query embeddings ...")
-        res["concurrent_maria_threads_batched"] = _batched(engine, cfg, mm.maria_requests(n, True, "b"))
         if scenarios:
             log(f"concurrency {n}: {len(scenarios)} scenarios, threads and asyncio ...")
             res["concurrent_varied_threads"] = mm.concurrent_threads(engine, mm._requests(scenarios, n, True, "t"))
@@ -178,25 +176,6 @@ def run(args: argparse.Namespace, log: Any = None) -> dict[str, Any]:
     res["wall_s"] = round(time.perf_counter() - t_run, 1)
     res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
     return res
-
-
-def _batched(engine: Any, cfg: Any, requests: list[dict[str, Any]]) -> dict[str, Any]:
-    """The concurrent run again on an engine sharing the stores but embedding queries through
-    ``hopweave.search.batching.BatchingEmbedder`` (opt-in; see its module docstring)."""
-    from hopweave.engine.engine import Engine
-    from hopweave.search.batching import BatchingEmbedder
-
-    batcher = BatchingEmbedder(engine.embedder)
-    beng = Engine(engine.graph, engine.index, embedder=batcher, config=cfg, counter=engine.counter)
-    try:
-        beng.warmup()
-        out = mm.concurrent_threads(beng, requests)
-    finally:  # the stores belong to the main engine: stop only this engine's pools
-        beng._pool.shutdown(wait=False)
-        beng._request_pool.shutdown(wait=False)
-    out["forward_passes"] = batcher.passes
-    out["embed_calls"] = batcher.calls
-    return out
 
 
 def _scenario_pass(engine: Any, scenarios: list[Any], check: Any) -> dict[str, Any]:

@@ -65,7 +65,6 @@ def write_report(path: Path, res: dict[str, Any]) -> None:
                        ("maria_distinct", "Maria, one at a time, distinct phrasings (caches cold)"),
                        ("concurrent_maria_threads", f"Maria, {p['concurrency']} concurrent, distinct phrasings (threads)"),
                        ("concurrent_maria_repeated_threads", f"Maria, {p['concurrency']} concurrent, same sentence (threads)"),
-                       ("concurrent_maria_threads_batched", f"Maria, {p['concurrency']} concurrent, distinct, opt-in micro-batched query embeddings"),
                        ("concurrent_varied_threads", f"{p['concurrency']} concurrent, varied scenarios (threads)"),
                        ("concurrent_varied_asyncio", f"{p['concurrency']} concurrent, varied scenarios (asyncio aretrieve)")):
         d = res.get(key)
@@ -74,8 +73,6 @@ def write_report(path: Path, res: dict[str, Any]) -> None:
         note = _deg(d)
         if "throughput_rps" in d:
             note = f"{_f(d['throughput_rps'])} req/s, batch wall {_f(d['wall_s'], ' s', 2)}; {note}"
-        if "forward_passes" in d:
-            note += f"; {d['embed_calls']} embed calls in {d['forward_passes']} forward passes"
         lines.append(f"| {label} | {_lat(d)} | {note} |")
     a = res.get("search_alone", {})
     lines.append(f"| Hybrid search alone (Maria's filter, {_f(a.get('eligible'), nd=0)} eligible, profile "
@@ -124,7 +121,8 @@ def write_report(path: Path, res: dict[str, Any]) -> None:
               f"embedding {_f(build.get('embed_s'))} s (0 = on-disk cache hit), ingest with cached vectors "
               f"{_f(build.get('ingest_s'))} s for {_f(st.get('chunks_written'), nd=0)} chunks, optimize {_f(build.get('optimize_s'))} s.",
               f"- Cold start (fresh process): imports {_f(cold.get('import_s'), ' s', 2)}, Engine.open {_f(cold.get('open_s'), ' s', 2)}, "
-              f"open -> first answer {_f(cold.get('first_answer_s'), ' s', 2)}; second answer {_f(cold.get('second_answer_ms'))} ms.",
+              f"open -> first answer {_f(cold.get('first_answer_s'), ' s', 2)} (warm-up ms: {cold.get('warmup_ms')}); "
+              f"second answer {_f(cold.get('second_answer_ms'))} ms.",
               f"- Peak memory of that serving process (max RSS): {_f(cold.get('peak_rss_mib'), ' MiB', 0)}; "
               f"of the benchmark process (also holds the LangChain copies): {_f(res.get('memory', {}).get('bench_process_peak_rss_mib'), ' MiB', 0)}.",
               ""]

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator, Optional
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import emit_json, handle_errors
+from hopweave.cli.common import STORE_HELP, emit_json, handle_errors, store_path
 from hopweave.errors import InputError
 
 eval_app = typer.Typer(help="Evaluate retrieval quality and latency on BEIR-format data.", no_args_is_help=True)
@@ -51,7 +51,7 @@ def _schema() -> Any:
 @handle_errors
 def ingest(
     path: Path = typer.Argument(..., help="A .jsonl file, a markdown file with front matter, or a folder of them."),
-    store: Path = typer.Option(..., "--store", help="Store directory (vectors go to <store>/vectors)."),
+    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP + " Vectors go to <store>/vectors."),
     tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant of records that carry no tenant_id."),
     on_error: str = typer.Option("reject", "--on-error", help="skip: ingest the valid records; reject: write nothing."),
     max_words: int = typer.Option(180, "--max-words", help="Chunk size cap in words."),
@@ -71,7 +71,7 @@ def ingest(
         from hopweave.search.embedders import default_embedder
 
         embedder = default_embedder()
-    index = EdgeIndex(store, schema)
+    index = EdgeIndex(store_path(store), schema)
     try:
         with _progress(not as_json) as cb:
             report = Ingestor(index, embedder, max_words=max_words).ingest(docs, progress=cb, report=report)
@@ -95,7 +95,7 @@ def ingest(
 @handle_errors
 def search(
     query: str = typer.Argument(..., help="Query text."),
-    store: Path = typer.Option(..., "--store", help="Store directory."),
+    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
     tenant: str = typer.Option(..., "--tenant", help="Tenant to search in."),
     profile: Optional[str] = typer.Option(None, "--profile", help="Ranking profile (default: the default hybrid)."),
     filter_json: Optional[str] = typer.Option(None, "--filter", help="FilterTree as JSON."),
@@ -117,7 +117,7 @@ def search(
         except ValueError as exc:
             raise InputError(f"--filter is not valid JSON: {exc}") from exc
     emb = default_embedder()
-    index = EdgeIndex(store, _schema())
+    index = EdgeIndex(store_path(store), _schema())
     try:
         vec = emb.embed_query(query) if prof.uses_semantic else None
         res = index.search(tenant, query, prof, where=where, limit=limit, query_vector=vec, query_space=emb.space)

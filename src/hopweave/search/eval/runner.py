@@ -136,6 +136,7 @@ class EvalRun:
             "name": self.name, "profile": self.profile.name, "reranker": self.reranker,
             **{m: round(v, 4) for m, v in self.metrics.items()},
             "p50_ms": self.latency_ms["p50"], "p95_ms": self.latency_ms["p95"],
+            "embed_p50_ms": self.latency_ms["embed_p50"], "search_p50_ms": self.latency_ms["search_p50"],
         }
 
 
@@ -165,14 +166,20 @@ def evaluate(
     """
     qids = list(ds.queries)
 
+    parts: dict[str, list[float]] = {"embed": [], "search": []}
+
     def one(qid: str) -> list[str]:
         text = ds.queries[qid]
         live = getattr(embedder, "embed_uncached", embedder.embed)  # time the model, not a cache
+        t0 = time.perf_counter()
         vec = live([text])[0]
+        t1 = time.perf_counter()
+        parts["embed"].append((t1 - t0) * 1000)
         res = index.search(EVAL_TENANT, text, profile, limit=limit, query_vector=vec, query_space=embedder.space)
         hits = list(res.hits)
         if reranker is not None:
             hits = reranker.rerank(text, hits, top_n, query_vector=vec)
+        parts["search"].append((time.perf_counter() - t1) * 1000)
         seen: list[str] = []
         for h in hits:
             if h.document_id not in seen:
@@ -181,6 +188,8 @@ def evaluate(
 
     for qid in qids[:warmup]:
         one(qid)
+    parts["embed"].clear()
+    parts["search"].clear()
     per_query: dict[str, dict[str, float]] = {}
     lat: list[float] = []
     for qid in qids:
@@ -194,7 +203,11 @@ def evaluate(
         reranker=reranker.name if reranker else None,
         metrics=mean_metrics(per_query),
         per_query=per_query,
-        latency_ms={"p50": round(_pct(lat, 0.5), 2), "p95": round(_pct(lat, 0.95), 2), "mean": round(statistics.fmean(lat), 2)},
+        latency_ms={
+            "p50": round(_pct(lat, 0.5), 2), "p95": round(_pct(lat, 0.95), 2), "mean": round(statistics.fmean(lat), 2),
+            "embed_p50": round(_pct(parts["embed"], 0.5), 2), "search_p50": round(_pct(parts["search"], 0.5), 2),
+            "search_p95": round(_pct(parts["search"], 0.95), 2),
+        },
     )
 
 
