@@ -171,10 +171,14 @@ class ClientIndex(VectorIndex):
     def _count(self, flt: Any) -> int:
         return int(self.client.count(self.collection, count_filter=flt, exact=True).count)
 
-    def _retrieve(self, point_ids: Sequence[str]) -> list[tuple[dict[str, Any], list[float] | None]]:
+    def _retrieve(
+        self, point_ids: Sequence[str], with_vector: bool = True
+    ) -> list[tuple[dict[str, Any], list[float] | None]]:
         if not point_ids:
             return []
-        recs = self.client.retrieve(self.collection, ids=list(point_ids), with_payload=True, with_vectors=[DENSE])
+        recs = self.client.retrieve(
+            self.collection, ids=list(point_ids), with_payload=True, with_vectors=[DENSE] if with_vector else False
+        )
         out = []
         for r in recs:
             vec = r.vector.get(DENSE) if isinstance(r.vector, dict) else None
@@ -206,7 +210,7 @@ class ClientIndex(VectorIndex):
             else:
                 query, params = r.vector, None
             reqs.append(
-                m.QueryRequest(query=query, using=r.channel, filter=r.filter, limit=r.limit, with_payload=True, params=params)
+                m.QueryRequest(query=query, using=r.channel, filter=r.filter, limit=r.limit, with_payload=["chunk_id", "tenant_id"], params=params)
             )
         res = self.client.query_batch_points(self.collection, requests=reqs)
         return [

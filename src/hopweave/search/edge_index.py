@@ -33,6 +33,7 @@ from hopweave.search.index_base import (
 from hopweave.search.qdrant_filter import to_edge
 
 INFO_FILE = "collection.json"
+_CANDIDATE_FIELDS = ("chunk_id", "tenant_id")
 SHARD_DIR = "shard"
 
 
@@ -177,10 +178,12 @@ class EdgeIndex(VectorIndex):
     def _count(self, flt: Any) -> int:
         return int(self._open().count(_q().CountRequest(exact=True, filter=flt)))
 
-    def _retrieve(self, point_ids: Sequence[str]) -> list[tuple[dict[str, Any], list[float] | None]]:
+    def _retrieve(
+        self, point_ids: Sequence[str], with_vector: bool = True
+    ) -> list[tuple[dict[str, Any], list[float] | None]]:
         if not point_ids:
             return []
-        recs = self._open().retrieve(list(point_ids), with_payload=True, with_vector=[DENSE])
+        recs = self._open().retrieve(list(point_ids), with_payload=True, with_vector=[DENSE] if with_vector else False)
         out = []
         for r in recs:
             vec = r.vector.get(DENSE) if isinstance(r.vector, dict) else None
@@ -217,7 +220,7 @@ class EdgeIndex(VectorIndex):
                     limit=r.limit,
                     query=q.Query.Nearest(vec, using=r.channel),
                     filter=r.filter,
-                    with_payload=True,
+                    with_payload=q.PayloadSelector.Include(list(_CANDIDATE_FIELDS)),
                     params=params,
                 )
             )

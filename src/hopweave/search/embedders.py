@@ -32,6 +32,14 @@ SMALL_CALL = 4
 CACHED_CALL_MAX = 8
 
 
+def _busy() -> bool:
+    """True when the 1-minute load average exceeds the CPU count (other work is running)."""
+    try:
+        return os.getloadavg()[0] > max(1, (os.cpu_count() or 1)) - 0.5
+    except OSError:  # pragma: no cover - platforms without getloadavg
+        return True
+
+
 def _set_offline() -> None:
     """Forbid any Hugging Face network access for this process."""
     os.environ["HF_HUB_OFFLINE"] = "1"
@@ -196,11 +204,12 @@ class SentenceTransformerEmbedder(Embedder):
         import torch
 
         model = self.model
-        small = len(texts) <= SMALL_CALL
+        small = len(texts) <= SMALL_CALL and _busy()
         with torch.inference_mode():
-            # A query-sized call runs on one intra-op thread: on a busy 2-core machine the
-            # OpenMP spin-wait of a second thread made single queries 5-10x slower (24 ms vs
-            # 120-180 ms p50 measured under load); large batches keep torch's default.
+            # On a busy machine a query-sized call runs on one intra-op thread: the OpenMP
+            # spin-wait of a second thread made single queries 5-10x slower there (24 ms vs
+            # 120-180 ms p50 at load 7 on 2 cores), while on an idle machine two threads win
+            # (12 vs 16 ms). Large batches always keep torch's default.
             # No lock: torch's thread count is a per-thread OpenMP setting once a thread has
             # run torch, so concurrent small calls each run on their own core (issue 7: a
             # process-wide lock here halved the throughput of 30 concurrent retrievals).

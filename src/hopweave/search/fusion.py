@@ -85,7 +85,7 @@ def fuse(profile: RankingProfile, lexical: Candidates, semantic: Candidates) -> 
             else:  # lexical only
                 c = s
             total += c or 0.0
-            lc = ChannelScore(rank=r, score=s, contribution=c)
+            lc = ChannelScore.model_construct(rank=r, score=s, contribution=c)
         if cid in sem_rank:
             r, s = sem_rank[cid]
             if not profile.uses_semantic:
@@ -97,7 +97,7 @@ def fuse(profile: RankingProfile, lexical: Candidates, semantic: Candidates) -> 
             else:  # dense only
                 c = s
             total += c or 0.0
-            sc = ChannelScore(rank=r, score=s, contribution=c)
+            sc = ChannelScore.model_construct(rank=r, score=s, contribution=c)
         used = (lc is not None and lc.contribution is not None) or (
             sc is not None and sc.contribution is not None
         )

@@ -35,6 +35,9 @@ from hopweave.search.lexical import Bm25Encoder, Bm25Params, SparseVec, Tokenize
 
 DENSE = "dense"
 LEXICAL = "lexical"
+#: The BM25 channel's first fetch is this many times its cap (+1): a refetch costs a whole
+#: filtered-IDF query, and templated corpora tie at the cut often (issue 7: 2 queries per search).
+LEXICAL_TIE_HEADROOM = 4
 #: Payload fields the index itself maintains (beyond the schema's chunk fields).
 SPACE_FIELD = "embedding_space"
 INTERNAL_KEYWORD_FIELDS = (SPACE_FIELD, "text_hash")
@@ -138,7 +141,9 @@ class VectorIndex(ABC):
     def _count(self, flt: Any) -> int: ...
 
     @abstractmethod
-    def _retrieve(self, point_ids: Sequence[str]) -> list[tuple[dict[str, Any], list[float] | None]]:
+    def _retrieve(
+        self, point_ids: Sequence[str], with_vector: bool = True
+    ) -> list[tuple[dict[str, Any], list[float] | None]]:
         """(payload, dense vector or None) of the existing points among ``point_ids``."""
 
     @abstractmethod
@@ -147,7 +152,9 @@ class VectorIndex(ABC):
 
     @abstractmethod
     def _query(self, requests: Sequence[ChannelRequest]) -> list[list[Candidate]]:
-        """Run the channel requests (one list of candidates each, best first)."""
+        """Run the channel requests (one list of candidates each, best first); each candidate's
+        payload holds at least ``chunk_id`` and ``tenant_id`` (full payloads are fetched later
+        for the returned hits only)."""
 
     def close(self) -> None:  # pragma: no cover - adapters override when they hold resources
         """Release the backend."""
@@ -386,13 +393,9 @@ class VectorIndex(ABC):
         by_channel = {r.channel: res for r, res in zip(requests, results)}
         lex = by_channel.get(LEXICAL, [])
         sem = by_channel.get(DENSE, [])
-        payloads: dict[str, dict[str, Any]] = {}
-        for c in [*lex, *sem]:
-            payloads.setdefault(c.chunk_id, c.payload)
-        dropped = self._post_check(tenant_id, scoped, payloads.values())
-        if dropped:  # engine and Python disagree on the filter (e.g. date vs datetime): fail closed
-            lex = [c for c in lex if c.chunk_id not in dropped]
-            sem = [c for c in sem if c.chunk_id not in dropped]
+        for c in [*lex, *sem]:  # candidates carry only chunk_id + tenant_id
+            if c.payload.get("tenant_id") != tenant_id:
+                raise TenantError(f"the index returned chunk {c.chunk_id!r} of another tenant: refusing")
 
         t2 = time.perf_counter()
         eligible = self._count_tree(scoped)
@@ -412,11 +415,23 @@ class VectorIndex(ABC):
         timings["count"] = (time.perf_counter() - t2) * 1000
 
         t3 = time.perf_counter()
-        fused = fuse(
-            profile,
-            [(c.chunk_id, c.score) for c in lex],
-            [(c.chunk_id, c.score) for c in sem],
-        )[:limit]
+        dropped: set[str] = set()
+        while True:
+            fused = fuse(
+                profile,
+                [(c.chunk_id, c.score) for c in lex if c.chunk_id not in dropped],
+                [(c.chunk_id, c.score) for c in sem if c.chunk_id not in dropped],
+            )[:limit]
+            payloads = {
+                str(p.get("chunk_id")): p for p, _ in self._retrieve([point_id(f.chunk_id) for f in fused], False)
+            }
+            missing = {f.chunk_id for f in fused if f.chunk_id not in payloads}
+            # second wall on what is returned: another tenant raises, a filter disagreement
+            # between engine and Python (e.g. date vs datetime) is dropped (fail closed)
+            bad = self._post_check(tenant_id, scoped, payloads.values()) | missing
+            if not bad:
+                break
+            dropped |= bad
         hits = tuple(_hit(f, payloads[f.chunk_id]) for f in fused)
         timings["fuse"] = (time.perf_counter() - t3) * 1000
         timings["total"] = (time.perf_counter() - t0) * 1000
@@ -435,16 +450,19 @@ class VectorIndex(ABC):
     def _query_exact(self, requests: Sequence[ChannelRequest]) -> list[list[Candidate]]:
         """Run the requests and make each list deterministic under score ties.
 
-        Candidates are ranked by (score desc, chunk id asc). Each request asks the engine for one
-        point more than the cap; while the extra point ties with the last one inside the cap, more
-        are fetched, so the cut is made by chunk id, never by the engine's internal order.
+        Candidates are ranked by (score desc, chunk id asc). Each request asks the engine for more
+        points than the cap (one more for dense; ``LEXICAL_TIE_HEADROOM`` times the cap for BM25,
+        whose scores tie often on templated text); while the last fetched point ties with the last
+        one inside the cap, more are fetched, so the cut is made by chunk id, never by the engine's
+        internal order.
         """
         if not requests:
             return []
-        out = self._query([replace(r, limit=r.limit + 1) for r in requests])
+        first = [r.limit * LEXICAL_TIE_HEADROOM + 1 if r.channel == LEXICAL else r.limit + 1 for r in requests]
+        out = self._query([replace(r, limit=f) for r, f in zip(requests, first)])
         final: list[list[Candidate]] = []
-        for req, cands in zip(requests, out):
-            n, fetch = req.limit, req.limit + 1
+        for req, cands, fetch in zip(requests, out, first):
+            n = req.limit
             while len(cands) >= fetch and cands[-1].score == cands[n - 1].score:
                 fetch *= 2
                 cands = self._query([replace(req, limit=fetch)])[0]
@@ -455,7 +473,8 @@ class VectorIndex(ABC):
 
 
 def _hit(f: Any, payload: dict[str, Any]) -> Hit:
-    return Hit(
+    # built from the engine's payload and fuse()'s already-typed scores: skip re-validation
+    return Hit.model_construct(
         chunk_id=f.chunk_id,
         document_id=str(payload.get("document_id", "")),
         document=payload.get("document"),
@@ -468,4 +487,5 @@ def _hit(f: Any, payload: dict[str, Any]) -> Hit:
         score=f.score,
         lexical=f.lexical,
         semantic=f.semantic,
+        rerank=None,
     )
