@@ -30,12 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import maria_measure as mm  # noqa: E402
 from maria_baselines import langchain_available, langchain_ensemble, post_filtered, quality  # noqa: E402
 
-from hopweave.deltabank.scale import (  # noqa: E402
-    DEFAULT_SEED,
-    GENERATOR_VERSION,
-    QUALITY_QUERIES,
-    build_scale_store,
-)
+from hopweave.deltabank.scale import DEFAULT_SEED, GENERATOR_VERSION, QUALITY_QUERIES  # noqa: E402
+from hopweave.deltabank.scale_store import build_scale_store  # noqa: E402
 
 #: Targets of issue 7 (benchmarks, not tests).
 TARGETS = {"maria_p50_ms_concurrent": 50.0, "maria_p99_ms_concurrent": 150.0, "search_alone_p50_ms": 15.0,

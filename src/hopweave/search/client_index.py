@@ -20,7 +20,7 @@ from hopweave.models.filters import FilterTree
 from hopweave.models.schema import GraphSchema
 from hopweave.search.index_base import (
     DENSE,
-    INTERNAL_KEYWORD_FIELDS,
+    payload_index_kinds,
     LEXICAL,
     SPACE_FIELD,
     Candidate,
@@ -126,25 +126,15 @@ class ClientIndex(VectorIndex):
 
     def _index_specs(self) -> list[tuple[str, Any]]:
         m = _models()
-        specs: list[tuple[str, Any]] = []
-        for f in self.schema.chunk_fields:
-            if not f.indexed:
-                continue
-            if f.name == "tenant_id":
-                specs.append((f.name, m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, is_tenant=True)))
-            elif f.type in ("date", "datetime"):
-                specs.append((f.name, m.PayloadSchemaType.DATETIME))
-            elif f.type == "int":
-                specs.append((f.name, m.PayloadSchemaType.INTEGER))
-            elif f.type == "float":
-                specs.append((f.name, m.PayloadSchemaType.FLOAT))
-            elif f.type == "bool":
-                specs.append((f.name, m.PayloadSchemaType.BOOL))
-            else:
-                specs.append((f.name, m.PayloadSchemaType.KEYWORD))
-        for name in INTERNAL_KEYWORD_FIELDS:
-            specs.append((name, m.PayloadSchemaType.KEYWORD))
-        return specs
+        types = {
+            "tenant": m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, is_tenant=True),
+            "datetime": m.PayloadSchemaType.DATETIME,
+            "integer": m.PayloadSchemaType.INTEGER,
+            "float": m.PayloadSchemaType.FLOAT,
+            "bool": m.PayloadSchemaType.BOOL,
+            "keyword": m.PayloadSchemaType.KEYWORD,
+        }
+        return [(name, types[kind]) for name, kind in payload_index_kinds(self.schema)]
 
     # ---- hooks --------------------------------------------------------------------------
     def _compile(self, tree: FilterTree | None) -> Any:

@@ -20,7 +20,7 @@ from hopweave.models.filters import FilterTree
 from hopweave.models.schema import GraphSchema
 from hopweave.search.index_base import (
     DENSE,
-    INTERNAL_KEYWORD_FIELDS,
+    payload_index_kinds,
     LEXICAL,
     SPACE_FIELD,
     Candidate,
@@ -111,25 +111,15 @@ class EdgeIndex(VectorIndex):
 
     def _index_specs(self) -> list[tuple[str, Any]]:
         q = _q()
-        specs: list[tuple[str, Any]] = []
-        for f in self.schema.chunk_fields:
-            if not f.indexed:
-                continue
-            if f.name == "tenant_id":
-                specs.append((f.name, q.KeywordIndexParams(is_tenant=True)))
-            elif f.type in ("date", "datetime"):
-                specs.append((f.name, q.PayloadSchemaType.Datetime))
-            elif f.type == "int":
-                specs.append((f.name, q.PayloadSchemaType.Integer))
-            elif f.type == "float":
-                specs.append((f.name, q.PayloadSchemaType.Float))
-            elif f.type == "bool":
-                specs.append((f.name, q.PayloadSchemaType.Bool))
-            else:
-                specs.append((f.name, q.PayloadSchemaType.Keyword))
-        for name in INTERNAL_KEYWORD_FIELDS:
-            specs.append((name, q.PayloadSchemaType.Keyword))
-        return specs
+        types = {
+            "tenant": q.KeywordIndexParams(is_tenant=True),
+            "datetime": q.PayloadSchemaType.Datetime,
+            "integer": q.PayloadSchemaType.Integer,
+            "float": q.PayloadSchemaType.Float,
+            "bool": q.PayloadSchemaType.Bool,
+            "keyword": q.PayloadSchemaType.Keyword,
+        }
+        return [(name, types[kind]) for name, kind in payload_index_kinds(self.schema)]
 
     def close(self) -> None:
         with self._lock:

@@ -41,6 +41,19 @@ LEXICAL_TIE_HEADROOM = 4
 #: Payload fields the index itself maintains (beyond the schema's chunk fields).
 SPACE_FIELD = "embedding_space"
 INTERNAL_KEYWORD_FIELDS = (SPACE_FIELD, "text_hash")
+
+
+def payload_index_kinds(schema: "GraphSchema") -> list[tuple[str, str]]:
+    """(field, kind) of every payload index a collection needs: each indexed chunk field of the
+    schema by its type (``tenant`` for tenant_id, then ``datetime``/``integer``/``float``/``bool``/
+    ``keyword``) plus the internal keyword fields. Adapters map a kind to their own index type."""
+    by_type = {"date": "datetime", "datetime": "datetime", "int": "integer", "float": "float", "bool": "bool"}
+    kinds = [
+        (f.name, "tenant" if f.name == "tenant_id" else by_type.get(f.type, "keyword"))
+        for f in schema.chunk_fields
+        if f.indexed
+    ]
+    return kinds + [(name, "keyword") for name in INTERNAL_KEYWORD_FIELDS]
 _POINT_NS = uuid.UUID("5b1f0c3e-8d4a-4f7e-9a57-2c1e6b0d9f11")
 
 

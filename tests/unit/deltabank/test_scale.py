@@ -7,13 +7,13 @@ import pytest
 from hopweave.deltabank.scale import (
     QUALITY_QUERIES,
     TOPICS,
-    PrecomputedEmbedder,
     corpus_stats,
     count_chunks,
     maria_filter,
     scale_documents,
     topic_of_heading,
 )
+from hopweave.deltabank.scale_store import PrecomputedEmbedder
 from hopweave.errors import InputError
 from hopweave.models.filters import matches
 from hopweave.search.chunker import chunk_document
