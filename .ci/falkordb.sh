@@ -58,5 +58,5 @@ leaked = [m for m in ("torch", "sentence_transformers") if m in sys.modules]
 assert not leaked, f"graph modules imported {leaked}"
 PY
 
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HOPWEAVE_REQUIRE_FALKORDB=1
 exec "$VENV/bin/python" -m pytest tests/falkordb -q -p no:cacheprovider "$@"

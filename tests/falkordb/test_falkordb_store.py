@@ -29,27 +29,15 @@ from hopweave.models.common import Bindings, Session  # noqa: E402
 from hopweave.models.filters import Eq  # noqa: E402
 from hopweave.models.metagraph import EdgeStep, Literal_, Predicate, Seed, TraversalPattern  # noqa: E402
 
+from factories import make_pattern  # noqa: E402
+
 pytestmark = pytest.mark.falkordb
 
 EVIL = "x'}) MATCH (n) DETACH DELETE n // \" ` \\ {$tenants} \n ✓"
 
 
 def _pattern(**kw) -> TraversalPattern:
-    base = dict(
-        name="t",
-        goal="G",
-        sub_question="test?",
-        seed=Seed(type="Customer"),
-        edge_sequence=(EdgeStep(type="HOLDS"),),
-        target_type="Account",
-        depth=1,
-        version=1,
-        author="t",
-        created_at=datetime(2026, 1, 1),
-        budget_ms=5000,
-    )
-    base.update(kw)
-    return TraversalPattern(**base)
+    return make_pattern(**{"budget_ms": 5000, **kw})
 
 
 def _b(tenant: str = "t1", customer: str = "C1") -> Bindings:

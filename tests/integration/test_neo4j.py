@@ -83,21 +83,10 @@ def test_saved_browser_query_runs_on_neo4j(deltabank, path: Path) -> None:
 def test_budget_and_errors(deltabank) -> None:
     from hopweave.errors import QueryTimeoutError, StoreError
     from hopweave.models.common import Bindings, Session
-    from hopweave.models.metagraph import EdgeStep, Seed, TraversalPattern
+    from factories import make_pattern
 
     _ref, store = deltabank
-    p = TraversalPattern(
-        name="t",
-        goal="G",
-        sub_question="test?",
-        seed=Seed(type="Customer"),
-        edge_sequence=(EdgeStep(type="HOLDS"),),
-        target_type="Account",
-        depth=1,
-        version=1,
-        author="t",
-        created_at=datetime(2026, 1, 1),
-    )
+    p = make_pattern()
     b = Bindings(session=Session(tenant_id="deltabank", customer_id="CUST_4421"), as_of=datetime(2026, 5, 12))
     res = store.run_pattern("deltabank", p, b, deadline=time.perf_counter() - 1)
     assert res.truncated and res.truncated_reason == "budget_ms"

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
 
 from graph_helpers import load_schema, small_graph
 from hopweave.graph.networkx_store import NetworkxGraphStore

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from factories import make_pattern
 from hopweave.errors import FilterError, SchemaError, UnsafeIdentifierError
 from hopweave.graph.capabilities import FALKORDB, NEO4J, capabilities
 from hopweave.graph.cypher import (
@@ -71,20 +72,7 @@ def compile_all(schema: GraphSchema) -> dict[str, dict[str, object]]:
 
 
 def _pattern(**kw) -> TraversalPattern:
-    base = dict(
-        name="t",
-        goal="G",
-        sub_question="test?",
-        seed=Seed(type="Customer"),
-        edge_sequence=(EdgeStep(type="HOLDS"),),
-        target_type="Account",
-        depth=1,
-        version=1,
-        author="t",
-        created_at=datetime(2026, 1, 1),
-    )
-    base.update(kw)
-    return TraversalPattern(**base)
+    return make_pattern(**kw)
 
 
 # ---- every shipped pattern ----------------------------------------------------------------

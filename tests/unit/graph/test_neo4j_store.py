@@ -12,6 +12,7 @@ neo4j = pytest.importorskip(
     "neo4j", reason="the neo4j driver is not installed: pip install 'hopweave[neo4j]'"
 )
 
+from factories import make_pattern
 from hopweave.errors import (  # noqa: E402
     ConfigError,
     QueryTimeoutError,
@@ -49,19 +50,7 @@ def test_unreachable_server_is_store_unavailable(dead) -> None:
         dead.verify()
     with pytest.raises(StoreUnavailableError):
         dead.get_node("deltabank", "CUST_4421")
-    p = TraversalPattern(
-        name="t",
-        goal="G",
-        sub_question="test?",
-        seed=Seed(type="Customer"),
-        edge_sequence=(EdgeStep(type="HOLDS"),),
-        target_type="Account",
-        depth=1,
-        version=1,
-        author="t",
-        created_at=datetime(2026, 1, 1),
-        budget_ms=2000,
-    )
+    p = make_pattern(budget_ms=2000)
     b = Bindings(session=Session(tenant_id="deltabank", customer_id="C"), as_of=datetime(2026, 5, 12))
     [res] = run_goal_patterns(dead, "deltabank", [p], b)  # the executor reports it, others go on
     assert res.error and "StoreUnavailableError" in res.error
