@@ -24,7 +24,8 @@ def bench_run(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureR
 
     tmp = tmp_path_factory.mktemp("bench")
     # Corpus embeddings are cached by content hash; keep them between local runs (pytest cache).
-    cache = Path(request.config.cache.mkdir("hopweave-bench-embeddings")) if request.config.cache else tmp / "c"
+    pytest_cache = getattr(request.config, "cache", None)  # absent with -p no:cacheprovider
+    cache = Path(pytest_cache.mkdir("hopweave-bench-embeddings")) if pytest_cache is not None else tmp / "c"
     mp = pytest.MonkeyPatch()
     mp.setenv("HOPWEAVE_CACHE_DIR", str(cache))
     try:
