@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import sys
 import time
@@ -28,6 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import maria_measure as mm  # noqa: E402
+from machine import machine  # noqa: E402
 from maria_baselines import langchain_available, langchain_ensemble, post_filtered, quality  # noqa: E402
 
 from hopweave.deltabank.scale import DEFAULT_SEED, GENERATOR_VERSION, QUALITY_QUERIES  # noqa: E402
@@ -39,18 +39,6 @@ TARGETS = {"maria_p50_ms_concurrent": 50.0, "maria_p99_ms_concurrent": 150.0, "s
 STORE_FORMAT = 1
 
 
-def machine() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return {"cpu": cpu, "nproc": os.cpu_count(), "ram_gib": round(mem, 1), "python": platform.python_version(),
-            "os": platform.system(), "load_avg_start": round(os.getloadavg()[0], 2)}
 
 
 def default_store(chunks: int, nodes: int, seed: int) -> Path:

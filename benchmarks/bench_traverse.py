@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import resource
 import shutil
 import subprocess
@@ -21,6 +20,8 @@ import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+from machine import machine_line
 
 from hopweave.deltabank import AS_OF, CUSTOMER_ID, TENANT
 from hopweave.deltabank.load import load_deltabank
@@ -37,17 +38,6 @@ def _pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
 
 
-def _machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Python {platform.python_version()}, {platform.system()}"
 
 
 def _time_runs(store, patterns, bindings, runs: int, workers: int) -> dict[str, float]:
@@ -122,7 +112,7 @@ def _report(out: Path, args, stats, load_s, reopen_s, snap_mb, results, peak_mb)
         "# Benchmark: traversal patterns on the embedded networkx store",
         "",
         f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} (commit {commit or '?'})",
-        f"- Machine: {_machine()}; 1-min load average at the end: {load1:.1f} (shared machine)",
+        f"- Machine: {machine_line()}; 1-min load average at the end: {load1:.1f} (shared machine)",
         f"- Command: `python benchmarks/bench_traverse.py {' '.join(sys.argv[1:])}`",
         f"- Graph: DeltaBank example, {stats['nodes']:,} nodes, {stats['edges']:,} edges (seed 4421); "
         f"snapshot {snap_mb:,.0f} MiB",
