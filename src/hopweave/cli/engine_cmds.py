@@ -46,17 +46,6 @@ def _open_engine(store: Path, **config: Any) -> Any:
     return Engine.open(store, config=EngineConfig(**config) if config else None)
 
 
-def _read_session(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read session file {path}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise InputError(f"session file {path} must hold a JSON object")
-    data.pop("as_of", None)
-    return data
-
-
 def _print_context(result: Any, first_ms: float | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -143,9 +132,12 @@ def retrieve(
     as_json: bool = typer.Option(False, "--json", help="Print the typed result as JSON."),
 ) -> None:
     """Retrieve the working set for one utterance."""
+    from hopweave.understand.datasets import read_session
+
+    sess = read_session(session)  # a bad session file fails before the stores are opened
     engine = _open_engine(_store(store))
     try:
-        result = engine.retrieve(utterance, session=_read_session(session), as_of=as_of, profile=profile,
+        result = engine.retrieve(utterance, session=sess, as_of=as_of, profile=profile,
                                  token_budget=token_budget, budget_ms=budget_ms, record=not no_record)
     finally:
         engine.close()

@@ -21,9 +21,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import yaml
 
 from hopweave.errors import InputError, PatternValidationError
+from hopweave.fileio import read_yaml
 from hopweave.graph.base import Edge, GraphStore, Node
 from hopweave.graph.gates import gate_write, labels_used
 from hopweave.models.common import to_datetime
@@ -83,12 +83,7 @@ def expand_pattern(raw: Mapping[str, Any], goal: str, defaults: Mapping[str, Any
 def read_goal_file(path: str | Path) -> tuple[GoalType, list[dict[str, Any]]]:
     """Parse one goal file into its GoalType and raw (expanded, not yet gated) pattern dicts."""
     p = Path(path)
-    try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"goal file {p} does not exist") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"goal file {p} is not valid YAML: {exc}") from exc
+    doc = read_yaml(p, "goal file")
     if not isinstance(doc, Mapping) or not isinstance(doc.get("goal"), Mapping):
         raise InputError(f"goal file {p} needs a top-level 'goal' mapping (and 'patterns')")
     try:

@@ -13,10 +13,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from hopweave.errors import InputError, SchemaError, UnsafeIdentifierError
+from hopweave.errors import SchemaError, UnsafeIdentifierError
 
 PropType = Literal["str", "int", "float", "bool", "date", "datetime", "list[str]", "json"]
 Subgraph = Literal["semantic", "episodic", "procedural", "meta"]
@@ -181,14 +180,9 @@ class GraphSchema(_Frozen):
 
     @classmethod
     def load(cls, path: str | Path) -> "GraphSchema":
-        p = Path(path)
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputError(f"schema file {p} does not exist") from None
-        except yaml.YAMLError as exc:
-            raise InputError(f"schema file {p} is not valid YAML: {exc}") from exc
-        return cls.from_dict(data)
+        from hopweave.fileio import read_yaml
+
+        return cls.from_dict(read_yaml(path, "schema file"))
 
 
 def cypher_identifier(

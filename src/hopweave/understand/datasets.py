@@ -13,10 +13,10 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
 from hopweave.errors import ConfigError, InputError
+from hopweave.fileio import read_yaml
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.models.common import Session
@@ -45,12 +45,7 @@ def default_utterance_dir() -> Path:
 
 
 def _read(path: Path) -> object:
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"utterance file {path} does not exist") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"utterance file {path} is not valid YAML: {exc}") from exc
+    return read_yaml(path, "utterance file")
 
 
 def load_examples(path: str | Path | None = None) -> dict[str, list[str]]:

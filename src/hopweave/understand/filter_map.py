@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Optional, Union
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hopweave.errors import ConfigError, FilterError, InputError, TenantError
+from hopweave.fileio import read_yaml
 from hopweave.models.common import Session
 from hopweave.models.filters import Eq, FilterTree, In, and_, check_fields
 from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
@@ -99,12 +99,7 @@ def read_mapping_file(path: str | Path | None = None) -> FilterMapping:
 
         path = metagraph_dir() / "filters.yaml"
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"filter mapping file {p} does not exist") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"filter mapping file {p} is not valid YAML: {exc}") from exc
+    data = read_yaml(p, "filter mapping file")
     try:
         return FilterMapping.model_validate(data)
     except Exception as exc:

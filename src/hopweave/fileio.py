@@ -1,0 +1,26 @@
+"""Reading the project's YAML data files with one error behaviour."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hopweave.errors import InputError
+
+
+def read_yaml(path: str | Path, what: str) -> Any:
+    """The parsed content of a YAML file.
+
+    Raises:
+        InputError: the file does not exist or is not valid YAML (the message names ``what``
+            and the path).
+    """
+    p = Path(path)
+    try:
+        return yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{what} {p} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{what} {p} is not valid YAML: {exc}") from exc
