@@ -1,0 +1,170 @@
+"""A domain pack's settings: everything the engine must know about an enterprise's domain that
+is not in its graph schema, as data.
+
+The core package names no domain: which label the session's subject has, how identifiers look
+and how ownership of them is checked, which attributes of the subject are authoritative (owned
+by the session and the graph, never by the utterance), the synonym label and relationship,
+which entity types take a money amount, the trace's link to its subject, extra session
+attributes and the HTML view's label colours all come from here. A pack declares them in its
+manifest (``hopweave.yaml``, section ``domain:``); the store keeps them with the pack's tenants,
+so ``Engine.open(DIR)`` and every command read them back with no flags.
+
+See docs/packs.md ("Bring your own domain") for the file format.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from hopweave.models.schema import check_identifier
+
+SessionAttrType = Literal["str", "int", "float", "bool", "date"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class OwnerStep(_Frozen):
+    """One hop of an ownership path from the session's subject node."""
+
+    type: str
+    direction: Literal["out", "in", "both"] = "out"
+
+    @field_validator("type")
+    @classmethod
+    def _safe(cls, v: str) -> str:
+        return check_identifier(v, "relationship type")
+
+
+class IdentifierFormat(_Frozen):
+    """An identifier that may appear in an utterance (``CUST_4421``, ``ACCT-99812``, ``LN-123456``).
+
+    ``prefix`` followed by an optional ``_``/``-`` and ``min_digits`` or more digits (then
+    optional ``_``-separated alphanumeric parts) is matched case-insensitively; an optional
+    tenant prefix of 2-5 letters and ``_`` (``NB_CUST_4421``) is accepted. The canonical form is
+    ``PREFIX_DIGITS`` in capitals, which must be the node id. ``owner_path`` is the edge
+    sequence from the session's subject to a node with this label; ``None`` means the
+    identifier *is* a subject id (compared with the session's). An identifier the session's
+    subject does not own is reported as a mention, never used."""
+
+    label: str
+    prefix: str
+    owner_path: tuple[OwnerStep, ...] | None = None
+    min_digits: int = Field(default=3, ge=1, le=12)
+
+    @field_validator("label")
+    @classmethod
+    def _safe_label(cls, v: str) -> str:
+        return check_identifier(v, "label")
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]{0,15}", v):
+            raise ValueError(f"identifier prefix {v!r} must be 1-16 letters/digits, starting with a letter")
+        return v.upper()
+
+
+class AuthoritativeAttribute(_Frozen):
+    """An attribute of the authenticated subject that the session and the graph own.
+
+    Its value comes from the session (``session``: an attribute name such as ``region`` or a
+    pack-declared one) or from the subject's node in the graph (``subject_property``), and
+    becomes an entity of type ``entity`` (a vocabulary label; the vocabulary node whose
+    ``match`` property equals the value is linked). An entity of that type named in the
+    utterance never overrides it: a conflicting claim is reported as a mention ("customer
+    claims Platinum; record says Gold"). With no authoritative value (an anonymous session),
+    utterance claims of that type are mentions too, and ``anonymous`` says what the filter does:
+    ``unscoped`` documents only (no segment-specific policy: the chunk field must be empty), or
+    ``ignore`` (no clause)."""
+
+    entity: str
+    subject_property: str | None = None
+    session: str | None = None
+    match: str = "name"
+    anonymous: Literal["unscoped", "ignore"] = "unscoped"
+
+    @field_validator("entity", "match")
+    @classmethod
+    def _safe(cls, v: str) -> str:
+        return check_identifier(v, "name")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "AuthoritativeAttribute":
+        if (self.subject_property is None) == (self.session is None):
+            raise ValueError(f"authoritative {self.entity}: give exactly one of subject_property or session")
+        return self
+
+
+class SubjectSpec(_Frozen):
+    """Who the session is about: the label of the node whose id is the session's ``customer_id``,
+    and the relationship a recorded DecisionTrace gets to it."""
+
+    label: str
+    trace_relationship: str = "FOR_SUBJECT"
+
+    @field_validator("label", "trace_relationship")
+    @classmethod
+    def _safe(cls, v: str) -> str:
+        return check_identifier(v, "name")
+
+
+class SynonymSpec(_Frozen):
+    """The vocabulary label whose nodes carry lexical synonyms, and the relationship between them."""
+
+    label: str
+    relationship: str
+
+    @field_validator("label", "relationship")
+    @classmethod
+    def _safe(cls, v: str) -> str:
+        return check_identifier(v, "name")
+
+
+class SessionAttribute(_Frozen):
+    """A session attribute beyond tenant_id / customer_id / region / channel (a US state, a
+    contract number), usable in always-on filter clauses (``{field: state, session: state}``)."""
+
+    name: str
+    type: SessionAttrType = "str"
+    required: bool = False
+    description: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _safe(cls, v: str) -> str:
+        check_identifier(v, "session attribute")
+        if v in {"tenant_id", "customer_id", "region", "channel", "agent_id", "locale", "attributes"}:
+            raise ValueError(f"session attribute {v!r} is built in; declare only extra attributes")
+        return v
+
+
+class DomainSettings(_Frozen):
+    """The domain settings of one pack (``domain:`` in ``hopweave.yaml``)."""
+
+    name: str
+    subject: SubjectSpec
+    identifiers: tuple[IdentifierFormat, ...] = ()
+    authoritative: tuple[AuthoritativeAttribute, ...] = ()
+    synonyms: SynonymSpec | None = None
+    #: Entity types that take the nearest money amount of the utterance ({"amount": 39}).
+    amounts_attach_to: tuple[str, ...] = ()
+    session_attributes: tuple[SessionAttribute, ...] = ()
+    #: Labels whose ids are identifiers, kept whole by the lexical plan.
+    identifier_labels: tuple[str, ...] = ()
+    #: HTML view colours by label ("#4C8EDA").
+    styles: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _safe(cls, v: str) -> str:
+        if not re.fullmatch(r"[a-z][a-z0-9_-]{0,39}", v):
+            raise ValueError(f"domain name {v!r}: lower-case letters, digits, '_' or '-', starting with a letter")
+        return v
+
+    def authoritative_for(self, entity: str) -> AuthoritativeAttribute | None:
+        return next((a for a in self.authoritative if a.entity == entity), None)
