@@ -68,14 +68,20 @@ def understand_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Classify the goal, resolve entities, and print the filter and lexical plan for one utterance."""
+    from hopweave.deltabank.domain import deltabank_registry
+    from hopweave.engine.boundary import check_session_attributes, check_utterance_input
+    from hopweave.models.common import read_session_file
     from hopweave.understand import Understander
-    from hopweave.understand.datasets import read_session
 
-    sess = read_session(session)
+    sess = read_session_file(session)
+    check_utterance_input(utterance)
+    # transitional: the store does not keep its domain settings yet (issue 10's pack loader)
+    settings = deltabank_registry().for_tenant(sess.tenant_id)
+    check_session_attributes(sess, settings)
     when = as_of if as_of is not None else date.today().isoformat()
     graph = _open_store(store)
     try:
-        u = Understander(graph, threshold=threshold).understand(utterance, sess, when)
+        u = Understander(graph, threshold=threshold, settings=settings).understand(utterance, sess, when)
         d = u.to_json_dict()
         d["qdrant_filter"] = _qdrant_filter(u.filter, graph.schema)
     finally:

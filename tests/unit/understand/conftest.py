@@ -3,9 +3,14 @@ built from the real DeltaBank generator, vocabulary, goal files and filter mappi
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Iterator
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
+from domains import DELTABANK  # noqa: E402
 
 from hopweave.deltabank.generate import generate
 from hopweave.deltabank.load import metagraph_items
@@ -56,7 +61,7 @@ def fresh_store() -> Iterator[NetworkxGraphStore]:
 
 @pytest.fixture(scope="session")
 def understander(bank: NetworkxGraphStore, embedder) -> Understander:  # type: ignore[no-untyped-def]
-    return Understander(bank, embedder)
+    return Understander(bank, embedder, settings=DELTABANK)
 
 
 @pytest.fixture(scope="session")
