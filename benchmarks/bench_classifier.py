@@ -113,7 +113,9 @@ def maria_check(store: Any, clf: Any) -> dict[str, Any]:
     from hopweave.models.common import Session
     from hopweave.understand import Understander
 
-    u = Understander(store, clf.embedder).understand(
+    from hopweave.deltabank.domain import DELTABANK
+
+    u = Understander(store, clf.embedder, settings=DELTABANK).understand(
         "I want to dispute this $39 late fee on my Platinum card",
         Session(tenant_id="deltabank", customer_id="CUST_4421", region="US", channel="phone"), "2026-05-12")
     ents = [(e.type, e.value, e.source) for e in u.entities if e.type in ("Customer", "Tier", "Product", "EventType")]

@@ -101,7 +101,9 @@ def run(args: argparse.Namespace, log: Any = None) -> dict[str, Any]:
     res["cold_start"] = mm.cold_start(store, args.budget_ms, args.pattern_budget_scale)
 
     cfg = EngineConfig(budget_ms=args.budget_ms, pattern_budget_scale=args.pattern_budget_scale)
-    engine = Engine.open(store, config=cfg)
+    from hopweave.deltabank.domain import deltabank_registry
+
+    engine = Engine.open(store, domains=deltabank_registry(), config=cfg)
     try:
         res["warmup_ms"] = engine.warmup()
         rec = mm.StageRecorder()

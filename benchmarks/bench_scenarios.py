@@ -75,7 +75,10 @@ def run(store: Path, runs: int) -> dict[str, Any]:
 
     # No query-embedding cache: every request (hopweave and naive alike) pays for its embeddings,
     # otherwise the repeated warm runs of one utterance would measure cache hits.
-    engine = Engine.open(store, config=REPLAY_CONFIG, embedder=SentenceTransformerEmbedder(query_cache_size=0))
+    from hopweave.deltabank.domain import deltabank_registry
+
+    engine = Engine.open(store, domains=deltabank_registry(), config=REPLAY_CONFIG,
+                         embedder=SentenceTransformerEmbedder(query_cache_size=0))
     warm = engine.warmup()
     rows = []
     try:

@@ -425,7 +425,8 @@ t_import = time.perf_counter() - t0
 store, budget, scale = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 sess = json.loads(sys.argv[4])
 t1 = time.perf_counter()
-eng = Engine.open(store, config=EngineConfig(budget_ms=budget, pattern_budget_scale=scale))
+from hopweave.deltabank.domain import deltabank_registry
+eng = Engine.open(store, domains=deltabank_registry(), config=EngineConfig(budget_ms=budget, pattern_budget_scale=scale))
 t_open = time.perf_counter() - t1
 warm = eng.warmup()  # what the first retrieve would load anyway, timed part by part
 r = eng.retrieve(sys.argv[5], session=sess, as_of=sys.argv[6], record=False)
