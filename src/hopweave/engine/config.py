@@ -1,13 +1,20 @@
-"""The engine's budgets and thresholds (:class:`EngineConfig`) and one request's run state."""
+"""The engine's budgets and thresholds (:class:`EngineConfig`), one request's run state
+(:class:`Run`) and the typed result it ends in (:func:`make_result`)."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 
+from hopweave.engine import record as trace_record
+from hopweave.engine.assemble import Assembly
 from hopweave.engine.boundary import Request
-from hopweave.engine.result import Degradation
+from hopweave.engine.plan import Plan
+from hopweave.engine.result import Degradation, RetrievalResult
+from hopweave.models.common import PatternResult
 from hopweave.models.domain import DomainSettings
+from hopweave.models.filters import to_display
+from hopweave.models.ranking import RankingProfile
 
 
 @dataclass(frozen=True)
@@ -55,3 +62,28 @@ class Run:
         return max(self.deadline - time.perf_counter(), 0.0)
 
 
+
+
+def make_result(run: Run, plan: Plan, prof: RankingProfile | None, facts: list[PatternResult],
+                assembly: Assembly, store_rev: str) -> RetrievalResult:
+    """The typed result of a run (its trace id: a hash of the inputs and what was seen)."""
+    req = run.req
+    goal = None if plan.clarify else (plan.goal.name if plan.goal else None)
+    trace_id = trace_record.trace_id_for(
+        tenant_id=req.session.tenant_id, utterance=req.utterance, session=req.session, as_of=req.as_of,
+        store_revision=store_rev, goal=goal, patterns=[(f.pattern, f.version) for f in facts],
+        chunk_ids=[c.chunk_id for c in assembly.chunks if c.in_context], context_hash=assembly.block.hash,
+    )
+    return RetrievalResult(
+        trace_id=trace_id, tenant_id=req.session.tenant_id, utterance=req.utterance, as_of=req.as_of,
+        as_of_defaulted=req.as_of_defaulted, goal=goal,
+        goal_version=plan.goal.version if plan.goal and not plan.clarify else None,
+        confidence=round(plan.confidence, 6), clarify=plan.clarify, entities=plan.entities,
+        mentions=plan.mentions, notes=plan.notes, domain=run.settings.name,
+        filter=plan.filter.model_dump(mode="json") if plan.filter is not None else None,
+        filter_display=to_display(plan.filter), search_query=plan.dense_query,
+        ranking_profile=prof.name if prof else plan.profile,
+        ranking_profile_version=prof.version if prof else None,
+        chunks=assembly.chunks, facts=tuple(facts), precedent=assembly.precedent, context=assembly.block,
+        degraded=tuple(run.degraded), store_revision=store_rev, metagraph_revision=store_rev.split(":")[0],
+    )

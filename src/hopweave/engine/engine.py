@@ -35,15 +35,16 @@ import functools
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 from hopweave.engine import precedent
 from hopweave.engine import record as trace_record
-from hopweave.engine.assemble import Assembly, assemble
+from hopweave.engine.assemble import assemble
 from hopweave.engine.boundary import Request, check_request, check_session_attributes
 from hopweave.engine.branches import graph_branch, pattern_degradations, search_documents
-from hopweave.engine.config import EngineConfig, Run
+from hopweave.engine.config import EngineConfig, Run, make_result
 from hopweave.engine.plan import Plan, agent_notes, build_plan
 from hopweave.engine.result import ChunkItem, Degradation, RetrievalResult, Stage
 from hopweave.engine.stages import (
@@ -58,9 +59,8 @@ from hopweave.engine.stages import (
 from hopweave.engine.tokens import TokenCounter, default_counter
 from hopweave.errors import ConfigError, InputError, PatternValidationError
 from hopweave.graph.base import GraphStore
-from hopweave.models.common import Bindings, PatternResult
+from hopweave.models.common import Bindings, PatternResult, Session
 from hopweave.models.domain import DomainRegistry, DomainSettings
-from hopweave.models.filters import to_display
 from hopweave.models.metagraph import GoalType, TraversalPattern
 from hopweave.models.ranking import RankingProfile
 from hopweave.search.embedder import Embedder
@@ -131,8 +131,9 @@ class Engine:
         config: EngineConfig | None = None,
     ) -> "Engine":
         """Open the embedded store in ``store_dir`` (``<dir>/graph``, ``<dir>/vectors``), or use
-        the given ``graph`` / ``index`` instances (server stores). Raises StoreError /
-        StoreCorruptError for an unreadable store, InputError when neither is given."""
+        the given ``graph`` / ``index`` instances (server stores). ``domains`` says which domain
+        serves each tenant (until stores keep their pack settings, callers pass it). Raises
+        StoreError / StoreCorruptError for an unreadable store, InputError when neither is given."""
         if graph is None:
             if store_dir is None:
                 raise InputError("Engine.open needs a store directory or a GraphStore instance")
@@ -273,13 +274,13 @@ class Engine:
         self,
         utterance: str,
         *,
-        session: Any,
-        as_of: Any = None,
+        session: Session | Mapping[str, Any],
+        as_of: datetime | date | str | None = None,
         budget_ms: int | None = None,
         profile: str | None = None,
         token_budget: int | None = None,
         record: bool | None = None,
-        pattern_overrides: Any = None,
+        pattern_overrides: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> RetrievalResult:
         """Retrieve the working set for one utterance of an authenticated session.
 
@@ -328,7 +329,7 @@ class Engine:
             provenance=self.config.provenance_inline, notes=agent_notes(plan),
         )
         run.timings["assemble"] = _ms(t)
-        result = self._result(run, plan, prof, facts, assembly)
+        result = make_result(run, plan, prof, facts, assembly, self.store_revision())
         t = time.perf_counter()
         recorded = self._record(run, result) if (self.config.record if req.record is None else req.record) else False
         run.timings["record"] = _ms(t)
@@ -369,7 +370,8 @@ class Engine:
         run.timings["understand"] = _ms(t)
         return plan
 
-    def _override(self, p: TraversalPattern, fields: Any, goal: GoalType | None) -> TraversalPattern:
+    def _override(self, p: TraversalPattern, fields: Mapping[str, Any] | None,
+                  goal: GoalType | None) -> TraversalPattern:
         """``p`` with a what-if override, checked by the same gates as a stored pattern."""
         if not fields:
             return p
@@ -420,30 +422,6 @@ class Engine:
         run.degraded.extend(pattern_degradations(facts))
         run.timings["search_and_traverse"] = _ms(t)
         return chunks, prof, facts, prec_items
-
-    def _result(self, run: Run, plan: Plan, prof: RankingProfile | None, facts: list[PatternResult],
-                assembly: Assembly) -> RetrievalResult:
-        req = run.req
-        store_rev = self.store_revision()
-        goal = None if plan.clarify else (plan.goal.name if plan.goal else None)
-        trace_id = trace_record.trace_id_for(
-            tenant_id=req.session.tenant_id, utterance=req.utterance, session=req.session, as_of=req.as_of,
-            store_revision=store_rev, goal=goal, patterns=[(f.pattern, f.version) for f in facts],
-            chunk_ids=[c.chunk_id for c in assembly.chunks if c.in_context], context_hash=assembly.block.hash,
-        )
-        return RetrievalResult(
-            trace_id=trace_id, tenant_id=req.session.tenant_id, utterance=req.utterance, as_of=req.as_of,
-            as_of_defaulted=req.as_of_defaulted, goal=goal,
-            goal_version=plan.goal.version if plan.goal and not plan.clarify else None,
-            confidence=round(plan.confidence, 6), clarify=plan.clarify, entities=plan.entities,
-            mentions=plan.mentions, notes=plan.notes, domain=run.settings.name,
-            filter=plan.filter.model_dump(mode="json") if plan.filter is not None else None,
-            filter_display=to_display(plan.filter), search_query=plan.dense_query,
-            ranking_profile=prof.name if prof else plan.profile,
-            ranking_profile_version=prof.version if prof else None,
-            chunks=assembly.chunks, facts=tuple(facts), precedent=assembly.precedent, context=assembly.block,
-            degraded=tuple(run.degraded), store_revision=store_rev, metagraph_revision=store_rev.split(":")[0],
-        )
 
     def _record(self, run: Run, result: RetrievalResult) -> bool:
         """Write the trace within the request's remaining budget (at least ``record_min_ms``).

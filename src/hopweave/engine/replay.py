@@ -303,16 +303,15 @@ def replay_trace(
     """Re-run a recorded retrieval (its utterance, session and as_of) on the store as it is now
     and diff it against the recording. Returns (new result, TraceDiff); the diff is empty when
     nothing changed. Raises NotFoundError for an unknown trace (or another tenant's)."""
-    rec = trace_record
-    old = rec.load(engine.graph, tenant_id, trace_id)
+    old = trace_record.load(engine.graph, tenant_id, trace_id)
     if not old.utterance or not old.as_of:
         raise InputError(f"trace {trace_id} has no utterance/as_of recorded: it cannot be replayed")
     session = parse_session(old.session or {"tenant_id": tenant_id}, f"trace {trace_id}: session")
     r = engine.retrieve(old.utterance, session=session, as_of=old.as_of, record=record)
     if record and r.recorded:
-        new = rec.load(engine.graph, tenant_id, r.trace_id)
+        new = trace_record.load(engine.graph, tenant_id, r.trace_id)
     else:  # compare against the result itself without writing it
-        nodes, _ = rec.build(r, session, engine.graph, engine.settings_for(tenant_id).subject)
+        nodes, _ = trace_record.build(r, session, engine.graph, engine.settings_for(tenant_id).subject)
         props = nodes[0].props
         new = old.model_copy(update={
             "trace_id": r.trace_id, "goal": r.goal, "goal_version": r.goal_version, "chunk_ids": props["chunk_ids"],
@@ -320,4 +319,4 @@ def replay_trace(
             "patterns": props["patterns_json"], "context_hash": r.context.hash, "context_text": r.context.text,
             "tokens": r.context.tokens, "store_revision": r.store_revision,
             "metagraph_revision": r.metagraph_revision, "filter": r.filter or {}})
-    return r, rec.diff(old, new)
+    return r, trace_record.diff(old, new)

@@ -7,9 +7,10 @@ import asyncio
 
 import pytest
 
-from conftest import MARIA
 from hopweave.adapters.agent_tool import RetrieveTool
 from hopweave.errors import InputError, TenantError
+
+MARIA = {"tenant_id": "deltabank", "customer_id": "CUST_4421", "region": "US", "channel": "phone"}
 
 
 @pytest.mark.parametrize("session", [
