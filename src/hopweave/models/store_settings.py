@@ -13,12 +13,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hopweave.errors import StoreCorruptError, StoreError
 from hopweave.models.domain import DomainRegistry, DomainSettings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.models.schema import GraphSchema
 
 #: File name of the store settings inside a store directory.
 SETTINGS_FILE = "hopweave-store.json"
@@ -47,7 +50,20 @@ class StoreSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     format: Literal[1] = STORE_FORMAT
+    #: The store's schema: the base schema extended by every domain's schema (merged at load).
+    store_schema: dict[str, Any] = Field(default_factory=dict)
     domains: dict[str, DomainRecord] = Field(default_factory=dict)
+
+    def schema(self) -> "GraphSchema":
+        """The store's merged schema (raises StoreCorruptError if the file holds none)."""
+        from hopweave.models.schema import GraphSchema
+
+        if not self.store_schema:
+            raise StoreCorruptError("the store settings hold no schema; re-run `hopweave load PACK --store DIR`")
+        return GraphSchema.from_dict(self.store_schema)
+
+    def tenant_domains(self) -> dict[str, str]:
+        return {t: name for name, rec in sorted(self.domains.items()) for t in rec.tenants}
 
     def registry(self) -> DomainRegistry:
         """Which domain serves which tenant."""
