@@ -23,8 +23,10 @@ def _open_existing(store: Optional[Path]) -> Any:
 
     store = store_path(store)
 
+    from hopweave.graph._persist import JOURNAL, LEGACY_SNAPSHOT, SNAPSHOT
+
     graph_dir = store / GRAPH_SUBDIR
-    if not (graph_dir / "snapshot.pkl").exists() and not (graph_dir / "journal.jsonl").exists():
+    if not any((graph_dir / f).exists() for f in (SNAPSHOT, LEGACY_SNAPSHOT, JOURNAL)):
         raise NotFoundError(f"no graph store at {store}: run `hopweave load --store {store}` first")
     return open_graph_store(store, read_only=True)
 
