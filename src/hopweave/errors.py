@@ -103,3 +103,8 @@ class EmbeddingSpaceError(HopweaveError):
 
 class PatternIdentifierError(PatternValidationError, UnsafeIdentifierError):
     """A pattern names a label, relationship type or property that is not a safe identifier."""
+
+
+class PackError(InputError):
+    """A domain pack (``hopweave.yaml`` and its files) is missing, malformed or inconsistent.
+    The message names the file (and line or record) and what to fix."""
