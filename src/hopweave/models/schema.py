@@ -29,6 +29,9 @@ SAFE_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 #: Properties every node carries, whatever its label.
 COMMON_NODE_PROPERTIES: dict[str, PropType] = {"id": "str", "tenant_id": "str"}
 
+#: Property of shared nodes naming the domain (pack) they belong to; absent = every domain.
+DOMAIN_PROPERTY = "domain"
+
 #: tenant_id value of shared (non-tenant) nodes: the metagraph and vocabulary.
 GLOBAL_TENANT = "_global"
 
@@ -79,6 +82,8 @@ class LabelSpec(_Frozen):
     @cached_property
     def props(self) -> dict[str, PropertySpec]:
         out = {n: PropertySpec(name=n, type=t, required=True) for n, t in COMMON_NODE_PROPERTIES.items()}
+        if self.shared:  # shared nodes belong to one domain (pack) of the store
+            out[DOMAIN_PROPERTY] = PropertySpec(name=DOMAIN_PROPERTY, type="str", indexed=True)
         out.update({p.name: p for p in self.properties})
         return out
 
