@@ -108,3 +108,9 @@ class PatternIdentifierError(PatternValidationError, UnsafeIdentifierError):
 class PackError(InputError):
     """A domain pack (``hopweave.yaml`` and its files) is missing, malformed or inconsistent.
     The message names the file (and line or record) and what to fix."""
+
+
+class MetagraphWriteError(PatternValidationError):
+    """A GoalType / TraversalPattern / FilterMapping node was written outside the gated path
+    (``hopweave.graph.metagraph_io.write_metagraph`` / ``gated_items``), or its stored
+    definition fails the gates."""

@@ -259,11 +259,17 @@ def patterns_using(
 def validate_all(
     store: GraphStore, schema: GraphSchema | None = None
 ) -> dict[str, list[PatternValidationError]]:
-    """Re-validate every stored pattern against ``schema`` (default: the store's). Returns the
-    errors by pattern name, only for patterns with errors (an empty dict = all valid)."""
+    """Re-validate every stored pattern against ``schema`` (default: the store's), including the
+    stored nodes whose definition does not parse (``store.pattern_problems()``, field
+    ``definition``). Returns the errors by pattern name, only for patterns with errors (an empty
+    dict = all valid)."""
     schema = schema or store.schema
     goals = {g.name: g for g in store.goal_types()}
     out: dict[str, list[PatternValidationError]] = {}
+    for bad in store.pattern_problems():  # stored nodes whose definition does not even parse
+        out.setdefault(bad.name, []).append(
+            PatternValidationError(bad.name, "definition", bad.reason, "rewrite it with metagraph_io.write_metagraph")
+        )
     for p in store.patterns():
         errs = list(_pattern_errors(p, schema, goals.get(p.goal)))
         if errs:
