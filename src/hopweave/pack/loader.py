@@ -142,22 +142,18 @@ def _tag_domain(items: Iterable[Node | Edge], domain: str) -> Iterator[Node | Ed
 def metagraph_items(p: LoadedPack, stored: Iterable[Any] = ()) -> list[Node | Edge]:
     """Gated GoalType / TraversalPattern nodes (tagged with the domain), HAS_PATTERN edges and
     the domain's FilterMapping node."""
-    from hopweave.graph.gates import gate_write
-    from hopweave.graph.metagraph_io import goal_node, pattern_node
-    from hopweave.models.metagraph import goal_node_id, pattern_node_id
+    from dataclasses import replace
 
-    patterns = gate_write(p.schema, p.goals, p.raw_patterns, stored=tuple(stored))
+    from hopweave.graph.metagraph_io import gated_items
+
     tag = {DOMAIN_PROPERTY: p.manifest.name}
-    items: list[Node | Edge] = []
-    for n in [goal_node(g) for g in p.goals] + [pattern_node(x) for x in patterns]:
-        items.append(Node(n.id, n.label, {**n.props, **tag}))
-    items += [Edge(goal_node_id(x.goal), pattern_node_id(x.name), "HAS_PATTERN") for x in patterns]
+    items, _ = gated_items(p.schema, p.goals, p.raw_patterns, stored=tuple(stored), domain=p.manifest.name)
     if p.manifest.filters:
         from hopweave.understand.filter_map import filter_mapping_node, read_mapping_file
 
         mapping = read_mapping_file(pack_path(p.directory, p.manifest.filters, "filters"))
         n = filter_mapping_node(p.schema, mapping, domain=p.manifest.name)
-        items.append(Node(n.id, n.label, {**n.props, **tag}))
+        items.append(replace(n, props={**n.props, **tag}))  # replace keeps the GatedNode class
     return items
 
 
