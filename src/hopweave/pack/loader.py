@@ -121,14 +121,17 @@ def _check_ownership(p: LoadedPack, existing: StoreSettings | None) -> None:
 def graph_items(p: LoadedPack) -> Iterator[tuple[str, Iterator[Node | Edge]]]:
     """The pack's graph files as ``(store tenant, items)`` batches, in manifest order; nodes of
     the shared vocabulary are written under ``_global`` with this domain's name."""
-    from hopweave.pack.graph_files import read_graph_files
+    from hopweave.pack.graph_files import GraphContext, read_graph_files
 
+    ctx = GraphContext()  # ids seen across entries: edges may end at the shared vocabulary
     for entry in p.manifest.graph:
         files = expand_globs(p.directory, entry.files, f"graph files of tenant {entry.tenant}")
+        items = read_graph_files(files, p.schema, tenant=entry.tenant, shared=entry.tenant == SHARED,
+                                 context=ctx, root=p.directory)
         if entry.tenant == SHARED:
-            yield GLOBAL_TENANT, _tag_domain(read_graph_files(files, p.schema), p.manifest.name)
+            yield GLOBAL_TENANT, _tag_domain(items, p.manifest.name)
         else:
-            yield entry.tenant, read_graph_files(files, p.schema)
+            yield entry.tenant, items
 
 
 def _tag_domain(items: Iterable[Node | Edge], domain: str) -> Iterator[Node | Edge]:
