@@ -164,15 +164,17 @@ def metagraph_items(p: LoadedPack, stored: Iterable[Any] = ()) -> list[Node | Ed
     return items
 
 
-def document_items(p: LoadedPack) -> tuple[str, list[Node | Edge], list[Any]]:
-    """(tenant, Document nodes and their edges, parsed documents) of the pack's corpus."""
+def document_items(p: LoadedPack, store: Any = None) -> tuple[str, list[Node | Edge], list[Any]]:
+    """(tenant, Document nodes and their edges, parsed documents) of the pack's corpus; corpus
+    links are resolved against ``store`` (its vocabulary nodes, written before)."""
     if p.manifest.corpus is None:
         return p.manifest.tenant_for_corpus(), [], []
-    from hopweave.pack.corpus import document_graph, load_corpus
+    from hopweave.pack.corpus import document_graph, load_corpus, store_resolver
 
     tenant = p.manifest.tenant_for_corpus()
     docs = load_corpus(pack_path(p.directory, p.manifest.corpus.dir, "corpus"), p.schema, tenant)
-    nodes, edges = document_graph(docs, p.manifest.corpus.links)
+    resolve = store_resolver(store, tenant) if store is not None else None
+    nodes, edges = document_graph(docs, p.manifest.corpus.links, schema=p.schema, resolve=resolve)
     return tenant, [*nodes, *edges], docs
 
 
@@ -206,7 +208,7 @@ def load_pack(
         say("graph", 2, len(STEPS))
         written = _write_graph(store, p, extra_graph)
         say("documents", 3, len(STEPS))
-        tenant, doc_items, docs = document_items(p)
+        tenant, doc_items, docs = document_items(p, store)
         with store.bulk() as bulk:
             bulk.write(tenant, doc_items)
         say("metagraph", 4, len(STEPS))
