@@ -254,6 +254,8 @@ class GoalType(_Frozen):
     #: [FraudClaim]}``. The goal owns these fields: they replace the understanding's clauses on
     #: the same fields (a word like "purchase" must not narrow a fraud case to fee schedules).
     document_scope: dict[str, tuple[Scalar, ...]] = Field(default_factory=dict)
+    #: The domain (pack) this goal belongs to; set by the pack loader. None = every domain.
+    domain: str | None = None
 
     @field_validator("name")
     @classmethod
