@@ -110,8 +110,11 @@ def check_domain(m: PackManifest, schema: GraphSchema) -> list[Problem]:
 
 
 def check_goals(d: Path, m: PackManifest, schema: GraphSchema) -> list[Problem]:
-    from hopweave.graph.gates import gate_write
+    """Every gate problem of every goal file: each pattern against the schema, then the goal as a
+    whole (its sections name patterns of the goal; no two patterns answer the same sub-question)."""
+    from hopweave.graph.gates import check_conflicts, pattern_errors, validate_goal
     from hopweave.graph.metagraph_io import read_goal_file
+    from hopweave.models.metagraph import TraversalPattern
 
     out: list[Problem] = []
     gdir = d / m.goals
@@ -124,15 +127,22 @@ def check_goals(d: Path, m: PackManifest, schema: GraphSchema) -> list[Problem]:
         except HopweaveError as exc:
             out.append(Problem(file=_rel(d, f), message=_err(exc), fix=_fix_of(exc, "fix the goal mapping")))
             continue
+        parsed: list[TraversalPattern] = []
         for raw in raws:
-            try:
-                gate_write(schema, [goal], [raw], stored=())
-            except PatternValidationError as exc:
+            errs = pattern_errors(raw, schema, goal)
+            for exc in errs:
                 out.append(Problem(file=_rel(d, f), record=f"pattern {raw.get('name', '?')}", message=_err(exc),
                                    fix=_fix_of(exc, "fix the pattern")))
-            except HopweaveError as exc:
-                out.append(Problem(file=_rel(d, f), record=f"pattern {raw.get('name', '?')}", message=_err(exc),
-                                   fix="fix the pattern"))
+            if not errs:
+                parsed.append(TraversalPattern.model_validate(raw))
+        if len(parsed) < len(raws):
+            continue  # the goal-level checks need every pattern
+        try:
+            check_conflicts(parsed, ())
+            validate_goal(goal, parsed)
+        except PatternValidationError as exc:
+            out.append(Problem(file=_rel(d, f), record=f"goal {goal.name}", message=_err(exc),
+                               fix=_fix_of(exc, "fix the goal's sections or patterns")))
     return out
 
 
