@@ -102,16 +102,28 @@ class GraphStore(ABC):
         return _enforce_rows(tenant_id, result)
 
     # ---- writes -------------------------------------------------------------------------
-    def write(self, tenant_id: str, nodes: Sequence[Node] = (), edges: Sequence[Edge] = ()) -> None:
+    def write(
+        self,
+        tenant_id: str,
+        nodes: Sequence[Node] = (),
+        edges: Sequence[Edge] = (),
+        *,
+        timeout_s: float | None = None,
+    ) -> None:
         """Atomically upsert nodes (merged by id) and edges (merged by src, type, dst).
 
         Every node is written with ``tenant_id`` = this tenant (``_global`` for labels the schema
         marks shared, which only the ``_global`` tenant may write). Both endpoints of an edge
         must be visible to the tenant. Validates labels, types and properties against the schema.
+        ``timeout_s`` bounds the wait for the store's write lock (None: the store's default);
+        past it StoreBusyError is raised and nothing is written.
         """
         if tenant_id != GLOBAL_TENANT:  # the shared tenant is not a valid request tenant
             check_tenant(tenant_id)
-        self._write(tenant_id, list(nodes), list(edges))
+        if timeout_s is None:
+            self._write(tenant_id, list(nodes), list(edges))
+        else:
+            self._write_within(tenant_id, list(nodes), list(edges), timeout_s)
 
     # ---- metagraph (shared across tenants) -----------------------------------------------
     @abstractmethod
@@ -147,6 +159,11 @@ class GraphStore(ABC):
 
     @abstractmethod
     def _write(self, tenant_id: str, nodes: list[Node], edges: list[Edge]) -> None: ...
+
+    def _write_within(self, tenant_id: str, nodes: list[Node], edges: list[Edge], timeout_s: float) -> None:
+        """:meth:`_write` waiting at most ``timeout_s`` for locks. Backends that wait on a lock
+        override it; the default relies on the backend's own timeouts."""
+        self._write(tenant_id, nodes, edges)
 
     @abstractmethod
     def close(self) -> None: ...

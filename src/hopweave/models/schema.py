@@ -1,9 +1,12 @@
 """The declared graph schema: the one vocabulary of labels, relationship types, properties,
 chunk metadata fields and filter clauses.
 
-The schema is data (``metagraph/schema.yaml``), read by everything else: pattern gates, the Cypher
-compiler, the entity ruler, the entity-to-filter mapping and the vector index payload indexes.
-:func:`cypher_identifier` is the single function through which any identifier reaches Cypher.
+The schema is data, read by everything else: pattern gates, the Cypher compiler, the entity
+ruler, the entity-to-filter mapping and the vector index payload indexes. The built-in base schema
+(``metagraph/base_schema.yaml``: the labels the engine writes itself) is extended by a domain
+pack's ``schema.yaml`` (``extends: base``); :meth:`GraphSchema.load` and :meth:`GraphSchema.extend`
+merge them. :func:`cypher_identifier` is the single function through which any identifier
+reaches Cypher.
 """
 
 from __future__ import annotations
@@ -85,17 +88,76 @@ class LabelSpec(_Frozen):
         return out
 
 
+#: In a relationship's ``from_labels`` / ``to_labels``: any label of the (merged) schema.
+ANY_LABEL = "*"
+
+
 class RelSpec(_Frozen):
+    """A relationship type. ``from_labels`` / ``to_labels`` given as ``["*"]`` mean any label of
+    the schema: the lists then hold every label (expanded again when a pack extends the schema)
+    and ``any_from`` / ``any_to`` are set."""
+
     name: str
     from_labels: tuple[str, ...]
     to_labels: tuple[str, ...]
     description: str = ""
     properties: tuple[PropertySpec, ...] = ()
+    any_from: bool = False
+    any_to: bool = False
 
     @field_validator("name")
     @classmethod
     def _safe(cls, v: str) -> str:
         return check_identifier(v, "relationship type")
+
+    @field_validator("from_labels", "to_labels")
+    @classmethod
+    def _star_alone(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if ANY_LABEL in v and len(v) > 1:
+            raise ValueError(f'"{ANY_LABEL}" (any label) must be the only item of the list, got {list(v)}')
+        return v
+
+
+class LabelExtension(_Frozen):
+    """``- extends: Document`` in a pack schema: properties the pack adds to a base label."""
+
+    extends: str
+    description: str = ""
+    properties: tuple[PropertySpec, ...] = ()
+
+    @field_validator("extends")
+    @classmethod
+    def _safe(cls, v: str) -> str:
+        return check_identifier(v, "label")
+
+
+class SchemaExtension(_Frozen):
+    """A pack's schema file (``extends: base``): new labels, extensions of base labels, new
+    relationship types and chunk fields. Only meaningful merged onto a base: see
+    :meth:`GraphSchema.extend`."""
+
+    version: str = ""
+    labels: tuple[LabelSpec, ...] = ()
+    extensions: tuple[LabelExtension, ...] = ()
+    relationships: tuple[RelSpec, ...] = ()
+    chunk_fields: tuple[PropertySpec, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SchemaExtension":
+        """Parse a pack schema mapping (labels may mix ``name:`` and ``extends:`` entries).
+        Raises SchemaError naming what is wrong."""
+        if not isinstance(data, dict):
+            raise SchemaError(f"a schema file must be a mapping, got {type(data).__name__}")
+        body = {k: v for k, v in data.items() if k not in ("extends", "base")}
+        raw_labels = body.pop("labels", None) or []
+        if not isinstance(raw_labels, list):
+            raise SchemaError("schema `labels` must be a list")
+        body["labels"] = [x for x in raw_labels if not (isinstance(x, dict) and "extends" in x)]
+        body["extensions"] = [x for x in raw_labels if isinstance(x, dict) and "extends" in x]
+        try:
+            return cls.model_validate(body)
+        except Exception as exc:
+            raise SchemaError(f"invalid pack schema: {exc}") from exc
 
 
 class GraphSchema(_Frozen):
@@ -106,6 +168,25 @@ class GraphSchema(_Frozen):
     relationships: tuple[RelSpec, ...]
     #: Chunk metadata fields (payload of the vector index); filter clauses name these.
     chunk_fields: tuple[PropertySpec, ...]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_any(cls, data: Any) -> Any:
+        """Expand ``["*"]`` endpoint lists into every label of this schema."""
+        if not isinstance(data, dict) or "relationships" not in data:
+            return data
+        names = [x.name if isinstance(x, LabelSpec) else x.get("name") for x in data.get("labels") or ()
+                 if isinstance(x, (LabelSpec, dict))]
+        rels = []
+        for r in data.get("relationships") or ():
+            d = r.model_dump() if isinstance(r, RelSpec) else r
+            if isinstance(d, dict):
+                d = dict(d)
+                for side, flag in (("from_labels", "any_from"), ("to_labels", "any_to")):
+                    if d.get(flag) or list(d.get(side) or ()) == [ANY_LABEL]:
+                        d[side], d[flag] = list(names), True
+            rels.append(d)
+        return {**data, "relationships": rels}
 
     @model_validator(mode="after")
     def _consistent(self) -> "GraphSchema":
@@ -178,16 +259,53 @@ class GraphSchema(_Frozen):
     # ---- loading -------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "GraphSchema":
+        """A complete schema from a mapping; a pack schema (``extends: base``) is merged onto the
+        built-in base schema. Raises SchemaError."""
+        if isinstance(data, dict) and data.get("extends") is not None:
+            if data["extends"] != "base":
+                raise SchemaError(f"schema `extends: {data['extends']}`: the only schema a pack extends "
+                                  "is `base` (the built-in base schema)")
+            return cls.base().extend(data)
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if k != "base"}
+            if any(isinstance(x, dict) and "extends" in x for x in data.get("labels") or ()):
+                raise SchemaError("`- extends: <Label>` entries belong in a pack schema: add `extends: base` at "
+                                  "the top of the file (a pack schema extends the built-in base schema)")
         try:
             return cls.model_validate(data)
         except Exception as exc:
             raise SchemaError(f"invalid graph schema: {exc}") from exc
 
     @classmethod
-    def load(cls, path: str | Path) -> "GraphSchema":
+    def load(cls, path: str | Path, *pack_paths: str | Path) -> "GraphSchema":
+        """``load(base_path, *pack_paths)``: the schema at ``path`` extended by each pack schema
+        in turn. A single pack schema file (``extends: base``) is merged onto the built-in base.
+        Raises SchemaError (invalid file or a conflict), ConfigError (unreadable file)."""
         from hopweave.fileio import read_yaml
 
-        return cls.from_dict(read_yaml(path, "schema file"))
+        schema = cls.from_dict(read_yaml(path, "schema file"))
+        for p in pack_paths:
+            schema = schema.extend(read_yaml(p, "schema file"), source=str(p))
+        return schema
+
+    @classmethod
+    def base(cls) -> "GraphSchema":
+        """The built-in base schema (``metagraph/base_schema.yaml``). Raises SchemaError/ConfigError."""
+        from hopweave.fileio import read_yaml
+        from hopweave.paths import base_schema_path
+
+        return cls.from_dict(read_yaml(base_schema_path(), "base schema"))
+
+    def extend(self, other: "SchemaExtension | GraphSchema | dict[str, Any]", source: str = "pack schema"
+               ) -> "GraphSchema":
+        """This schema with ``other``'s labels, label extensions, relationships and chunk fields
+        added (``source`` names it in errors). Returns a new GraphSchema. Raises SchemaError on a
+        conflict: a label or relationship type this schema already has, ``extends:`` of an unknown
+        label, a property or chunk field re-declared with another type, an endpoint naming an
+        unknown label."""
+        from hopweave.models._schema_merge import merge
+
+        return merge(self, other, source)
 
 
 def cypher_identifier(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-import yaml
 
 from hopweave.errors import PatternConflictError, PatternValidationError, PIIError
 from hopweave.graph.gates import patterns_using, validate_all
@@ -112,14 +111,14 @@ def test_patterns_using_and_schema_co_evolution(meta_store):
     assert "applicable_rules" in [p.name for p in patterns_using(meta_store, label="Rule")]
     assert validate_all(meta_store) == {}
     # a schema in which SIMILAR_TO no longer exists: exactly the patterns using it fail, by name
-    data = yaml.safe_load(default_schema_path().read_text())
+    data = GraphSchema.load(default_schema_path()).model_dump(mode="json")
     data["relationships"] = [r for r in data["relationships"] if r["name"] != "SIMILAR_TO"]
     changed = GraphSchema.from_dict(data)
     errors = validate_all(meta_store, changed)
     assert sorted(errors) == ["comparable_precedent", "fraud_precedent"]
     assert errors["comparable_precedent"][0].field == "edge_sequence[1].type"
     # removing a label breaks every pattern that targets it
-    data = yaml.safe_load(default_schema_path().read_text())
+    data = GraphSchema.load(default_schema_path()).model_dump(mode="json")
     data["labels"] = [lab for lab in data["labels"] if lab["name"] != "Heuristic"]
     data["relationships"] = [r for r in data["relationships"] if r["name"] != "HAS_HEURISTIC"]
     for r in data["relationships"]:
