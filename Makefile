@@ -21,8 +21,10 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	$(VENV)/bin/hopweave demo
 
+# The default suite (fast), then the slow suite (deselected by default: pytest.ini_options addopts).
 test: setup
 	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m slow
 	bash .ci/falkordb.sh
 
 test-unit: setup
@@ -32,7 +34,7 @@ test-falkordb:
 	bash .ci/falkordb.sh
 
 bench: setup
-	$(VENV)/bin/hopweave bench maria --chunks 5000 --nodes 50000 --concurrency 20
+	$(PY) benchmarks/bench_maria.py --chunks 5000 --nodes 50000 --concurrency 20
 
 clean:
 	rm -rf .hopweave

@@ -132,3 +132,9 @@ class StoreIOError(StoreError):
 
 class StoreIncompleteError(StoreCorruptError):
     """A store part (e.g. a vector index) was left unfinished by an interrupted load or ingest."""
+
+
+class MetagraphWriteError(PatternValidationError):
+    """A GoalType / TraversalPattern / FilterMapping node was written outside the gated path
+    (``hopweave.graph.metagraph_io.write_metagraph`` / ``gated_items``), or its stored
+    definition fails the gates."""

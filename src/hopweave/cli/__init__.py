@@ -23,7 +23,6 @@ _COMMAND_MODULES = (
     "hopweave.cli.understand_cmds",
     "hopweave.cli.engine_cmds",
     "hopweave.cli.server_cmds",
-    "hopweave.cli.bench_cmds",
 )
 
 for _mod in _COMMAND_MODULES:

@@ -86,7 +86,7 @@ def patterns_validate(
     with _open_existing(store) as s:
         sch = GraphSchema.load(schema) if schema else None
         errors = validate_all(s, sch)
-        total = len(s.patterns())
+        total = len(s.patterns()) + len(s.pattern_problems())
     out = {"patterns": total, "invalid": {k: [str(e) for e in v] for k, v in sorted(errors.items())}}
     if as_json:
         emit_json(out)

@@ -133,6 +133,12 @@ class GraphStore(ABC):
     def patterns(self, goal: str | None = None) -> list[TraversalPattern]:
         """Patterns read from the graph's TraversalPattern nodes (of one goal if given), by name."""
 
+    def pattern_problems(self) -> list[Any]:
+        """Stored GoalType / TraversalPattern nodes that :meth:`patterns` / :meth:`goal_types`
+        skipped because their definition does not parse (``metagraph_io.MetagraphProblem``:
+        node_id, name, reason), by node id. Empty when every stored definition parses."""
+        return []
+
     @abstractmethod
     def metagraph_revision(self) -> str:
         """An opaque token that changes whenever a GoalType or TraversalPattern node changes."""

@@ -256,11 +256,23 @@ class GoalType(_Frozen):
     document_scope: dict[str, tuple[Scalar, ...]] = Field(default_factory=dict)
     #: The domain (pack) this goal belongs to; set by the pack loader. None = every domain.
     domain: str | None = None
+    #: PII properties (``Label.property``) this goal's owner lets its patterns return, filter on
+    #: or order by; a pattern's ``pii_allowed`` must be granted here (see graph/gate_rules.py).
+    pii_grants: tuple[str, ...] = ()
 
     @field_validator("name")
     @classmethod
     def _safe(cls, v: str) -> str:
         return check_identifier(v, "goal name")
+
+    @field_validator("pii_grants")
+    @classmethod
+    def _safe_grants(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for grant in v:
+            label, _, prop = grant.partition(".")
+            check_identifier(label, "pii_grants label")
+            check_identifier(prop, "pii_grants property")
+        return v
 
 
 def pattern_node_id(name: str) -> str:

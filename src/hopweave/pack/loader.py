@@ -121,14 +121,17 @@ def _check_ownership(p: LoadedPack, existing: StoreSettings | None) -> None:
 def graph_items(p: LoadedPack) -> Iterator[tuple[str, Iterator[Node | Edge]]]:
     """The pack's graph files as ``(store tenant, items)`` batches, in manifest order; nodes of
     the shared vocabulary are written under ``_global`` with this domain's name."""
-    from hopweave.pack.graph_files import read_graph_files
+    from hopweave.pack.graph_files import GraphContext, read_graph_files
 
+    ctx = GraphContext()  # ids seen across entries: edges may end at the shared vocabulary
     for entry in p.manifest.graph:
         files = expand_globs(p.directory, entry.files, f"graph files of tenant {entry.tenant}")
+        items = read_graph_files(files, p.schema, tenant=entry.tenant, shared=entry.tenant == SHARED,
+                                 context=ctx, root=p.directory)
         if entry.tenant == SHARED:
-            yield GLOBAL_TENANT, _tag_domain(read_graph_files(files, p.schema), p.manifest.name)
+            yield GLOBAL_TENANT, _tag_domain(items, p.manifest.name)
         else:
-            yield entry.tenant, read_graph_files(files, p.schema)
+            yield entry.tenant, items
 
 
 def _tag_domain(items: Iterable[Node | Edge], domain: str) -> Iterator[Node | Edge]:
@@ -142,34 +145,32 @@ def _tag_domain(items: Iterable[Node | Edge], domain: str) -> Iterator[Node | Ed
 def metagraph_items(p: LoadedPack, stored: Iterable[Any] = ()) -> list[Node | Edge]:
     """Gated GoalType / TraversalPattern nodes (tagged with the domain), HAS_PATTERN edges and
     the domain's FilterMapping node."""
-    from hopweave.graph.gates import gate_write
-    from hopweave.graph.metagraph_io import goal_node, pattern_node
-    from hopweave.models.metagraph import goal_node_id, pattern_node_id
+    from dataclasses import replace
 
-    patterns = gate_write(p.schema, p.goals, p.raw_patterns, stored=tuple(stored))
+    from hopweave.graph.metagraph_io import gated_items
+
     tag = {DOMAIN_PROPERTY: p.manifest.name}
-    items: list[Node | Edge] = []
-    for n in [goal_node(g) for g in p.goals] + [pattern_node(x) for x in patterns]:
-        items.append(Node(n.id, n.label, {**n.props, **tag}))
-    items += [Edge(goal_node_id(x.goal), pattern_node_id(x.name), "HAS_PATTERN") for x in patterns]
+    items, _ = gated_items(p.schema, p.goals, p.raw_patterns, stored=tuple(stored), domain=p.manifest.name)
     if p.manifest.filters:
         from hopweave.understand.filter_map import filter_mapping_node, read_mapping_file
 
         mapping = read_mapping_file(pack_path(p.directory, p.manifest.filters, "filters"))
         n = filter_mapping_node(p.schema, mapping, domain=p.manifest.name)
-        items.append(Node(n.id, n.label, {**n.props, **tag}))
+        items.append(replace(n, props={**n.props, **tag}))  # replace keeps the GatedNode class
     return items
 
 
-def document_items(p: LoadedPack) -> tuple[str, list[Node | Edge], list[Any]]:
-    """(tenant, Document nodes and their edges, parsed documents) of the pack's corpus."""
+def document_items(p: LoadedPack, store: Any = None) -> tuple[str, list[Node | Edge], list[Any]]:
+    """(tenant, Document nodes and their edges, parsed documents) of the pack's corpus; corpus
+    links are resolved against ``store`` (its vocabulary nodes, written before)."""
     if p.manifest.corpus is None:
         return p.manifest.tenant_for_corpus(), [], []
-    from hopweave.pack.corpus import document_graph, load_corpus
+    from hopweave.pack.corpus import document_graph, load_corpus, store_resolver
 
     tenant = p.manifest.tenant_for_corpus()
     docs = load_corpus(pack_path(p.directory, p.manifest.corpus.dir, "corpus"), p.schema, tenant)
-    nodes, edges = document_graph(docs, p.manifest.corpus.links)
+    resolve = store_resolver(store, tenant) if store is not None else None
+    nodes, edges = document_graph(docs, p.manifest.corpus.links, schema=p.schema, resolve=resolve)
     return tenant, [*nodes, *edges], docs
 
 
@@ -203,7 +204,7 @@ def load_pack(
         say("graph", 2, len(STEPS))
         written = _write_graph(store, p, extra_graph)
         say("documents", 3, len(STEPS))
-        tenant, doc_items, docs = document_items(p)
+        tenant, doc_items, docs = document_items(p, store)
         with store.bulk() as bulk:
             bulk.write(tenant, doc_items)
         say("metagraph", 4, len(STEPS))

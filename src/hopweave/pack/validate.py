@@ -176,9 +176,10 @@ def check_classifier(d: Path, m: PackManifest) -> list[Problem]:
 
 
 def check_graph(d: Path, m: PackManifest, schema: GraphSchema) -> list[Problem]:
-    from hopweave.pack.graph_files import check_graph_files
+    from hopweave.pack.graph_files import GraphContext, check_graph_files
 
     out: list[Problem] = []
+    ctx = GraphContext()
     for i, entry in enumerate(m.graph):
         try:
             files = expand_globs(d, entry.files, f"graph[{i}] ({entry.tenant})")
@@ -186,7 +187,8 @@ def check_graph(d: Path, m: PackManifest, schema: GraphSchema) -> list[Problem]:
             out.append(Problem(file=MANIFEST, record=f"graph[{i}]", message=_err(exc),
                                fix="fix the file glob or add the file"))
             continue
-        out += check_graph_files(files, schema, shared=entry.tenant == SHARED, root=d)
+        out += check_graph_files(files, schema, tenant=entry.tenant, shared=entry.tenant == SHARED, root=d,
+                                 context=ctx)
     return out
 
 

@@ -11,22 +11,8 @@ from abc import ABC, abstractmethod
 from typing import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
-
-class EmbeddingSpace(BaseModel):
-    """Identity of a vector space: vectors from different spaces are never compared."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    provider: str
-    model: str
-    revision: str
-    dimensions: int
-
-    @property
-    def key(self) -> str:
-        return f"{self.provider}/{self.model}@{self.revision}:{self.dimensions}"
+from hopweave.models.embedding import EmbeddingSpace
 
 
 class Embedder(ABC):

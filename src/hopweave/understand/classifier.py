@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from hopweave.errors import ConfigError, InputError
-from hopweave.understand.calibration import Calibration, load_calibration
+from hopweave.fileio import read_yaml
+from hopweave.understand.calibration import Calibration, ClassifierFingerprint, load_calibration
 from hopweave.understand.models import Classification, GoalCandidate
 from hopweave.understand.text import CharNgramIndex, check_utterance, split_clauses
 
@@ -74,16 +74,19 @@ def _default_dir() -> Path:
 def load_classifier_config(path: str | Path | None = None) -> ClassifierConfig:
     """Read the classifier settings (default: the shipped ``metagraph/classifier.yaml``).
 
+    Returns the validated settings, remembering the directory they were read from.
+
     Raises:
-        ConfigError: missing or invalid file.
+        InputError: the file does not exist or is not YAML.
+        ConfigError: the settings are not a mapping or do not validate.
     """
     p = Path(path) if path is not None else _default_dir() / "classifier.yaml"
+    data = read_yaml(p, "classifier settings")
+    if not isinstance(data, dict):
+        raise ConfigError(f"classifier settings {p} must be a mapping, not {type(data).__name__}")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
         return ClassifierConfig.model_validate({**data, "base_dir": str(p.parent)})
-    except FileNotFoundError:
-        raise ConfigError(f"classifier settings {p} do not exist") from None
-    except Exception as exc:
+    except ValueError as exc:
         raise ConfigError(f"classifier settings {p} are invalid: {exc}") from exc
 
 
@@ -366,6 +369,28 @@ class GoalClassifier:
             background=round(c.background, 4),
             metagraph_revision=idx.revision,
             calibration_id=cal.id,
+        )
+
+    def fingerprint(self) -> ClassifierFingerprint:
+        """What this classifier compares with: metagraph revision, goals, a hash of the example
+        texts, the embedding space and the settings (the provenance of a calibration fit)."""
+        idx = self.index()
+        cfg = self.config
+        return ClassifierFingerprint(
+            metagraph_revision=idx.revision,
+            goals=idx.goals,
+            examples_sha256=idx.content_hash,
+            embedding_space=self.embedder.space.key,
+            settings={
+                "lexical_weight": cfg.lexical_weight,
+                "top_k": cfg.top_k,
+                "char_ngrams": list(cfg.char_ngrams),
+                "use_descriptions": cfg.use_descriptions,
+                "clause_separators": cfg.clause_separators,
+                "min_clause_words": cfg.min_clause_words,
+                "max_clauses": cfg.max_clauses,
+                "background_sha256": hashlib.sha256("\n".join(cfg.background).encode()).hexdigest(),
+            },
         )
 
     def calibration_samples(self, utterances: Sequence[str]) -> list[tuple[list[float], str]]:

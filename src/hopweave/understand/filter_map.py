@@ -122,13 +122,13 @@ def filter_mapping_node(
         InputError / ConfigError: unreadable or invalid mapping file.
         SchemaError / FilterError: the mapping names something outside the schema.
     """
-    from hopweave.graph.base import Node
+    from hopweave.graph.write_rules import GatedNode  # stores refuse an ungated FilterMapping node
 
     m = (mapping or read_mapping_file()).check(schema)
     props: dict[str, Any] = {"version": m.version, "definition": m.canonical_json()}
     if domain:
         props["domain"] = domain
-    return Node(id=filter_mapping_id(domain), label="FilterMapping", props=props)
+    return GatedNode(id=filter_mapping_id(domain), label="FilterMapping", props=props)
 
 
 def write_filter_mapping(store: "GraphStore", mapping: FilterMapping) -> str:

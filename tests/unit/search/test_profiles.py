@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hopweave.errors import ConfigError, UnknownProfileError
+from hopweave.errors import ConfigError, InputError, UnknownProfileError
 from hopweave.models.ranking import RankingProfile
 from hopweave.search.fusion import fuse, rank_channel
 from hopweave.search.profiles import default_profile, get_profile, list_profiles, registry
@@ -57,6 +57,11 @@ def test_bad_profiles_file(tmp_path):
     f = tmp_path / "p.yaml"
     f.write_text("default: nope\nprofiles:\n  - {name: a, version: 1, method: dense}\n")
     with pytest.raises(ConfigError, match="nope"):
+        ProfileRegistry.load(f)
+    with pytest.raises(InputError, match="ranking profiles file"):
+        ProfileRegistry.load(tmp_path / "missing.yaml")
+    f.write_text("profiles: [\n")
+    with pytest.raises(InputError, match="not valid YAML"):
         ProfileRegistry.load(f)
 
 
