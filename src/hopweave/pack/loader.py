@@ -286,18 +286,15 @@ def _write_graph(store: Any, p: LoadedPack, extra: Iterable[tuple[str, Iterable[
 
 
 def _ingest(store_dir: Path, p: LoadedPack, docs: list[Any]) -> dict[str, Any]:
+    """Embed the corpus into ``<store>/vectors``, staged and swapped in atomically (a crash leaves
+    the previous complete index); incremental, so other packs' documents in the store stay."""
     if not docs:
         return {}
-    from hopweave.pack.corpus import ingest_corpus
-    from hopweave.search.edge_index import EdgeIndex
     from hopweave.search.embedders import default_embedder
+    from hopweave.search.staging import rebuild_index
 
-    index = EdgeIndex(store_dir, p.schema)
-    try:
-        rep = ingest_corpus(index, default_embedder(), docs)
-    finally:
-        index.close()
-    return {"documents": rep.documents, "chunks": rep.chunks_written, "embedded": rep.chunks_embedded}
+    rep = rebuild_index(store_dir, p.schema, docs, default_embedder(), incremental=True)
+    return {k: rep[k] for k in ("documents", "chunks", "embedded") if k in rep}
 
 
 def _save_settings(store_dir: Path, existing: StoreSettings | None, p: LoadedPack) -> None:
