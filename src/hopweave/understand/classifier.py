@@ -6,8 +6,8 @@ embeddings + a character n-gram TF-IDF index) is cached. There is no training st
 nearest-example, and the calibration (``calibration.py``) maps goal-agnostic features to a
 probability, so a GoalType added to the graph is classifiable on the next call.
 
-Settings (``metagraph/classifier.yaml``) and calibration parameters
-(``metagraph/classifier_calibration.json``) are data; see the comments in the YAML file.
+Settings (``<pack>/classifier.yaml``) and calibration parameters
+(``<pack>/classifier_calibration.json``) are data; see the comments in the YAML file.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class ClassifierConfig(BaseModel):
-    """The classifier settings file (``metagraph/classifier.yaml``)."""
+    """The classifier settings file (``<pack>/classifier.yaml``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -66,9 +66,9 @@ class ClassifierConfig(BaseModel):
 
 
 def _default_dir() -> Path:
-    from hopweave.paths import metagraph_dir
+    from hopweave.paths import example_pack_dir
 
-    return metagraph_dir()
+    return example_pack_dir()
 
 
 def classifier_settings(config: dict[str, Any] | None, calibration: dict[str, Any] | None
@@ -84,7 +84,7 @@ def classifier_settings(config: dict[str, Any] | None, calibration: dict[str, An
 
 
 def load_classifier_config(path: str | Path | None = None) -> ClassifierConfig:
-    """Read the classifier settings (default: the shipped ``metagraph/classifier.yaml``).
+    """Read the classifier settings (default: the example pack's ``classifier.yaml``).
 
     Returns the validated settings, remembering the directory they were read from.
 
