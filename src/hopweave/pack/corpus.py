@@ -88,6 +88,11 @@ def check_corpus_dir(directory: str | Path, schema: GraphSchema, root: str | Pat
                     fix="fix the front matter: use the schema's chunk fields (docs/packs.md, Corpus documents)")
             for p in rep.skipped]
     out += _extra_field_problems(records, schema, rel)
+    out += [Problem(file=rel(r.source), line=1, message="no YAML front matter: a pack document needs its metadata "
+                    "(document_id, revision, title, version, status, ...)",
+                    fix="start the file with front matter between '---' lines (docs/packs.md)")
+            for r in records if r.source.endswith(".md") and not Path(r.source).read_text(encoding="utf-8")
+            .startswith("---")]
     return out
 
 
