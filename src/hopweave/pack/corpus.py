@@ -37,21 +37,36 @@ _CORPUS_KEYS = frozenset({"supersedes", "summary", "tenant_id"})
 _BASE_FIELDS = ("status", "source_uri", "valid_from", "valid_until")
 
 
-def _records(directory: Path) -> list[Any]:
+def _records(directory: Path, tenant_id: str | None = None) -> list[Any]:
+    """The corpus files' raw records (README files skipped); a record without ``tenant_id`` in its
+    front matter gets ``tenant_id`` (the corpus's default tenant), one with it keeps its own."""
     from hopweave.search.ingest import read_records
 
     if not directory.is_dir():
         raise InputError(f"corpus folder {directory} does not exist")
-    return [r for r in read_records(directory) if not Path(r.source).name.lower().startswith("readme")]
+    out = [r for r in read_records(directory) if not Path(r.source).name.lower().startswith("readme")]
+    if tenant_id is not None:
+        for r in out:
+            if r.data is not None:
+                r.data.setdefault("tenant_id", tenant_id)
+    return out
 
 
-def load_corpus(directory: str | Path, schema: GraphSchema, tenant_id: str) -> list[Document]:
+def load_corpus(directory: str | Path, schema: GraphSchema, tenant_id: str,
+                tenants: Sequence[str] | None = None) -> list[Document]:
     """Every document of the corpus folder (README files skipped), validated against the schema's
-    chunk fields, sorted by (document_id, revision). Raises InputError listing every malformed file."""
+    chunk fields, sorted by (tenant, document_id, revision). A document's front matter
+    ``tenant_id`` overrides ``tenant_id`` (it must be one of ``tenants`` when given). Raises
+    InputError listing every malformed file or foreign tenant."""
     from hopweave.search.ingest import load_documents
 
-    docs, _ = load_documents(_records(Path(directory)), schema, tenant_id, on_error="reject")
-    return sorted(docs, key=lambda x: (x.document_id, x.revision))
+    docs, _ = load_documents(_records(Path(directory), tenant_id), schema, None, on_error="reject")
+    foreign = sorted({f"{d.document_id} ({d.revision}): tenant_id {d.tenant_id!r}" for d in docs
+                      if tenants is not None and d.tenant_id not in tenants})
+    if foreign:
+        raise InputError(f"corpus documents name tenants the pack does not serve (use one of {list(tenants or ())}):"
+                         "\n  " + "\n  ".join(foreign))
+    return sorted(docs, key=lambda x: (x.tenant_id, x.document_id, x.revision))
 
 
 def check_corpus_dir(directory: str | Path, schema: GraphSchema, root: str | Path | None = None,
@@ -69,7 +84,7 @@ def check_corpus_dir(directory: str | Path, schema: GraphSchema, root: str | Pat
             return src
 
     try:
-        _, rep = load_documents(_records(d), schema, tenant_id, on_error="skip")
+        _, rep = load_documents(_records(d, tenant_id), schema, None, on_error="skip")
     except InputError as exc:
         return [Problem(file=rel(str(d)), message=str(exc), fix="add policy documents (*.md with front matter)")]
     out = [Problem(file=rel(p.source), line=p.line, record=p.document_id, message=p.message,
