@@ -99,7 +99,7 @@ def _ingest_qdrant(example: Optional[Path], url: str, api_key: Optional[str]) ->
     from hopweave.models.schema import GraphSchema
     from hopweave.paths import default_schema_path
     from hopweave.search.client_index import ClientIndex
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
 
     ex = example or default_example_dir()
     if ex is None or not (ex / "corpus").is_dir():

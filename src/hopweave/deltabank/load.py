@@ -50,7 +50,7 @@ def ingest_example_corpus(store_dir: str | Path, example_dir: Path | None, schem
 
     from hopweave.deltabank.corpus import ingest_corpus, load_corpus
     from hopweave.search.edge_index import EdgeIndex
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
 
     vec_dir = Path(store_dir) / "vectors"
     if vec_dir.exists():  # replace, like the graph: a removed document must not linger
