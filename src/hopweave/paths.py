@@ -10,16 +10,31 @@ from hopweave.errors import ConfigError
 
 @lru_cache(maxsize=1)
 def metagraph_dir() -> Path:
-    """The shipped ``metagraph/`` folder (schema, goal types, patterns, filter mapping)."""
+    """The shipped ``metagraph/`` folder (the base schema and the pack file schemas)."""
     here = Path(__file__).resolve().parent
     for cand in (here / "_metagraph", here.parent.parent / "metagraph"):
-        if (cand / "schema.yaml").is_file():
+        if (cand / "base_schema.yaml").is_file():
             return cand
-    raise ConfigError("cannot find the metagraph folder (schema.yaml); reinstall hopweave")
+    raise ConfigError("cannot find the metagraph folder (base_schema.yaml); reinstall hopweave")
+
+
+def base_schema_path() -> Path:
+    """The built-in base schema (labels the engine writes itself), extended by every pack."""
+    return metagraph_dir() / "base_schema.yaml"
 
 
 def default_schema_path() -> Path:
-    return metagraph_dir() / "schema.yaml"
+    """The example pack's schema in a source checkout (``GraphSchema.load`` merges it onto the
+    base), else the base schema. TODO(issue 10): callers move to the store's schema
+    (``Engine.open``/the pack loader) and this function goes."""
+    root = repo_root()
+    if root is not None and (root / "examples" / _EXAMPLE / "schema.yaml").is_file():
+        return root / "examples" / _EXAMPLE / "schema.yaml"
+    return base_schema_path()
+
+
+#: The example pack used by the transition-period defaults above (not named elsewhere in the core).
+_EXAMPLE = "deltabank"
 
 
 def repo_root() -> Path | None:

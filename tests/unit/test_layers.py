@@ -32,7 +32,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("models",),
     ("graph", "search"),
     ("understand",),
-    ("engine", "deltabank"),
+    ("engine", "pack", "deltabank"),
     ("cli", "adapters", ""),  # "" = the root package hopweave/__init__.py
 )
 FLOOR_OF = {pkg: i for i, pkg_names in enumerate(FLOORS) for pkg in pkg_names}

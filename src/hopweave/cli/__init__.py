@@ -17,6 +17,7 @@ app = typer.Typer(
 # Modules that add commands to `app` (each guarded so one missing optional extra does not
 # break the others).
 _COMMAND_MODULES = (
+    "hopweave.cli.pack_cmds",
     "hopweave.cli.graph_cmds",
     "hopweave.cli.search_cmds",
     "hopweave.cli.understand_cmds",

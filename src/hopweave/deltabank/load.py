@@ -14,9 +14,7 @@ from hopweave.deltabank.generate import DEFAULT_NODES, DEFAULT_SEED, generate
 from hopweave.deltabank.maria import TENANT
 from hopweave.graph import open_graph_store
 from hopweave.graph.base import Edge, Node
-from hopweave.graph.gates import gate_write
-from hopweave.graph.metagraph_io import goal_node, load_goal_files, pattern_node
-from hopweave.models.metagraph import goal_node_id, pattern_node_id
+from hopweave.graph.metagraph_io import gated_items, load_goal_files
 from hopweave.models.schema import GLOBAL_TENANT
 
 
@@ -67,10 +65,7 @@ def ingest_example_corpus(store_dir: str | Path, example_dir: Path | None, schem
 def metagraph_items(goals_dir: str | Path | None, schema: Any) -> tuple[list[Node | Edge], int, int]:
     """Gated GoalType/TraversalPattern nodes and HAS_PATTERN edges from the goal files."""
     goals, raws = load_goal_files(goals_dir)
-    patterns = gate_write(schema, goals, raws, stored=())
-    items: list[Node | Edge] = [goal_node(g) for g in goals]
-    items += [pattern_node(p) for p in patterns]
-    items += [Edge(goal_node_id(p.goal), pattern_node_id(p.name), "HAS_PATTERN") for p in patterns]
+    items, patterns = gated_items(schema, goals, raws)  # the one sanctioned metagraph path
     from hopweave.understand.filter_map import filter_mapping_node  # the entity -> filter mapping (C)
 
     items.append(filter_mapping_node(schema))

@@ -178,6 +178,12 @@ class VectorIndex(ABC):
     def optimize(self) -> None:  # noqa: B027 (optional hook)
         """Build indexes / merge segments after a bulk load (no-op where not applicable)."""
 
+    def begin_ingest(self) -> None:
+        """An ingest starts writing (adapters with completion markers hold them back)."""
+
+    def end_ingest(self, marker: dict[str, Any] | None = None, failed: bool = False) -> None:
+        """The ingest ended; ``marker`` describes it, ``failed`` keeps the index marked incomplete."""
+
     # ---- collection lifecycle -----------------------------------------------------------
     def ensure_collection(self, info: CollectionInfo) -> CollectionInfo:
         """Create the collection with ``info`` if missing; return the recorded info.

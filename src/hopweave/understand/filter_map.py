@@ -106,7 +106,15 @@ def read_mapping_file(path: str | Path | None = None) -> FilterMapping:
         raise ConfigError(f"filter mapping {p} is invalid: {exc}") from exc
 
 
-def filter_mapping_node(schema: GraphSchema, mapping: FilterMapping | None = None) -> "Node":
+def filter_mapping_id(domain: str | None = None) -> str:
+    """The FilterMapping node id of a domain (``FILTER_MAPPING_<domain>``; the legacy single
+    mapping without a domain is ``FILTER_MAPPING``)."""
+    return f"{FILTER_MAPPING_ID}_{domain}" if domain else FILTER_MAPPING_ID
+
+
+def filter_mapping_node(
+    schema: GraphSchema, mapping: FilterMapping | None = None, domain: str | None = None
+) -> "Node":
     """The FilterMapping node (write it as tenant ``_global``; e.g. in a bulk load) for
     ``mapping`` (default: the shipped ``metagraph/filters.yaml``), validated against ``schema``.
 
@@ -114,14 +122,13 @@ def filter_mapping_node(schema: GraphSchema, mapping: FilterMapping | None = Non
         InputError / ConfigError: unreadable or invalid mapping file.
         SchemaError / FilterError: the mapping names something outside the schema.
     """
-    from hopweave.graph.base import Node
+    from hopweave.graph.write_rules import GatedNode  # stores refuse an ungated FilterMapping node
 
     m = (mapping or read_mapping_file()).check(schema)
-    return Node(
-        id=FILTER_MAPPING_ID,
-        label="FilterMapping",
-        props={"version": m.version, "definition": m.canonical_json()},
-    )
+    props: dict[str, Any] = {"version": m.version, "definition": m.canonical_json()}
+    if domain:
+        props["domain"] = domain
+    return GatedNode(id=filter_mapping_id(domain), label="FilterMapping", props=props)
 
 
 def write_filter_mapping(store: "GraphStore", mapping: FilterMapping) -> str:
@@ -142,11 +149,14 @@ def read_filter_mapping(store: "GraphStore", tenant_id: str) -> FilterMapping:
     Raises:
         ConfigError: the graph has no (valid) FilterMapping node.
     """
-    node = store.get_node(tenant_id, FILTER_MAPPING_ID)
+    domain = store.tenant_domains.get(tenant_id)
+    node = store.get_node(tenant_id, filter_mapping_id(domain))
+    if node is None and domain is not None:
+        node = store.get_node(tenant_id, FILTER_MAPPING_ID)
     if node is None or node.label != "FilterMapping":
         raise ConfigError(
-            "the graph has no FilterMapping node: load it with "
-            "`hopweave.understand.filter_map.load_filter_mapping(store)` (the DeltaBank loader does)"
+            f"the graph has no FilterMapping node for tenant {tenant_id!r}: give the tenant's pack a "
+            "filters.yaml and load it with `hopweave load PACK --store DIR`"
         )
     raw = node.props.get("definition")
     try:
