@@ -1,5 +1,5 @@
 // hopweave graph schema: unique ids, tenant and property indexes.
-// Generated from metagraph/schema.yaml by `hopweave cypher-schema`; do not edit by hand.
+// Generated from the merged schema (metagraph/base_schema.yaml + a pack schema) by `hopweave cypher-schema`; do not edit by hand.
 // Neo4j 5 syntax. The FalkorDB store renders the same items in its own dialect.
 // schema version 1+2026.11.1
 

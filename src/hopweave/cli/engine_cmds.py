@@ -75,11 +75,10 @@ def _print_context(result: Any, first_ms: float | None = None) -> None:
 def demo(
     store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
-    nodes: Optional[int] = typer.Option(None, "--nodes", help="Graph size when the example is loaded (default 20,000)."),
 ) -> None:
     """Run Maria's late-fee dispute (seed 004) end to end on the embedded store.
 
-    Loads the DeltaBank example (graph, metagraph, policy corpus) into the store if it is absent,
+    Loads the example pack (graph, metagraph, policy corpus) into the store if it is absent,
     then prints the context block and a stage-timing table.
     """
     import time
@@ -89,11 +88,11 @@ def demo(
     store_dir = _store(store)
     example = _example_dir()
     if not (store_dir / "graph").exists():
-        from hopweave.deltabank.load import load_deltabank
+        from hopweave.pack.loader import load_pack
 
         t = time.perf_counter()
-        typer.echo(f"loading the DeltaBank example into {store_dir} ...", err=True)
-        load_deltabank(store_dir, **({"nodes": nodes} if nodes else {}))
+        typer.echo(f"loading the example pack {example} into {store_dir} ...", err=True)
+        load_pack(example, store_dir)
         typer.echo(f"loaded in {time.perf_counter() - t:.1f} s", err=True)
     sc = load_scenario(example / "scenarios" / DEMO_SCENARIO)
     engine = _open_engine(store_dir)

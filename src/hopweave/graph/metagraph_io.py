@@ -1,6 +1,6 @@
 """Metagraph files -> gates -> graph nodes.
 
-Goal files (``metagraph/goals/*.yaml``)::
+Goal files (``<pack>/goals/*.yaml``)::
 
     goal:      {name, description, examples, version, sections, ranking_profile, ...}
     defaults:  {author, created_at, version, budget_ms, ...}   # merged into every pattern
@@ -108,11 +108,11 @@ def read_goal_file(path: str | Path) -> tuple[GoalType, list[dict[str, Any]]]:
 
 
 def load_goal_files(directory: str | Path | None = None) -> tuple[list[GoalType], list[dict[str, Any]]]:
-    """Read every ``*.yaml`` of ``directory`` (default: the shipped ``metagraph/goals``), by file name."""
+    """Read every ``*.yaml`` of ``directory`` (default: the example pack's ``goals/``), by file name."""
     if directory is None:
-        from hopweave.paths import metagraph_dir
+        from hopweave.paths import example_pack_dir
 
-        directory = metagraph_dir() / "goals"
+        directory = example_pack_dir() / "goals"
     d = Path(directory)
     if not d.is_dir():
         raise InputError(f"goal directory {d} does not exist")

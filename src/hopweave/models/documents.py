@@ -1,7 +1,7 @@
 """Documents and the chunks they are cut into, in the shared metadata vocabulary.
 
 A :class:`Document` is what a user ingests: text plus metadata whose keys are chunk fields of the
-graph schema (``metagraph/schema.yaml`` ``chunk_fields``). A :class:`Chunk` is one indexed piece
+graph schema (its ``chunk_fields``: the base schema's and the pack's). A :class:`Chunk` is one indexed piece
 of it; its ``payload()`` is exactly what is stored on the Qdrant point (every chunk field, the
 text and the provenance), so filters see the same names everywhere.
 

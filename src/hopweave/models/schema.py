@@ -306,33 +306,7 @@ class GraphSchema(_Frozen):
         return _merge(self, other, source)
 
 
-def cypher_identifier(
-    schema: GraphSchema, kind: Literal["label", "rel", "property"], name: str, label: str | None = None
-) -> str:
-    """The single gate for identifiers that reach Cypher.
-
-    Validates ``name`` against the schema (a label, a relationship type, or a property of
-    ``label``; for ``property`` without a label, a chunk field or a common node property) and
-    returns it backtick-escaped. Raises UnsafeIdentifierError / SchemaError.
-    """
-    check_identifier(name, kind)
-    if kind == "label":
-        schema.label(name)
-    elif kind == "rel":
-        schema.rel(name)
-    elif kind == "property":
-        if label is not None:
-            schema.prop(label, name)
-        elif name not in COMMON_NODE_PROPERTIES and not any(
-            name in lab.props for lab in schema.labels
-        ):
-            raise SchemaError(f"property {name!r} is not declared on any label")
-    else:  # pragma: no cover - Literal guards this
-        raise SchemaError(f"unknown identifier kind {kind!r}")
-    return "`" + name.replace("`", "``") + "`"
-
-
-# ---- merging a pack's schema onto a base schema (GraphSchema.extend) ------------------------
+# ---- merging a pack schema onto a base (GraphSchema.extend) ----------------------------------
 def _as_extension(other: Any) -> SchemaExtension:
     if isinstance(other, SchemaExtension):
         return other
@@ -444,3 +418,29 @@ def _merge(schema: GraphSchema, other: Any, source: str = "pack schema") -> Grap
         return GraphSchema.model_validate(data)
     except Exception as exc:
         raise SchemaError(f"{source}: the merged schema is invalid: {exc}") from exc
+
+
+def cypher_identifier(
+    schema: GraphSchema, kind: Literal["label", "rel", "property"], name: str, label: str | None = None
+) -> str:
+    """The single gate for identifiers that reach Cypher.
+
+    Validates ``name`` against the schema (a label, a relationship type, or a property of
+    ``label``; for ``property`` without a label, a chunk field or a common node property) and
+    returns it backtick-escaped. Raises UnsafeIdentifierError / SchemaError.
+    """
+    check_identifier(name, kind)
+    if kind == "label":
+        schema.label(name)
+    elif kind == "rel":
+        schema.rel(name)
+    elif kind == "property":
+        if label is not None:
+            schema.prop(label, name)
+        elif name not in COMMON_NODE_PROPERTIES and not any(
+            name in lab.props for lab in schema.labels
+        ):
+            raise SchemaError(f"property {name!r} is not declared on any label")
+    else:  # pragma: no cover - Literal guards this
+        raise SchemaError(f"unknown identifier kind {kind!r}")
+    return "`" + name.replace("`", "``") + "`"

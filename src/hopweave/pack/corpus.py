@@ -37,27 +37,34 @@ _CORPUS_KEYS = frozenset({"supersedes", "summary", "tenant_id"})
 _BASE_FIELDS = ("status", "source_uri", "valid_from", "valid_until")
 
 
-def _records(directory: Path) -> list[Any]:
+def _records(directory: Path, tenant_id: str) -> list[Any]:
+    """The corpus records (README files skipped); a record without ``tenant_id`` gets ``tenant_id``."""
     from hopweave.search.ingest import read_records
 
     if not directory.is_dir():
         raise InputError(f"corpus folder {directory} does not exist")
-    return [r for r in read_records(directory) if not Path(r.source).name.lower().startswith("readme")]
+    out = [r for r in read_records(directory) if not Path(r.source).name.lower().startswith("readme")]
+    for r in out:
+        if isinstance(r.data, dict) and not r.data.get("tenant_id"):
+            r.data["tenant_id"] = tenant_id
+    return out
 
 
 def load_corpus(directory: str | Path, schema: GraphSchema, tenant_id: str) -> list[Document]:
     """Every document of the corpus folder (README files skipped), validated against the schema's
-    chunk fields, sorted by (document_id, revision). Raises InputError listing every malformed file."""
+    chunk fields, sorted by (document_id, revision). A document is ``tenant_id``'s unless its front
+    matter names another ``tenant_id``. Raises InputError listing every malformed file."""
     from hopweave.search.ingest import load_documents
 
-    docs, _ = load_documents(_records(Path(directory)), schema, tenant_id, on_error="reject")
+    docs, _ = load_documents(_records(Path(directory), tenant_id), schema, None, on_error="reject")
     return sorted(docs, key=lambda x: (x.document_id, x.revision))
 
 
 def check_corpus_dir(directory: str | Path, schema: GraphSchema, root: str | Path | None = None,
-                     tenant_id: str = "_check") -> list[Problem]:
+                     tenant_id: str = "_check", tenants: Sequence[str] | None = None) -> list[Problem]:
     """Every problem of the corpus folder (the dry run): unreadable or malformed files, unknown
-    fields, duplicates. Returns the problems (file relative to ``root``)."""
+    fields, duplicates, a front-matter ``tenant_id`` not in ``tenants``. Returns the problems
+    (file relative to ``root``)."""
     from hopweave.search.ingest import load_documents
 
     d = Path(directory)
@@ -69,34 +76,40 @@ def check_corpus_dir(directory: str | Path, schema: GraphSchema, root: str | Pat
             return src
 
     try:
-        _, rep = load_documents(_records(d), schema, tenant_id, on_error="skip")
+        records = _records(d, tenant_id)
     except InputError as exc:
         return [Problem(file=rel(str(d)), message=str(exc), fix="add policy documents (*.md with front matter)")]
-    out = [Problem(file=rel(p.source), line=p.line, record=p.document_id, message=p.message,
-                   fix="fix the front matter: use the schema's chunk fields (docs/packs.md, Corpus documents)")
-           for p in rep.skipped]
-    known = set(schema.chunk_field_map) | set(_CORPUS_KEYS) | {"text", "sections"}
-    reported = {(p.file, p.line) for p in out}
-    for r in _records(d):
-        if r.data is None:
-            if (rel(r.source), r.line) not in reported and r.error:
-                out.append(Problem(file=rel(r.source), line=r.line, message=r.error,
-                                   fix="start the file with YAML front matter between '---' lines (docs/packs.md)"))
-            continue
-        if r.source.endswith(".md") and not Path(r.source).read_text(encoding="utf-8").startswith("---"):
-            out.append(Problem(file=rel(r.source), line=1, message="no YAML front matter: a pack document needs its "
-                               "metadata (document_id, revision, title, version, status, ...)",
-                               fix="start the file with front matter between '---' lines (docs/packs.md)"))
-            continue
-        if "document_id" not in r.data:
-            out.append(Problem(file=rel(r.source), line=r.line, message="no document_id in the front matter",
-                               fix="start the file with YAML front matter (document_id, revision, title, version, "
-                                   "status, ...) between '---' lines"))
-        extra = sorted(set(r.data) - known)
+    docs, rep = load_documents(records, schema, None, on_error="skip")
+    out = [Problem(file=rel(str(d)), record=doc.document_id, message=f"document {doc.document_id} "
+                   f"({doc.revision}) names tenant_id {doc.tenant_id!r}, not a tenant of the pack",
+                   fix=f"use one of {list(tenants)} or drop tenant_id (the corpus tenant applies)")
+           for doc in docs if tenants is not None and doc.tenant_id not in (*tenants, tenant_id)]
+    out += [Problem(file=rel(p.source), line=p.line, record=p.document_id, message=p.message,
+                    fix="fix the front matter: use the schema's chunk fields (docs/packs.md, Corpus documents)")
+            for p in rep.skipped]
+    out += _extra_field_problems(records, schema, rel)
+    out += [Problem(file=rel(r.source), line=1, message="no YAML front matter: a pack document needs its metadata "
+                    "(document_id, revision, title, version, status, ...)",
+                    fix="start the file with front matter between '---' lines (docs/packs.md)")
+            for r in records if r.source.endswith(".md") and not Path(r.source).read_text(encoding="utf-8")
+            .startswith("---")]
+    return out
+
+
+def _extra_field_problems(records: list[Any], schema: GraphSchema, rel: Callable[[str], str]) -> list[Problem]:
+    """One problem per file whose front matter has fields the schema does not declare."""
+    from hopweave.search.ingest import parse_document
+
+    out: list[Problem] = []
+    for r in records:
+        try:
+            _, extra = parse_document(r.data or {}, schema, None)
+        except InputError:
+            continue  # reported by load_documents
+        extra = sorted(set(extra) - _CORPUS_KEYS)
         if extra:
-            out.append(Problem(file=rel(r.source), line=r.line, record=str(r.data.get("document_id", "")),
-                               message=f"front-matter fields {extra} are not chunk fields of the schema "
-                                       "(they would be ignored)",
+            out.append(Problem(file=rel(r.source), line=r.line, message=f"front-matter fields {extra} are not "
+                               "chunk fields of the schema (they would be ignored by filters)",
                                fix="declare them under chunk_fields in schema.yaml, or remove them"))
     return out
 

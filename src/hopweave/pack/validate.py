@@ -210,7 +210,8 @@ def check_corpus(d: Path, m: PackManifest, schema: GraphSchema) -> list[Problem]
                                fix=f"declare {link.relationship} (Document -> {link.label}) in schema.yaml"))
     from hopweave.pack.corpus import check_corpus_dir
 
-    out += check_corpus_dir(pack_path(d, m.corpus.dir, "corpus"), schema, root=d)
+    out += check_corpus_dir(pack_path(d, m.corpus.dir, "corpus"), schema, root=d,
+                            tenant_id=m.tenant_for_corpus(), tenants=m.tenants)
     return out
 
 

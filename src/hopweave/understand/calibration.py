@@ -1,7 +1,7 @@
 """Calibration of the goal classifier: a logistic (Platt) map from goal-agnostic score
 features to P(the top goal is right), fitted on held-out validation utterances.
 
-The parameters are data (``metagraph/classifier_calibration.json``) with their provenance: the
+The parameters are data (``<pack>/classifier_calibration.json``) with their provenance: the
 validation file and its sha256, the metagraph revision and embedding space they were computed
 with, the fit settings and the fit metrics. The fit is deterministic (Newton's method from zero,
 fixed iterations; parameters rounded to 6 decimals).

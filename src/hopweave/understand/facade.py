@@ -26,7 +26,7 @@ class Understander:
     Args:
         store: the GraphStore (GoalType nodes, vocabulary, FilterMapping node, tenant data).
         embedder: the offline embedder (default: the project's default, loaded on first use).
-        threshold: abstain below this confidence (default: ``metagraph/classifier.yaml``).
+        threshold: abstain below this confidence (default: ``<pack>/classifier.yaml``).
         max_chars: longest accepted utterance (longer raises InputError).
         classifier_config: classifier settings (default: the shipped file).
         identifiers: identifier formats for the resolver.

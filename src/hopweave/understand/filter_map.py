@@ -1,6 +1,6 @@
 """Entities -> the typed chunk FilterTree, driven by the graph's ``:FilterMapping`` node.
 
-The mapping is data (``metagraph/filters.yaml``; see the comments there), written into the graph
+The mapping is data (``<pack>/filters.yaml``; see the comments there), written into the graph
 with :func:`load_filter_mapping` / :func:`write_filter_mapping` and read back at query time with
 :func:`read_filter_mapping`. :func:`compile_filter` turns resolved entities plus the session into
 one conjunction: entity clauses in mapping order, then the always-on clauses.
@@ -89,15 +89,15 @@ class FilterMapping(BaseModel):
 
 
 def read_mapping_file(path: str | Path | None = None) -> FilterMapping:
-    """Parse a mapping file (default: the shipped ``metagraph/filters.yaml``).
+    """Parse a mapping file (default: the example pack's ``filters.yaml``).
 
     Raises:
         InputError: missing or unparsable file. ConfigError: invalid mapping.
     """
     if path is None:
-        from hopweave.paths import metagraph_dir
+        from hopweave.paths import example_pack_dir
 
-        path = metagraph_dir() / "filters.yaml"
+        path = example_pack_dir() / "filters.yaml"
     p = Path(path)
     data = read_yaml(p, "filter mapping file")
     try:
@@ -116,7 +116,7 @@ def filter_mapping_node(
     schema: GraphSchema, mapping: FilterMapping | None = None, domain: str | None = None
 ) -> "Node":
     """The FilterMapping node (write it as tenant ``_global``; e.g. in a bulk load) for
-    ``mapping`` (default: the shipped ``metagraph/filters.yaml``), validated against ``schema``.
+    ``mapping`` (default: the example pack's ``filters.yaml``), validated against ``schema``.
 
     Raises:
         InputError / ConfigError: unreadable or invalid mapping file.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from typing import Iterator
 
-from hopweave.deltabank.vocabulary import GOALS, TIER_CARD
+from .vocabulary import GOALS, TIER_CARD
 from hopweave.graph.base import Edge, Node
 
 Item = Node | Edge

@@ -1,7 +1,7 @@
 """Benchmark stores from the scale corpus: cached embeddings, one ingest, the DeltaBank graph.
 
 :func:`build_scale_store` (re)builds ``<store>/graph`` (engineer A's generator at ``nodes`` nodes)
-and ``<store>/vectors`` (the example corpus + :func:`~hopweave.deltabank.scale.scale_documents`,
+and ``<store>/vectors`` (the example corpus + :func:`generator.scale.scale_documents`,
 one :class:`~hopweave.search.ingest.Ingestor` run). Corpus embeddings go through the search
 package's on-disk cache (:func:`embed_texts_cached`), so only the first build of a corpus embeds.
 """
@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from hopweave.deltabank.scale import DEFAULT_CHUNKS, DEFAULT_SEED, TENANT, corpus_stats, maria_filter, scale_documents
+from .scale import DEFAULT_CHUNKS, DEFAULT_SEED, TENANT, corpus_stats, maria_filter, scale_documents
 from hopweave.models.documents import Document
 from hopweave.search.embedder import Embedder
 
@@ -82,15 +82,15 @@ def benchmark_documents(chunks: int = DEFAULT_CHUNKS, seed: int = DEFAULT_SEED,
     """:func:`scale_documents` followed by the example policy corpus (``<example_dir>/corpus``,
     engineer E's) — what :func:`build_scale_store` ingests. The generated part comes first so an
     edit of the example corpus only invalidates the last embedding-cache slice. Raises InputError."""
-    from hopweave.deltabank.corpus import load_corpus
-    from hopweave.deltabank.load import default_example_dir
     from hopweave.models.schema import GraphSchema
-    from hopweave.paths import default_schema_path
+    from hopweave.pack.corpus import load_corpus
+
+    from .build import default_example_dir
 
     ex = Path(example_dir) if example_dir is not None else default_example_dir()
     docs: list[Document] = []
     if ex is not None and (ex / "corpus").is_dir():
-        docs = list(load_corpus(ex / "corpus", GraphSchema.load(default_schema_path()), TENANT))
+        docs = list(load_corpus(ex / "corpus", GraphSchema.load(ex / "schema.yaml"), TENANT))
     return scale_documents(chunks, seed) + docs
 
 
@@ -121,18 +121,18 @@ def build_scale_store(store_dir: str | Path, *, chunks: int = DEFAULT_CHUNKS, no
     """
     import shutil
 
-    from hopweave.deltabank.load import load_deltabank
     from hopweave.models.schema import GraphSchema
-    from hopweave.paths import default_schema_path
     from hopweave.search.edge_index import EdgeIndex
     from hopweave.search.ingest import Ingestor
+
+    from .build import PACK_DIR, load_deltabank
 
     store = Path(store_dir)
     timings: dict[str, float] = {}
     t = time.perf_counter()
-    graph = load_deltabank(store, nodes=nodes, seed=seed, example_dir=example_dir, with_vectors=False)
+    graph = load_deltabank(store, nodes=nodes, seed=seed, with_vectors=False)
     timings["graph_s"] = time.perf_counter() - t
-    schema = GraphSchema.load(default_schema_path())
+    schema = GraphSchema.load(PACK_DIR / "schema.yaml")
     t = time.perf_counter()
     docs = benchmark_documents(chunks, seed, example_dir)
     timings["generate_s"] = time.perf_counter() - t

@@ -17,7 +17,7 @@ a chunk is relevant to a :func:`quality_queries` query when it passes Maria's fi
 query's topic.
 
 Same ``chunks`` + ``seed`` => the same documents in the same order (one ``random.Random``).
-Benchmark stores are built from it by :mod:`hopweave.deltabank.scale_store`.
+Benchmark stores are built from it by :mod:`generator.scale_store`.
 """
 
 from __future__ import annotations
