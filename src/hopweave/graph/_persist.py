@@ -232,74 +232,68 @@ def _read_header(f: Any, path: Path) -> dict[str, Any]:
     return header
 
 
-class _Checker:
-    """Schema checks shared by snapshot decoding (labels, tenants, relationship endpoints)."""
-
-    def __init__(self, path: Path, schema: GraphSchema) -> None:
-        self.path = path
-        self.shared = {lab.name: lab.shared for lab in schema.labels}
-        self.rels = {r.name: (frozenset(r.from_labels), frozenset(r.to_labels)) for r in schema.relationships}
-        self.tenants: set[str] = set()
-
-    def fail(self, what: str) -> StoreCorruptError:
-        return StoreCorruptError(f"{self.path}: {what}; {_RELOAD}")
-
-    def node(self, nid: Any, attrs: Any) -> str:
-        if not isinstance(nid, str) or not isinstance(attrs, dict):
-            raise self.fail(f"node {nid!r} is not an id with a property object")
-        label = attrs.get(_LABEL)
-        shared = self.shared.get(label)  # type: ignore[arg-type]
-        if shared is None:
-            raise self.fail(f"node {nid!r} has label {label!r}, which is not in the schema")
-        tenant = attrs.get("tenant_id")
-        if tenant not in self.tenants:
-            ok = tenant == GLOBAL_TENANT if shared else isinstance(tenant, str) and _TENANT_RE.match(tenant)
-            if not ok:
-                raise self.fail(f"node {nid!r} ({label}) has tenant_id {tenant!r}, not valid for its label")
-            if not shared:
-                self.tenants.add(tenant)  # type: ignore[arg-type]
-        return label  # type: ignore[return-value]
-
-    def edge(self, src_label: str, rel: Any, dst_label: str, props: Any) -> None:
-        ends = self.rels.get(rel)
-        if ends is None or not isinstance(props, dict):
-            raise self.fail(f"relationship {rel!r} is not in the schema (or has no property object)")
-        if src_label not in ends[0] or dst_label not in ends[1]:
-            raise self.fail(f"relationship {rel} cannot go from {src_label} to {dst_label}")
-
-
 def _decode(path: Path, header: dict[str, Any], data: Any, schema: GraphSchema) -> Snapshot:
+    """Check the decoded payload against the schema and build the networkx dicts (pred shares
+    the edge dicts of succ, as networkx does). Raises StoreCorruptError naming the first fault."""
+    def fail(what: str) -> StoreCorruptError:
+        return StoreCorruptError(f"{path}: {what}; {_RELOAD}")
+
     if not isinstance(data, dict) or not isinstance(data.get("node"), dict) or not isinstance(data.get("succ"), dict):
-        raise StoreCorruptError(f"{path}: payload lacks the node/succ objects; {_RELOAD}")
-    chk = _Checker(path, schema)
+        raise fail("payload lacks the node/succ objects")
     node: dict[str, dict[str, Any]] = data["node"]
     succ: dict[str, dict[str, dict[str, dict[str, Any]]]] = data["succ"]
-    by_label: dict[str, set[str]] = {}
-    pred: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
-    for nid, attrs in node.items():
-        by_label.setdefault(chk.node(nid, attrs), set()).add(nid)
-        pred[nid] = {}
-        if nid not in succ:
+    by_label = _check_nodes(node, schema, fail)
+    if succ.keys() != node.keys():
+        stray = next((x for x in succ if x not in node), None)
+        if stray is not None:
+            raise fail(f"edges leave node {stray!r}, which does not exist")
+        for nid in node.keys() - succ.keys():
             succ[nid] = {}
-    if len(succ) != len(node):
-        stray = next(s for s in succ if s not in node)
-        raise chk.fail(f"edges leave node {stray!r}, which does not exist")
+    allowed = {(f, r.name, t) for r in schema.relationships for f in r.from_labels for t in r.to_labels}
+    pred: dict[str, dict[str, dict[str, dict[str, Any]]]] = {nid: {} for nid in node}
     edges = 0
     for src, nbrs in succ.items():
-        if not isinstance(nbrs, dict):
-            raise chk.fail(f"adjacency of {src!r} is not an object")
+        if type(nbrs) is not dict:
+            raise fail(f"adjacency of {src!r} is not an object")
         sl = node[src][_LABEL]
         for dst, kd in nbrs.items():
             d = node.get(dst)
-            if d is None or not isinstance(kd, dict) or not kd:
-                raise chk.fail(f"edge {src!r} -> {dst!r} points to a missing node or has no types")
+            if d is None or type(kd) is not dict or not kd:
+                raise fail(f"edge {src!r} -> {dst!r} points to a missing node or has no types")
+            dl = d[_LABEL]
             for rel, props in kd.items():
-                chk.edge(sl, rel, d[_LABEL], props)
+                if (sl, rel, dl) not in allowed or type(props) is not dict:
+                    raise fail(f"relationship {rel!r} cannot go from {sl} to {dl} (or has no property object)")
             edges += len(kd)
             pred[dst][src] = kd
     if header.get("nodes", len(node)) != len(node) or header.get("edges", edges) != edges:
-        raise chk.fail(f"counts differ from the header ({len(node)} nodes, {edges} edges)")
+        raise fail(f"counts differ from the header ({len(node)} nodes, {edges} edges)")
     return Snapshot(header, node, succ, pred, by_label, edges)
+
+
+def _check_nodes(node: dict[str, Any], schema: GraphSchema, fail: Any) -> dict[str, set[str]]:
+    """Every node is a property object with a schema label and a tenant_id valid for it
+    (``_global`` for shared labels, a well-formed tenant id otherwise). Returns label -> ids."""
+    shared = {lab.name: lab.shared for lab in schema.labels}
+    by_label: dict[str, set[str]] = {name: set() for name in shared}
+    tenants: set[Any] = set()
+    for nid, attrs in node.items():
+        if type(attrs) is not dict:
+            raise fail(f"node {nid!r} is not a property object")
+        label = attrs.get(_LABEL)
+        ids = by_label.get(label)  # type: ignore[arg-type]
+        if ids is None:
+            raise fail(f"node {nid!r} has label {label!r}, which is not in the schema")
+        ids.add(nid)
+        tenant = attrs.get("tenant_id")
+        if shared[label]:  # type: ignore[index]
+            if tenant != GLOBAL_TENANT:
+                raise fail(f"node {nid!r} ({label}) has tenant_id {tenant!r}, not valid for its shared label")
+        elif tenant not in tenants:
+            if tenant == GLOBAL_TENANT or not isinstance(tenant, str) or not _TENANT_RE.match(tenant):
+                raise fail(f"node {nid!r} ({label}) has tenant_id {tenant!r}, not valid for its label")
+            tenants.add(tenant)
+    return {k: v for k, v in by_label.items() if v}
 
 
 # ---- journal -----------------------------------------------------------------------------

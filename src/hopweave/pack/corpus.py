@@ -87,24 +87,28 @@ def check_corpus_dir(directory: str | Path, schema: GraphSchema, root: str | Pat
     out += [Problem(file=rel(p.source), line=p.line, record=p.document_id, message=p.message,
                     fix="fix the front matter: use the schema's chunk fields (docs/packs.md, Corpus documents)")
             for p in rep.skipped]
-    out += _extra_field_problems(records, schema, rel)
-    return out
-
-
-def _extra_field_problems(records: list[Any], schema: GraphSchema, rel: Callable[[str], str]) -> list[Problem]:
-    """One problem per file whose front matter has fields the schema does not declare."""
-    from hopweave.search.ingest import parse_document
-
-    out: list[Problem] = []
+    known = set(schema.chunk_field_map) | set(_CORPUS_KEYS) | {"text", "sections"}
+    reported = {(p.file, p.line) for p in out}
     for r in records:
-        try:
-            _, extra = parse_document(r.data or {}, schema, None)
-        except InputError:
-            continue  # reported by load_documents
-        extra = sorted(set(extra) - _CORPUS_KEYS)
+        if r.data is None:
+            if (rel(r.source), r.line) not in reported and r.error:
+                out.append(Problem(file=rel(r.source), line=r.line, message=r.error,
+                                   fix="start the file with YAML front matter between '---' lines (docs/packs.md)"))
+            continue
+        if r.source.endswith(".md") and not Path(r.source).read_text(encoding="utf-8").startswith("---"):
+            out.append(Problem(file=rel(r.source), line=1, message="no YAML front matter: a pack document needs its "
+                               "metadata (document_id, revision, title, version, status, ...)",
+                               fix="start the file with front matter between '---' lines (docs/packs.md)"))
+            continue
+        if "document_id" not in r.data:
+            out.append(Problem(file=rel(r.source), line=r.line, message="no document_id in the front matter",
+                               fix="start the file with YAML front matter (document_id, revision, title, version, "
+                                   "status, ...) between '---' lines"))
+        extra = sorted(set(r.data) - known)
         if extra:
-            out.append(Problem(file=rel(r.source), line=r.line, message=f"front-matter fields {extra} are not "
-                               "chunk fields of the schema (they would be ignored by filters)",
+            out.append(Problem(file=rel(r.source), line=r.line, record=str(r.data.get("document_id", "")),
+                               message=f"front-matter fields {extra} are not chunk fields of the schema "
+                                       "(they would be ignored)",
                                fix="declare them under chunk_fields in schema.yaml, or remove them"))
     return out
 

@@ -52,11 +52,44 @@ def pack_revision(pack_dir: Path) -> str:
 
 
 def store_schema(pack_schema: dict[str, Any], others: Iterable[dict[str, Any]] = ()) -> GraphSchema:
-    """The base schema extended by the other packs' schemas and then this pack's."""
-    schema = GraphSchema.base()
+    """The base schema extended by the other packs' schemas (already in the store) and then this
+    pack's. Labels and relationship types are store-wide: a second pack may declare one the store
+    already has from another pack only identically (it is then shared). Raises SchemaError."""
+    base = GraphSchema.base()
+    schema = base
+    others = list(others)
     for i, extension in enumerate([*others, pack_schema]):
-        schema = schema.extend(extension, source="pack schema" if i == len(list(others)) else "stored pack schema")
+        source = "pack schema" if i == len(others) else "stored pack schema"
+        schema = schema.extend(_without_shared(extension, schema, base, source), source=source)
     return schema
+
+
+def _without_shared(ext: dict[str, Any], schema: GraphSchema, base: GraphSchema, source: str) -> dict[str, Any]:
+    """``ext`` without the labels / relationship types another pack already declared identically."""
+    from hopweave.errors import SchemaError
+    from hopweave.models.schema import LabelSpec, RelSpec
+
+    def keep(items: Any, known: dict[str, Any], base_names: set[str], model: Any, what: str) -> list[Any]:
+        out = []
+        for raw in items or ():
+            name = raw.get("name") if isinstance(raw, dict) else None
+            if name is None or name in base_names or name not in known:
+                out.append(raw)
+                continue
+            try:
+                same = model.model_validate(raw).model_dump() == known[name].model_dump()
+            except Exception:  # reported by the merge itself
+                same = False
+            if not same:
+                raise SchemaError(f"{source}: {what} {name!r} is already declared differently by another pack in "
+                                  "this store; declare it identically or use another name")
+        return out
+
+    out = dict(ext)
+    out["labels"] = keep(ext.get("labels"), schema.label_map, set(base.label_map), LabelSpec, "label")
+    out["relationships"] = keep(ext.get("relationships"), schema.rel_map, set(base.rel_map), RelSpec,
+                                "relationship type")
+    return out
 
 
 def read_pack(pack_dir: str | Path, existing: StoreSettings | None = None) -> LoadedPack:
@@ -116,6 +149,15 @@ def _check_ownership(p: LoadedPack, existing: StoreSettings | None) -> None:
         if shared:
             raise PackError(f"tenants {shared} are already served by domain {name!r} in this store; "
                             "a tenant belongs to one domain: rename them in hopweave.yaml or use another store")
+
+
+def _check_goal_names(store: Any, p: LoadedPack) -> None:
+    """A goal name belongs to one domain of a store."""
+    mine = {g.name for g in p.goals}
+    for g in store.goal_types():
+        if g.name in mine and g.domain not in (None, p.manifest.name):
+            raise PackError(f"goal {g.name!r} already belongs to domain {g.domain!r} in this store; goal names are "
+                            f"unique in a store: rename it in {p.manifest.goals} (name and patterns' goal)")
 
 
 def graph_items(p: LoadedPack) -> Iterator[tuple[str, Iterator[Node | Edge]]]:
@@ -201,6 +243,7 @@ def load_pack(
         tenant_domains = dict(existing.tenant_domains()) if existing else {}
         tenant_domains.update({t: p.manifest.name for t in p.manifest.tenants})
         store.tenant_domains = tenant_domains
+        _check_goal_names(store, p)
         say("graph", 2, len(STEPS))
         written = _write_graph(store, p, extra_graph)
         say("documents", 3, len(STEPS))
@@ -243,18 +286,15 @@ def _write_graph(store: Any, p: LoadedPack, extra: Iterable[tuple[str, Iterable[
 
 
 def _ingest(store_dir: Path, p: LoadedPack, docs: list[Any]) -> dict[str, Any]:
+    """Embed the corpus into ``<store>/vectors``, staged and swapped in atomically (a crash leaves
+    the previous complete index); incremental, so other packs' documents in the store stay."""
     if not docs:
         return {}
-    from hopweave.pack.corpus import ingest_corpus
-    from hopweave.search.edge_index import EdgeIndex
     from hopweave.search.embedders import default_embedder
+    from hopweave.search.staging import rebuild_index
 
-    index = EdgeIndex(store_dir, p.schema)
-    try:
-        rep = ingest_corpus(index, default_embedder(), docs)
-    finally:
-        index.close()
-    return {"documents": rep.documents, "chunks": rep.chunks_written, "embedded": rep.chunks_embedded}
+    rep = rebuild_index(store_dir, p.schema, docs, default_embedder(), incremental=True)
+    return {k: rep[k] for k in ("documents", "chunks", "embedded") if k in rep}
 
 
 def _save_settings(store_dir: Path, existing: StoreSettings | None, p: LoadedPack) -> None:

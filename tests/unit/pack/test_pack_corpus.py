@@ -76,7 +76,19 @@ def test_check_corpus_dir_reports_bad_front_matter(schema, tmp_path):
         """))
     (tmp_path / "corpus" / "b.md").write_text("---\ndocument_id: b\nversion: old\n---\n## 1 Intro\n\nText.\n")
     probs = check_corpus_dir(tmp_path / "corpus", schema, root=tmp_path)
-    assert [(p.file, p.record) for p in probs] == [("corpus/b.md", "b"), ("corpus/a.md", None)]
+    assert [(p.file, p.record) for p in probs] == [("corpus/b.md", "b"), ("corpus/a.md", "a")]
     assert "version" in probs[0].message and "['colour']" in probs[1].message and probs[1].fix
     assert check_corpus_dir(PACK / "corpus", schema, root=PACK) == []
     assert "does not exist" in check_corpus_dir(tmp_path / "nope", schema)[0].message
+
+
+def test_front_matter_tenant_overrides_the_corpus_tenant(schema, tmp_path):
+    (tmp_path / "corpus").mkdir()
+    body = "---\ndocument_id: {d}\nrevision: v1\n{t}---\n## 1 Intro\n\nText.\n"
+    (tmp_path / "corpus" / "a.md").write_text(body.format(d="a", t=""))
+    (tmp_path / "corpus" / "b.md").write_text(body.format(d="b", t="tenant_id: zephyr\n"))
+    docs = load_corpus(tmp_path / "corpus", schema, "acme")
+    assert [(d.document_id, d.tenant_id) for d in docs] == [("a", "acme"), ("b", "zephyr")]
+    assert check_corpus_dir(tmp_path / "corpus", schema, tenant_id="acme", tenants=["acme", "zephyr"]) == []
+    probs = check_corpus_dir(tmp_path / "corpus", schema, tenant_id="acme", tenants=["acme"])
+    assert len(probs) == 1 and "tenant_id 'zephyr'" in probs[0].message

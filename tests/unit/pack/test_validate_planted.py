@@ -47,8 +47,8 @@ def _plant(d: Path) -> list[tuple[str, str]]:
     out = []
     _edit(m, "default_tenant: shop-co", "default_tenant: nobody")
     out.append(("hopweave.yaml", r"default_tenant 'nobody'"))
-    _edit(m, "subject: {label: Member,", "subject: {label: Membr,")
-    out.append(("hopweave.yaml", r"Membr"))
+    _edit(m, "trace_relationship: FOR_MEMBER}", "trace_relationship: FOR_MEMBR}")
+    out.append(("hopweave.yaml", r"FOR_MEMBR"))
     _edit(m, "owner_path: [{type: BILLED,", "owner_path: [{type: BILLS,")
     out.append(("hopweave.yaml", r"BILLS"))
     _edit(m, "{entity: Plan, subject_property: plan}", "{entity: Plan, subject_property: tier}")
