@@ -87,7 +87,7 @@ def patterns_validate(
         sch = GraphSchema.load(schema) if schema else None
         errors = validate_all(s, sch)
         total = len(s.patterns()) + len(s.pattern_problems())
-    out = {"patterns": total, "invalid": {k: [str(e) for e in v] for k, v in sorted(errors.items())}}
+    out: dict[str, Any] = {"patterns": total, "invalid": {k: [str(e) for e in v] for k, v in sorted(errors.items())}}
     if as_json:
         emit_json(out)
     else:
@@ -159,7 +159,7 @@ def traverse_cmd(
         bindings = Bindings(session=Session(tenant_id=tenant, customer_id=seed), as_of=when, goal=goal,
                             entities=entities)
         results = run_goal_patterns(s, tenant, patterns, bindings, max_workers=workers)
-    out = [
+    out: list[dict[str, Any]] = [
         {
             "pattern": r.pattern, "version": r.version, "sub_question": r.sub_question, "section": r.section,
             "rows": [row.model_dump(mode="json") for row in r.rows], "truncated": r.truncated,

@@ -92,7 +92,7 @@ def _ingest_qdrant(pack: Path, url: str, api_key: Optional[str]) -> dict[str, in
     from hopweave.pack.loader import read_pack
     from hopweave.pack.manifest import pack_path
     from hopweave.search.client_index import ClientIndex
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
 
     p = read_pack(pack)
     if p.manifest.corpus is None:

@@ -51,7 +51,7 @@ def index_revision(index: Any | None) -> str:
 
 
 def default_embedder() -> Any:
-    from hopweave.search.embedders import default_embedder as _d
+    from hopweave.search.embedder import default_embedder as _d
 
     return _d()
 

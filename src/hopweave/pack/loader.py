@@ -297,7 +297,7 @@ def _ingest(store_dir: Path, p: LoadedPack, docs: list[Any]) -> dict[str, Any]:
     the previous complete index); incremental, so other packs' documents in the store stay."""
     if not docs:
         return {}
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
     from hopweave.search.staging import rebuild_index
 
     rep = rebuild_index(store_dir, p.schema, docs, default_embedder(), incremental=True)

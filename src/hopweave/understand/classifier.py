@@ -159,7 +159,7 @@ class GoalClassifier:
 
     Args:
         store: the GraphStore whose GoalType nodes are the labels.
-        embedder: the offline embedder (default: ``hopweave.search.embedders.default_embedder()``,
+        embedder: the offline embedder (default: ``hopweave.search.embedder.default_embedder()``,
             created on first use).
         config: classifier settings (default: the shipped file).
         calibration: calibration parameters (default: the file named by the config).
@@ -207,7 +207,7 @@ class GoalClassifier:
     @property
     def embedder(self) -> "Embedder":
         if self._embedder is None:
-            from hopweave.search.embedders import default_embedder
+            from hopweave.search.embedder import default_embedder
 
             self._embedder = default_embedder()
         return self._embedder

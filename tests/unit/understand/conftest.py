@@ -30,7 +30,7 @@ def _metagraph(store: NetworkxGraphStore) -> None:
 
 @pytest.fixture(scope="session")
 def embedder():  # type: ignore[no-untyped-def]
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
 
     return default_embedder()
 
