@@ -132,7 +132,7 @@ class Engine:
                 raise InputError("Engine.open needs a store directory or a GraphStore instance")
             graph = stack.open_graph(store_dir)
         if index is None and store_dir is not None:
-            index = stack.open_index(store_dir)
+            index = stack.open_index(store_dir, graph.schema)
         return cls(graph, index, embedder=embedder, understander=understander, config=config, store_dir=store_dir)
 
     @property

@@ -27,16 +27,26 @@ def open_graph(store_dir: str | Path) -> GraphStore:
     return open_graph_store(store_dir)
 
 
-def open_index(store_dir: str | Path) -> Any | None:
+def open_index(store_dir: str | Path, schema: Any = None) -> Any | None:
     """The embedded qdrant-edge index of a store directory (``<dir>/vectors``), or None when the
-    store has no vector collection (the engine then runs graph-only, flagged degraded)."""
+    store has no vector collection (the engine then runs graph-only, flagged degraded).
+    ``schema`` (the store's, whose chunk fields filters may name) defaults to the schema kept in
+    the store's settings by ``hopweave load PACK``, else the shipped default."""
     from hopweave.search.edge_index import EdgeIndex
-    from hopweave.paths import default_schema_path
-    from hopweave.models.schema import GraphSchema
+    from hopweave.models.store_settings import read_store_settings
 
     if not (Path(store_dir) / "vectors").is_dir():
         return None
-    return EdgeIndex(store_dir, GraphSchema.load(default_schema_path()))
+    if schema is None:
+        settings = read_store_settings(store_dir)
+        if settings is not None:
+            schema = settings.schema()
+        else:
+            from hopweave.models.schema import GraphSchema
+            from hopweave.paths import default_schema_path
+
+            schema = GraphSchema.load(default_schema_path())
+    return EdgeIndex(store_dir, schema)
 
 
 def index_revision(index: Any | None) -> str:
