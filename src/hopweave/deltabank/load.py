@@ -42,26 +42,18 @@ def document_items(example_dir: Path | None, schema: Any, tenant_id: str = TENAN
 
 
 def ingest_example_corpus(store_dir: str | Path, example_dir: Path | None, schema: Any) -> dict[str, Any]:
-    """(Re)build ``<store_dir>/vectors`` from the example's policy corpus (engineer E's hook).
-    Returns the ingest summary ({} when the example has no corpus)."""
+    """(Re)build ``<store_dir>/vectors`` from the example's policy corpus, aside and swapped in
+    atomically (a crash leaves the previous complete index). Returns the ingest summary ({} when
+    the example has no corpus)."""
     if example_dir is None or not (example_dir / "corpus").is_dir():
         return {}
-    import shutil
-
-    from hopweave.deltabank.corpus import ingest_corpus, load_corpus
-    from hopweave.search.edge_index import EdgeIndex
+    from hopweave.deltabank.corpus import load_corpus
     from hopweave.search.embedders import default_embedder
+    from hopweave.search.staging import rebuild_index
 
-    vec_dir = Path(store_dir) / "vectors"
-    if vec_dir.exists():  # replace, like the graph: a removed document must not linger
-        shutil.rmtree(vec_dir)
     docs = load_corpus(example_dir / "corpus", schema, TENANT)
-    index = EdgeIndex(store_dir, schema)
-    try:
-        rep = ingest_corpus(index, default_embedder(), docs)
-    finally:
-        index.close()
-    return {"documents": rep.documents, "chunks": rep.chunks_written, "embedded": rep.chunks_embedded}
+    out = rebuild_index(store_dir, schema, docs, default_embedder())  # replace: a removed document must not linger
+    return {"documents": out["documents"], "chunks": out["chunks"], "embedded": out["embedded"]}
 
 
 def metagraph_items(goals_dir: str | Path | None, schema: Any) -> tuple[list[Node | Edge], int, int]:
