@@ -1,7 +1,6 @@
 """Benchmark: Maria's compositional retrieval at scale (issue 7).
 
     python benchmarks/bench_maria.py --chunks 50000 --nodes 1000000 --concurrency 100 --json
-    hopweave bench maria --chunks 50000 --nodes 1000000 --concurrency 100 --json   (same runner)
 
 Builds (or reuses) a store with the DeltaBank graph at ``--nodes`` nodes and a vector index of
 the example corpus plus ``--chunks`` generated chunks (``hopweave.deltabank.scale``; embeddings

@@ -105,6 +105,11 @@ class PatternIdentifierError(PatternValidationError, UnsafeIdentifierError):
     """A pattern names a label, relationship type or property that is not a safe identifier."""
 
 
+class PackError(InputError):
+    """A domain pack (``hopweave.yaml`` and its files) is missing, malformed or inconsistent.
+    The message names the file (and line or record) and what to fix."""
+
+
 class StoreBusyError(StoreUnavailableError):
     """A store lock was not acquired within its timeout (names the lock file and the holder)."""
 
@@ -127,3 +132,9 @@ class StoreIOError(StoreError):
 
 class StoreIncompleteError(StoreCorruptError):
     """A store part (e.g. a vector index) was left unfinished by an interrupted load or ingest."""
+
+
+class MetagraphWriteError(PatternValidationError):
+    """A GoalType / TraversalPattern / FilterMapping node was written outside the gated path
+    (``hopweave.graph.metagraph_io.write_metagraph`` / ``gated_items``), or its stored
+    definition fails the gates."""

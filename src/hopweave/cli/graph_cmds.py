@@ -35,47 +35,6 @@ def _echo(text: str) -> None:
     typer.echo(text)
 
 
-@app.command("load")
-@handle_errors
-def load_cmd(
-    example: Optional[Path] = typer.Argument(None, help="Example folder (default: examples/deltabank)."),
-    store: Optional[Path] = StoreOpt,
-    nodes: int = typer.Option(20_000, "--nodes", help="Approximate number of graph nodes to generate."),
-    seed: int = typer.Option(4421, "--seed", help="Generator seed (same seed => same graph)."),
-    no_vectors: bool = typer.Option(False, "--no-vectors", help="Graph only: skip embedding the policy corpus."),
-    neo4j: Optional[str] = typer.Option(
-        None, "--neo4j", help="Load into this Neo4j server (bolt URI) instead of the embedded store."
-    ),
-    falkordb: Optional[Path] = typer.Option(
-        None, "--falkordb", help="Load into this embedded FalkorDB data directory (Python >= 3.12)."
-    ),
-    qdrant: Optional[str] = typer.Option(None, "--qdrant", help="With --neo4j/--falkordb: Qdrant server URL for the corpus."),
-    qdrant_api_key: Optional[str] = typer.Option(None, "--qdrant-api-key", envvar="HOPWEAVE_QDRANT_API_KEY"),
-    as_json: bool = JsonOpt,
-) -> None:
-    """Build the DeltaBank example (graph, metagraph, policy corpus vectors) into a store, replacing it.
-
-    With --neo4j / --falkordb (and --qdrant) the same example goes to the server stores
-    (the same as `hopweave load-server`)."""
-    from hopweave.deltabank.load import load_deltabank
-
-    if example is not None and not example.is_dir():
-        raise InputError(f"example folder {example} does not exist")
-    if neo4j or falkordb or qdrant:
-        from hopweave.cli.server_cmds import load_server_cmd
-
-        if not (neo4j or falkordb):
-            raise InputError("--qdrant needs a graph server too: add --neo4j URI (or --falkordb DIR)")
-        load_server_cmd(example, neo4j, falkordb, qdrant, qdrant_api_key, nodes, seed, as_json)
-        return
-    summary = load_deltabank(store_path(store), nodes=nodes, seed=seed, example_dir=example, with_vectors=not no_vectors)
-    if as_json:
-        emit_json(summary)
-        return
-    _echo(f"loaded {summary['nodes']:,} nodes, {summary['edges']:,} edges, {summary['goals']} goal types, "
-          f"{summary['patterns']} patterns into {summary['store']} in {summary['seconds']} s")
-
-
 # ---- patterns ------------------------------------------------------------------------------------
 def _pattern_row(p: Any) -> dict[str, Any]:
     return {"name": p.name, "goal": p.goal, "version": p.version, "sub_question": p.sub_question,
@@ -127,8 +86,8 @@ def patterns_validate(
     with _open_existing(store) as s:
         sch = GraphSchema.load(schema) if schema else None
         errors = validate_all(s, sch)
-        total = len(s.patterns())
-    out = {"patterns": total, "invalid": {k: [str(e) for e in v] for k, v in sorted(errors.items())}}
+        total = len(s.patterns()) + len(s.pattern_problems())
+    out: dict[str, Any] = {"patterns": total, "invalid": {k: [str(e) for e in v] for k, v in sorted(errors.items())}}
     if as_json:
         emit_json(out)
     else:
@@ -200,7 +159,7 @@ def traverse_cmd(
         bindings = Bindings(session=Session(tenant_id=tenant, customer_id=seed), as_of=when, goal=goal,
                             entities=entities)
         results = run_goal_patterns(s, tenant, patterns, bindings, max_workers=workers)
-    out = [
+    out: list[dict[str, Any]] = [
         {
             "pattern": r.pattern, "version": r.version, "sub_question": r.sub_question, "section": r.section,
             "rows": [row.model_dump(mode="json") for row in r.rows], "truncated": r.truncated,

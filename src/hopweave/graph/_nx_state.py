@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, Iterator
 
 import networkx as nx
 
@@ -46,17 +46,12 @@ class State:
                 continue
         return out
 
-    def neighbors(self, node_id: str, rel_type: str, direction: str) -> Iterable[str]:
-        out: list[str] = []
+    def neighbors(self, node_id: str, rel_type: str, direction: str) -> Iterator[str]:
+        # Lazy: the walker reads a hub's adjacency in chunks and checks its deadline between them.
         if direction in ("out", "both"):
-            nbrs = self.succ.get(node_id)
-            if nbrs:
-                out.extend(v for v, kd in nbrs.items() if rel_type in kd)
+            yield from (v for v, kd in (self.succ.get(node_id) or {}).items() if rel_type in kd)
         if direction in ("in", "both"):
-            nbrs = self.pred.get(node_id)
-            if nbrs:
-                out.extend(u for u, kd in nbrs.items() if rel_type in kd)
-        return out
+            yield from (u for u, kd in (self.pred.get(node_id) or {}).items() if rel_type in kd)
 
     # ---- indexes -------------------------------------------------------------------------
     def index(self, label: str, key: str) -> dict[Any, set[str]]:

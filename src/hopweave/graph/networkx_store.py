@@ -79,6 +79,7 @@ class NetworkxGraphStore(GraphStore):
         self._snap_sig: tuple[int, int, int] | None = None
         self._meta_version = 0
         self._meta_cache: tuple[int, list[GoalType], list[TraversalPattern], str] | None = None
+        self._meta_problems: list[Any] = []
         self._index_lock = threading.Lock()
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -420,22 +421,31 @@ class NetworkxGraphStore(GraphStore):
         cache = self._meta_cache
         if cache is not None and cache[0] == self._meta_version:
             return cache[1], cache[2], cache[3]
+        from hopweave.graph.metagraph_io import decode_definitions
+
         with self._rw.read():
-            version = self._meta_version
-            st = self._st
-            goals, patterns, h = [], [], hashlib.sha256()
-            for label, model, out in (("GoalType", GoalType, goals), ("TraversalPattern", TraversalPattern, patterns)):
+            version, st, h = self._meta_version, self._st, hashlib.sha256()
+            rows: dict[str, list[tuple[str, Any, Any]]] = {}
+            for label in ("GoalType", "TraversalPattern"):
+                rows[label] = []
                 for nid in sorted(st.by_label.get(label, ())):
                     attrs = st.node[nid]
                     if attrs.get("tenant_id") != GLOBAL_TENANT or not attrs.get("definition"):
                         continue
-                    out.append(model.model_validate_json(attrs["definition"]))
+                    rows[label].append((nid, attrs.get("name"), attrs["definition"]))
                     h.update(f"{nid}\0{attrs['definition']}\0".encode())
-            goals.sort(key=lambda g: g.name)
-            patterns.sort(key=lambda p: p.name)
             rev = h.hexdigest()[:16]
+        goals, bad_goals = decode_definitions(GoalType, rows["GoalType"])
+        patterns, bad_patterns = decode_definitions(TraversalPattern, rows["TraversalPattern"])
+        goals.sort(key=lambda g: g.name)
+        patterns.sort(key=lambda p: p.name)
+        self._meta_problems = bad_goals + bad_patterns
         self._meta_cache = (version, goals, patterns, rev)
         return goals, patterns, rev
+
+    def pattern_problems(self) -> list[Any]:
+        self._meta()
+        return list(self._meta_problems)
 
     def goal_types(self) -> list[GoalType]:
         return list(self._meta()[0])

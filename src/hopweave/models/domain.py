@@ -168,3 +168,43 @@ class DomainSettings(_Frozen):
 
     def authoritative_for(self, entity: str) -> AuthoritativeAttribute | None:
         return next((a for a in self.authoritative if a.entity == entity), None)
+
+
+class DomainRegistry:
+    """Which domain serves which tenant, in one store: ``for_tenant(t)`` gives the settings the
+    engine, the resolver and the record stage use for a request of tenant ``t``.
+
+    Built by the pack loader / ``Engine.open`` from the store's settings file; tests build it
+    directly: ``DomainRegistry([(settings, ["deltabank", "northbank"])])``."""
+
+    def __init__(self, domains: "list[tuple[DomainSettings, list[str]]] | tuple[()]" = ()) -> None:
+        self._by_name: dict[str, DomainSettings] = {}
+        self._by_tenant: dict[str, str] = {}
+        for settings, tenants in domains:
+            self._by_name[settings.name] = settings
+            for t in tenants:
+                if self._by_tenant.get(t, settings.name) != settings.name:
+                    from hopweave.errors import ConfigError
+
+                    raise ConfigError(f"tenant {t!r} is served by two domains: {self._by_tenant[t]!r} and "
+                                      f"{settings.name!r}; a tenant belongs to one domain")
+                self._by_tenant[t] = settings.name
+
+    def for_tenant(self, tenant_id: str) -> DomainSettings:
+        """The settings of the domain serving ``tenant_id``; raises TenantError if none does."""
+        name = self._by_tenant.get(tenant_id)
+        if name is None:
+            from hopweave.errors import TenantError
+
+            raise TenantError(f"tenant {tenant_id!r} is not served by any domain in this store "
+                              f"(served: {sorted(self._by_tenant)}); load its pack with `hopweave load PACK`")
+        return self._by_name[name]
+
+    def domain_of(self, tenant_id: str) -> str:
+        return self.for_tenant(tenant_id).name
+
+    def tenants(self, domain: str | None = None) -> list[str]:
+        return sorted(t for t, d in self._by_tenant.items() if domain is None or d == domain)
+
+    def domains(self) -> list[DomainSettings]:
+        return [self._by_name[n] for n in sorted(self._by_name)]

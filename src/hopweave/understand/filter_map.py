@@ -1,6 +1,6 @@
 """Entities -> the typed chunk FilterTree, driven by the graph's ``:FilterMapping`` node.
 
-The mapping is data (``metagraph/filters.yaml``; see the comments there), written into the graph
+The mapping is data (``<pack>/filters.yaml``; see the comments there), written into the graph
 with :func:`load_filter_mapping` / :func:`write_filter_mapping` and read back at query time with
 :func:`read_filter_mapping`. :func:`compile_filter` turns resolved entities plus the session into
 one conjunction: entity clauses in mapping order, then the always-on clauses.
@@ -11,14 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Optional, Union
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hopweave.errors import ConfigError, FilterError, InputError, TenantError
+from hopweave.errors import ConfigError, FilterError, TenantError
 from hopweave.fileio import read_yaml
 from hopweave.models.common import Session
-from hopweave.models.filters import Eq, FilterTree, In, and_, check_fields
+from hopweave.models.filters import Eq, FilterTree, In, IsEmpty, and_, check_fields
 from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
 from hopweave.understand.models import Entity
 
@@ -43,7 +43,9 @@ class AlwaysOn(BaseModel):
 
     field: str
     value: Optional[Scalar] = None
-    session: Optional[Literal["tenant_id", "customer_id", "region", "channel", "agent_id", "locale"]] = None
+    #: A session attribute: built in (tenant_id, customer_id, region, channel, agent_id, locale)
+    #: or declared by the domain pack (``session_attributes``, e.g. ``state``).
+    session: Optional[str] = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
     required: bool = False
 
     @model_validator(mode="after")
@@ -89,15 +91,15 @@ class FilterMapping(BaseModel):
 
 
 def read_mapping_file(path: str | Path | None = None) -> FilterMapping:
-    """Parse a mapping file (default: the shipped ``metagraph/filters.yaml``).
+    """Parse a mapping file (default: the example pack's ``filters.yaml``).
 
     Raises:
         InputError: missing or unparsable file. ConfigError: invalid mapping.
     """
     if path is None:
-        from hopweave.paths import metagraph_dir
+        from hopweave.paths import example_pack_dir
 
-        path = metagraph_dir() / "filters.yaml"
+        path = example_pack_dir() / "filters.yaml"
     p = Path(path)
     data = read_yaml(p, "filter mapping file")
     try:
@@ -106,22 +108,29 @@ def read_mapping_file(path: str | Path | None = None) -> FilterMapping:
         raise ConfigError(f"filter mapping {p} is invalid: {exc}") from exc
 
 
-def filter_mapping_node(schema: GraphSchema, mapping: FilterMapping | None = None) -> "Node":
+def filter_mapping_id(domain: str | None = None) -> str:
+    """The FilterMapping node id of a domain (``FILTER_MAPPING_<domain>``; the legacy single
+    mapping without a domain is ``FILTER_MAPPING``)."""
+    return f"{FILTER_MAPPING_ID}_{domain}" if domain else FILTER_MAPPING_ID
+
+
+def filter_mapping_node(
+    schema: GraphSchema, mapping: FilterMapping | None = None, domain: str | None = None
+) -> "Node":
     """The FilterMapping node (write it as tenant ``_global``; e.g. in a bulk load) for
-    ``mapping`` (default: the shipped ``metagraph/filters.yaml``), validated against ``schema``.
+    ``mapping`` (default: the example pack's ``filters.yaml``), validated against ``schema``.
 
     Raises:
         InputError / ConfigError: unreadable or invalid mapping file.
         SchemaError / FilterError: the mapping names something outside the schema.
     """
-    from hopweave.graph.base import Node
+    from hopweave.graph.write_rules import GatedNode  # stores refuse an ungated FilterMapping node
 
     m = (mapping or read_mapping_file()).check(schema)
-    return Node(
-        id=FILTER_MAPPING_ID,
-        label="FilterMapping",
-        props={"version": m.version, "definition": m.canonical_json()},
-    )
+    props: dict[str, Any] = {"version": m.version, "definition": m.canonical_json()}
+    if domain:
+        props["domain"] = domain
+    return GatedNode(id=filter_mapping_id(domain), label="FilterMapping", props=props)
 
 
 def write_filter_mapping(store: "GraphStore", mapping: FilterMapping) -> str:
@@ -142,11 +151,14 @@ def read_filter_mapping(store: "GraphStore", tenant_id: str) -> FilterMapping:
     Raises:
         ConfigError: the graph has no (valid) FilterMapping node.
     """
-    node = store.get_node(tenant_id, FILTER_MAPPING_ID)
+    domain = store.tenant_domains.get(tenant_id)
+    node = store.get_node(tenant_id, filter_mapping_id(domain))
+    if node is None and domain is not None:
+        node = store.get_node(tenant_id, FILTER_MAPPING_ID)
     if node is None or node.label != "FilterMapping":
         raise ConfigError(
-            "the graph has no FilterMapping node: load it with "
-            "`hopweave.understand.filter_map.load_filter_mapping(store)` (the DeltaBank loader does)"
+            f"the graph has no FilterMapping node for tenant {tenant_id!r}: give the tenant's pack a "
+            "filters.yaml and load it with `hopweave load PACK --store DIR`"
         )
     raw = node.props.get("definition")
     try:
@@ -178,11 +190,15 @@ def compile_filter(
     session: Session,
     store: "GraphStore | None" = None,
     schema: GraphSchema | None = None,
+    unscoped: Iterable[str] = (),
 ) -> tuple[FilterTree, list[str]]:
     """Entities + session -> ``(filter tree, notes)``.
 
-    Clause order: entity fields in the order of the mapping's rules, then the always-on clauses
-    in declared order. One value -> ``eq``; several -> ``in``.
+    Clause order: entity fields in the order of the mapping's rules, then ``is_empty`` clauses
+    for the ``unscoped`` entity types (authoritative attributes with no value on record: no
+    segment-specific document), then the always-on clauses in declared order. One value ->
+    ``eq``; several -> ``in``. Always-on ``session`` clauses read built-in or pack-declared
+    session attributes.
 
     Raises:
         TenantError: a required session attribute (the tenant) is missing.
@@ -211,8 +227,12 @@ def compile_filter(
             clauses.append(Eq(field=f, value=vals[0]))
         elif vals:
             clauses.append(In(field=f, values=tuple(vals)))
+    empty = set(unscoped)
+    for f in dict.fromkeys(r.field for r in mapping.entities if r.entity in empty):
+        if f not in values and f not in owned:
+            clauses.append(IsEmpty(field=f))
     for a in mapping.always_on:
-        v = a.value if a.value is not None else getattr(session, a.session or "", None)
+        v = a.value if a.value is not None else session.attribute(a.session or "")
         if v is None or v == "":
             if a.required:
                 raise TenantError(f"the session has no {a.session}; the {a.field} filter clause is required")

@@ -13,8 +13,15 @@ from typing import Iterator
 
 import pytest
 
+import sys
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
+
 from hopweave.engine.engine import Engine
 from hopweave.engine.replay import REPLAY_CONFIG
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
+from domains import DELTABANK, DELTABANK_REGISTRY  # noqa: E402
 
 #: The smallest population that still holds every customer the scenarios name (CUST_1000xx).
 STORE_NODES = 3000
@@ -28,10 +35,10 @@ AS_OF = "2026-05-12"
 
 @pytest.fixture(scope="session")
 def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from hopweave.deltabank.load import load_deltabank
+    from generator.build import load_deltabank
 
     d = tmp_path_factory.mktemp("engine") / "store"
-    load_deltabank(d, nodes=STORE_NODES, example_dir=EXAMPLE)
+    load_deltabank(d, nodes=STORE_NODES)
     return d
 
 
@@ -44,7 +51,7 @@ def cli_store(store_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
 
 @pytest.fixture(scope="session")
 def engine(store_dir: Path, cli_store: Path) -> Iterator[Engine]:
-    eng = Engine.open(store_dir, config=REPLAY_CONFIG)
+    eng = Engine.open(store_dir, domains=DELTABANK_REGISTRY, config=REPLAY_CONFIG)
     eng.warmup()
     yield eng
     eng.close()

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from conftest import MARIA_UTTERANCE, _metagraph
 from hopweave.cli import app
-from hopweave.deltabank.generate import generate
+from generator.generate import generate  # the pack's generator (conftest puts it on sys.path)
 from hopweave.graph import open_graph_store
 from hopweave.paths import repo_root
 
