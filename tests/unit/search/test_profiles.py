@@ -42,16 +42,6 @@ def test_unknown_profile_is_an_error():
         get_profile("rrf_k61")
 
 
-def test_profiles_are_frozen_and_validated():
-    p = get_profile("rrf_k60")
-    with pytest.raises(ValidationError):
-        p.rank_constant = 2  # type: ignore[misc]
-    with pytest.raises(ValueError):
-        RankingProfile(name="x", version=1, method="convex")  # no alpha
-    with pytest.raises(ValueError):
-        RankingProfile(name="x", version=1, method="rrf", lexical_weight=0.3, semantic_weight=0.7)
-
-
 def test_bad_profiles_file(tmp_path):
     from hopweave.search.profiles import ProfileRegistry
 
