@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from hopweave.cli import app
 from hopweave.cli.common import STORE_HELP, emit_json, handle_errors, store_path
 from hopweave.errors import ConfigError, InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.engine.engine import Engine
+    from hopweave.engine.result import RetrievalResult
+    from hopweave.models.domain import DomainRegistry
 
 trace_app = typer.Typer(help="Inspect recorded retrievals (DecisionTrace nodes).", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
@@ -38,15 +43,15 @@ def _example_dir() -> Path:
     return root / "examples" / "deltabank"
 
 
-def _open_engine(store: Path, **config: Any) -> Any:
+def _open_engine(store: Path, **config: Any) -> "Engine":
     from hopweave.engine.engine import Engine, EngineConfig
 
     if not (store / "graph").exists():
-        raise InputError(f"no hopweave store at {store}: run `hopweave demo` or `hopweave load` first")
+        raise InputError(f"no hopweave store at {store}: run `hopweave load PACK --store {store}` first")
     return Engine.open(store, config=EngineConfig(**config) if config else None)
 
 
-def _print_context(result: Any, first_ms: float | None = None) -> None:
+def _print_context(result: "RetrievalResult", first_ms: float | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -56,6 +61,9 @@ def _print_context(result: Any, first_ms: float | None = None) -> None:
     typer.echo(result.context.text)  # plain: the block is never re-wrapped
     typer.echo(f"\n{result.context.tokens} tokens of {result.context.budget} ({result.context.tokenizer}); "
                f"{len(result.context.omitted)} line(s) left out")
+    if not result.recorded:
+        typer.echo("trace not recorded" + (" (see degraded)" if any(d.stage == "record" for d in result.degraded)
+                                           else ""))
     if result.degraded:
         typer.echo("degraded:")
         for d in result.degraded:
@@ -131,9 +139,12 @@ def retrieve(
     as_json: bool = typer.Option(False, "--json", help="Print the typed result as JSON."),
 ) -> None:
     """Retrieve the working set for one utterance."""
-    from hopweave.understand.datasets import read_session
+    from hopweave.engine.boundary import check_request
+    from hopweave.models.common import read_session_file
 
-    sess = read_session(session)  # a bad session file fails before the stores are opened
+    sess = read_session_file(session)  # a bad session or argument fails before the stores open
+    check_request(utterance, session=sess, as_of=as_of, budget_ms=budget_ms, profile=profile,
+                  token_budget=token_budget)
     engine = _open_engine(_store(store))
     try:
         result = engine.retrieve(utterance, session=sess, as_of=as_of, profile=profile,
@@ -205,11 +216,11 @@ def trace_show(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """What trace T saw: plan, patterns and versions, chunks, facts, precedent, context."""
-    from hopweave.engine import record as rec
-    from hopweave.engine.stack import open_graph
+    from hopweave.engine import record as trace_record
+    from hopweave.engine.stages import open_graph
 
     graph = open_graph(_store(store))
-    t = rec.load(graph, _tenant(tenant), trace_id)
+    t = trace_record.load(graph, _tenant(tenant), trace_id)
     t = t if pii else t.redacted()
     if as_json:
         emit_json(t.model_dump(mode="json"))
@@ -237,12 +248,12 @@ def trace_diff(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Exactly what changed between two recorded retrievals (plan, what was seen, context)."""
-    from hopweave.engine import record as rec
-    from hopweave.engine.stack import open_graph
+    from hopweave.engine import record as trace_record
+    from hopweave.engine.stages import open_graph
 
     graph = open_graph(_store(store))
     t = _tenant(tenant)
-    d = rec.diff(rec.load(graph, t, a), rec.load(graph, t, b))
+    d = trace_record.diff(trace_record.load(graph, t, a), trace_record.load(graph, t, b))
     if as_json:
         emit_json(d.model_dump(mode="json"))
     else:
@@ -286,11 +297,11 @@ def trace_used_by(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Which recorded retrievals used pattern X (through USED_PATTERN edges)."""
-    from hopweave.engine import record as rec
-    from hopweave.engine.stack import open_graph
+    from hopweave.engine import record as trace_record
+    from hopweave.engine.stages import open_graph
 
     graph = open_graph(_store(store))
-    traces = rec.traces_using(graph, _tenant(tenant), pattern, version)
+    traces = trace_record.traces_using(graph, _tenant(tenant), pattern, version)
     if as_json:
         emit_json([{"trace_id": x.trace_id, "as_of": x.as_of, "goal": x.goal,
                     "pattern_versions": [p for p in x.patterns if p.get("name") == pattern]} for x in traces])

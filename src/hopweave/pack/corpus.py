@@ -50,14 +50,21 @@ def _records(directory: Path, tenant_id: str) -> list[Any]:
     return out
 
 
-def load_corpus(directory: str | Path, schema: GraphSchema, tenant_id: str) -> list[Document]:
+def load_corpus(directory: str | Path, schema: GraphSchema, tenant_id: str,
+                tenants: Sequence[str] | None = None) -> list[Document]:
     """Every document of the corpus folder (README files skipped), validated against the schema's
-    chunk fields, sorted by (document_id, revision). A document is ``tenant_id``'s unless its front
-    matter names another ``tenant_id``. Raises InputError listing every malformed file."""
+    chunk fields, sorted by (tenant, document_id, revision). A document's front matter
+    ``tenant_id`` overrides ``tenant_id`` (it must be one of ``tenants`` when given). Raises
+    InputError listing every malformed file or foreign tenant."""
     from hopweave.search.ingest import load_documents
 
     docs, _ = load_documents(_records(Path(directory), tenant_id), schema, None, on_error="reject")
-    return sorted(docs, key=lambda x: (x.document_id, x.revision))
+    foreign = sorted({f"{d.document_id} ({d.revision}): tenant_id {d.tenant_id!r}" for d in docs
+                      if tenants is not None and d.tenant_id not in tenants})
+    if foreign:
+        raise InputError(f"corpus documents name tenants the pack does not serve (use one of {list(tenants or ())}):"
+                         "\n  " + "\n  ".join(foreign))
+    return sorted(docs, key=lambda x: (x.tenant_id, x.document_id, x.revision))
 
 
 def check_corpus_dir(directory: str | Path, schema: GraphSchema, root: str | Path | None = None,

@@ -71,7 +71,7 @@ def test_retrieve_replay_and_trace_diff_after_a_pattern_edit(cli_store: Path) ->
     assert after["trace_id"] in used and before["trace_id"] not in used
 
     show = _ok(["trace", "show", after["trace_id"], "--tenant", "deltabank", "--store", str(cli_store)]).stdout
-    assert "<redacted: PII>" in show and "waiver_history@2" in show and "[Customer]" in show
+    assert "<redacted: derived from the utterance>" in show and "waiver_history@2" in show and "[Customer]" in show
 
     res = RUN.invoke(app, ["trace", "show", after["trace_id"], "--tenant", "northbank", "--store", str(cli_store)])
     assert res.exit_code == 2 and "NotFoundError" in res.output  # another tenant cannot see it
