@@ -100,7 +100,7 @@ def index_revision(index: DocumentIndex | None) -> str:
 
 def default_embedder() -> Embedder:
     """The project's offline default embedder (loaded on first use)."""
-    from hopweave.search.embedders import default_embedder as make
+    from hopweave.search.embedder import default_embedder as make
 
     return make()
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pydantic import ValidationError
 
 from hopweave.errors import ConfigError, InputError, UnknownProfileError
 from hopweave.models.ranking import RankingProfile
