@@ -51,11 +51,16 @@ def load_deltabank(store_dir: str | Path, *, nodes: int = DEFAULT_NODES, seed: i
 
 def metagraph_items(schema: Any = None) -> list[Any]:
     """The pack's gated GoalType / TraversalPattern nodes, HAS_PATTERN edges and FilterMapping
-    node (as the loader writes them under ``_global``). ``schema`` is ignored (the pack's own)."""
-    from hopweave.pack.loader import metagraph_items as items
-    from hopweave.pack.loader import read_pack
+    node, domain-free (the store-wide ids a hand-built test store without store settings reads);
+    ``hopweave load`` writes the domain-scoped ones. ``schema``: default the pack's merged schema."""
+    from hopweave.graph.metagraph_io import gated_items, load_goal_files
+    from hopweave.models.schema import GraphSchema
+    from hopweave.understand.filter_map import filter_mapping_node, read_mapping_file
 
-    return items(read_pack(PACK_DIR))
+    schema = schema or GraphSchema.load(PACK_DIR / "schema.yaml")
+    goals, raws = load_goal_files(PACK_DIR / "goals")
+    items, _ = gated_items(schema, goals, raws)
+    return [*items, filter_mapping_node(schema, read_mapping_file(PACK_DIR / "filters.yaml"))]
 
 
 def deltabank_batches(nodes: int = DEFAULT_NODES, seed: int = DEFAULT_SEED) -> Iterator[tuple[str, Any]]:
