@@ -23,7 +23,7 @@ def default_example_dir() -> Path:
     return PACK_DIR
 
 
-def _sized_pack(tmp: Path, nodes: int, seed: int) -> Path:
+def sized_pack(tmp: Path, nodes: int, seed: int) -> Path:
     """A copy of the pack (without its graph files and generator) with a generated graph."""
     dst = tmp / "deltabank"
     shutil.copytree(PACK_DIR, dst, ignore=shutil.ignore_patterns("graph", "generator", "__pycache__"))
@@ -45,7 +45,7 @@ def load_deltabank(store_dir: str | Path, *, nodes: int = DEFAULT_NODES, seed: i
     if nodes == DEFAULT_NODES and seed == DEFAULT_SEED and (PACK_DIR / "graph").is_dir():
         return load_pack(PACK_DIR, store_dir, with_vectors=with_vectors, progress=progress)
     with tempfile.TemporaryDirectory(prefix="deltabank-pack-") as tmp:
-        pack = _sized_pack(Path(tmp), nodes, seed)
+        pack = sized_pack(Path(tmp), nodes, seed)
         return load_pack(pack, store_dir, with_vectors=with_vectors, progress=progress)
 
 
@@ -72,4 +72,4 @@ def deltabank_batches(nodes: int = DEFAULT_NODES, seed: int = DEFAULT_SEED) -> I
         yield from pack_batches(PACK_DIR)
         return
     with tempfile.TemporaryDirectory(prefix="deltabank-pack-") as tmp:
-        yield from pack_batches(_sized_pack(Path(tmp), nodes, seed))
+        yield from pack_batches(sized_pack(Path(tmp), nodes, seed))

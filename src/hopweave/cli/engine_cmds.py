@@ -75,6 +75,9 @@ def _print_context(result: Any, first_ms: float | None = None) -> None:
 def demo(
     store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
+    pack: Optional[Path] = typer.Option(
+        None, "--pack", help="Pack loaded when the store is absent (default: the example pack; a copy "
+                             "with another graph size works too)."),
 ) -> None:
     """Run Maria's late-fee dispute (seed 004) end to end on the embedded store.
 
@@ -86,7 +89,7 @@ def demo(
     from hopweave.engine.replay import check, load_scenario, run_scenario
 
     store_dir = _store(store)
-    example = _example_dir()
+    example = pack if pack is not None else _example_dir()
     if not (store_dir / "graph").exists():
         from hopweave.pack.loader import load_pack
 
