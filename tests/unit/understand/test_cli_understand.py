@@ -11,7 +11,6 @@ from typer.testing import CliRunner
 from conftest import MARIA_UTTERANCE
 from hopweave.cli import app
 from generator.build import load_deltabank  # the pack's generator (conftest puts it on sys.path)
-from hopweave.graph import open_graph_store
 from hopweave.paths import repo_root
 
 SESSIONS = (repo_root() or Path(".")) / "examples" / "deltabank" / "sessions"
