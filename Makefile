@@ -21,8 +21,13 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	$(VENV)/bin/hopweave demo
 
+# Lint (ruff) and types (mypy, strict on the public API), then the default suite (fast), then the
+# slow suite (deselected by default: pytest.ini_options addopts). Any failure fails .ci/run.
 test: setup
+	$(PY) -m ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m slow
 	bash .ci/falkordb.sh
 
 test-unit: setup
@@ -32,7 +37,7 @@ test-falkordb:
 	bash .ci/falkordb.sh
 
 bench: setup
-	$(VENV)/bin/hopweave bench maria --chunks 5000 --nodes 50000 --concurrency 20
+	$(PY) benchmarks/bench_maria.py --chunks 5000 --nodes 50000 --concurrency 20
 
 clean:
 	rm -rf .hopweave

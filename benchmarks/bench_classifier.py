@@ -4,7 +4,7 @@
 
 The classifier reads its labels from the GoalType nodes of a DeltaBank metagraph (the shipped
 goal files, loaded into an in-memory networkx store, or ``--store DIR``) and uses the shipped
-settings and calibration (metagraph/classifier.yaml, classifier_calibration.json). The test split
+settings and calibration (examples/deltabank/classifier.yaml, classifier_calibration.json). The test split
 (examples/deltabank/utterances/test.yaml) is never on the nodes and was never used for fitting.
 
 Reported: in-scope accuracy (right goal AND not abstained), out-of-scope abstain rate, macro-F1
@@ -113,9 +113,7 @@ def maria_check(store: Any, clf: Any) -> dict[str, Any]:
     from hopweave.models.common import Session
     from hopweave.understand import Understander
 
-    from hopweave.deltabank.domain import DELTABANK
-
-    u = Understander(store, clf.embedder, settings=DELTABANK).understand(
+    u = Understander(store, clf.embedder).understand(
         "I want to dispute this $39 late fee on my Platinum card",
         Session(tenant_id="deltabank", customer_id="CUST_4421", region="US", channel="phone"), "2026-05-12")
     ents = [(e.type, e.value, e.source) for e in u.entities if e.type in ("Customer", "Tier", "Product", "EventType")]
@@ -156,7 +154,7 @@ def markdown(r: dict[str, Any]) -> str:
         "```",
         "",
         f"Machine: {r['machine']}; {r['date']}. Embedder: `{r['embedding_space']}`; calibration "
-        f"`{r['calibration_id']}` (metagraph/classifier_calibration.json, fitted on the validation split "
+        f"`{r['calibration_id']}` (examples/deltabank/classifier_calibration.json, fitted on the validation split "
         "with `hopweave understand-calibrate`); threshold "
         f"{r['threshold']}.",
         "",
@@ -251,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     a = ap.parse_args(argv)
 
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
     from hopweave.understand.classifier import GoalClassifier
     from hopweave.understand.datasets import load_split
 

@@ -1,7 +1,6 @@
 """Benchmark: Maria's compositional retrieval at scale (issue 7).
 
     python benchmarks/bench_maria.py --chunks 50000 --nodes 1000000 --concurrency 100 --json
-    hopweave bench maria --chunks 50000 --nodes 1000000 --concurrency 100 --json   (same runner)
 
 Builds (or reuses) a store with the DeltaBank graph at ``--nodes`` nodes and a vector index of
 the example corpus plus ``--chunks`` generated chunks (``hopweave.deltabank.scale``; embeddings
@@ -101,9 +100,7 @@ def run(args: argparse.Namespace, log: Any = None) -> dict[str, Any]:
     res["cold_start"] = mm.cold_start(store, args.budget_ms, args.pattern_budget_scale)
 
     cfg = EngineConfig(budget_ms=args.budget_ms, pattern_budget_scale=args.pattern_budget_scale)
-    from hopweave.deltabank.domain import deltabank_registry
-
-    engine = Engine.open(store, domains=deltabank_registry(), config=cfg)
+    engine = Engine.open(store, config=cfg)
     try:
         res["warmup_ms"] = engine.warmup()
         rec = mm.StageRecorder()

@@ -71,14 +71,11 @@ def run(store: Path, runs: int) -> dict[str, Any]:
     from hopweave.engine.replay import REPLAY_CONFIG, check, load_scenario, run_scenario, scenario_paths
     from hopweave.engine.tokens import count_tokens
 
-    from hopweave.search.embedders import SentenceTransformerEmbedder
+    from hopweave.search.embedder import SentenceTransformerEmbedder
 
     # No query-embedding cache: every request (hopweave and naive alike) pays for its embeddings,
     # otherwise the repeated warm runs of one utterance would measure cache hits.
-    from hopweave.deltabank.domain import deltabank_registry
-
-    engine = Engine.open(store, domains=deltabank_registry(), config=REPLAY_CONFIG,
-                         embedder=SentenceTransformerEmbedder(query_cache_size=0))
+    engine = Engine.open(store, config=REPLAY_CONFIG, embedder=SentenceTransformerEmbedder(query_cache_size=0))
     warm = engine.warmup()
     rows = []
     try:

@@ -78,7 +78,7 @@ def main() -> None:
         store = open_graph_store(store_dir)
         reopen_s = (time.perf_counter() - t, time.process_time() - c)
         stats = store.stats()
-        snap_mb = (store_dir / "graph" / "snapshot.pkl").stat().st_size / 2**20
+        snap_mb = (store_dir / "graph" / "graph.snapshot").stat().st_size / 2**20
         print(f"reopen: {reopen_s[0]:.1f} s ({reopen_s[1]:.1f} s CPU, {stats['nodes']:,} nodes)", flush=True)
         patterns = store.patterns("LateFeeDispute")
         eight = [p for p in patterns if p.name in EIGHT]

@@ -1,7 +1,7 @@
 // hopweave graph schema: unique ids, tenant and property indexes.
-// Generated from metagraph/schema.yaml by `hopweave cypher-schema`; do not edit by hand.
+// Generated from the merged schema (metagraph/base_schema.yaml + a pack schema) by `hopweave cypher-schema`; do not edit by hand.
 // Neo4j 5 syntax. The FalkorDB store renders the same items in its own dialect.
-// schema version 2026.11.1
+// schema version 1+2026.11.1
 
 CREATE CONSTRAINT customer_id_unique IF NOT EXISTS FOR (n:Customer) REQUIRE n.id IS UNIQUE;
 CREATE INDEX customer_tenant_id_index IF NOT EXISTS FOR (n:Customer) ON (n.tenant_id);
@@ -33,10 +33,6 @@ CREATE CONSTRAINT event_id_unique IF NOT EXISTS FOR (n:Event) REQUIRE n.id IS UN
 CREATE INDEX event_tenant_id_index IF NOT EXISTS FOR (n:Event) ON (n.tenant_id);
 CREATE INDEX event_type_index IF NOT EXISTS FOR (n:Event) ON (n.type);
 CREATE INDEX event_timestamp_index IF NOT EXISTS FOR (n:Event) ON (n.timestamp);
-CREATE CONSTRAINT document_id_unique IF NOT EXISTS FOR (n:Document) REQUIRE n.id IS UNIQUE;
-CREATE INDEX document_tenant_id_index IF NOT EXISTS FOR (n:Document) ON (n.tenant_id);
-CREATE INDEX document_document_id_index IF NOT EXISTS FOR (n:Document) ON (n.document_id);
-CREATE INDEX document_version_index IF NOT EXISTS FOR (n:Document) ON (n.version);
 CREATE CONSTRAINT conversation_id_unique IF NOT EXISTS FOR (n:Conversation) REQUIRE n.id IS UNIQUE;
 CREATE INDEX conversation_tenant_id_index IF NOT EXISTS FOR (n:Conversation) ON (n.tenant_id);
 CREATE INDEX conversation_started_at_index IF NOT EXISTS FOR (n:Conversation) ON (n.started_at);
@@ -45,13 +41,17 @@ CREATE INDEX outcome_tenant_id_index IF NOT EXISTS FOR (n:Outcome) ON (n.tenant_
 CREATE INDEX outcome_timestamp_index IF NOT EXISTS FOR (n:Outcome) ON (n.timestamp);
 CREATE CONSTRAINT customerprofile_id_unique IF NOT EXISTS FOR (n:CustomerProfile) REQUIRE n.id IS UNIQUE;
 CREATE INDEX customerprofile_tenant_id_index IF NOT EXISTS FOR (n:CustomerProfile) ON (n.tenant_id);
+CREATE CONSTRAINT document_id_unique IF NOT EXISTS FOR (n:Document) REQUIRE n.id IS UNIQUE;
+CREATE INDEX document_tenant_id_index IF NOT EXISTS FOR (n:Document) ON (n.tenant_id);
+CREATE INDEX document_document_id_index IF NOT EXISTS FOR (n:Document) ON (n.document_id);
+CREATE INDEX document_version_index IF NOT EXISTS FOR (n:Document) ON (n.version);
 CREATE CONSTRAINT decisiontrace_id_unique IF NOT EXISTS FOR (n:DecisionTrace) REQUIRE n.id IS UNIQUE;
 CREATE INDEX decisiontrace_tenant_id_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.tenant_id);
 CREATE INDEX decisiontrace_kind_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.kind);
 CREATE INDEX decisiontrace_case_type_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.case_type);
 CREATE INDEX decisiontrace_goal_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.goal);
-CREATE INDEX decisiontrace_tier_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.tier);
 CREATE INDEX decisiontrace_timestamp_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.timestamp);
+CREATE INDEX decisiontrace_tier_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.tier);
 CREATE CONSTRAINT tracestep_id_unique IF NOT EXISTS FOR (n:TraceStep) REQUIRE n.id IS UNIQUE;
 CREATE INDEX tracestep_tenant_id_index IF NOT EXISTS FOR (n:TraceStep) ON (n.tenant_id);
 CREATE CONSTRAINT casetype_id_unique IF NOT EXISTS FOR (n:CaseType) REQUIRE n.id IS UNIQUE;

@@ -103,3 +103,38 @@ class EmbeddingSpaceError(HopweaveError):
 
 class PatternIdentifierError(PatternValidationError, UnsafeIdentifierError):
     """A pattern names a label, relationship type or property that is not a safe identifier."""
+
+
+class PackError(InputError):
+    """A domain pack (``hopweave.yaml`` and its files) is missing, malformed or inconsistent.
+    The message names the file (and line or record) and what to fix."""
+
+
+class StoreBusyError(StoreUnavailableError):
+    """A store lock was not acquired within its timeout (names the lock file and the holder)."""
+
+    def __init__(self, message: str, lock_path: str = "", holder: str | None = None) -> None:
+        super().__init__(message)
+        self.lock_path = lock_path
+        self.holder = holder
+
+
+class StoreIOError(StoreError):
+    """An operating-system error (disk full, I/O error, permission) reading or writing a store.
+
+    ``errno`` is the OS error number (e.g. ``errno.ENOSPC``), ``path`` the file concerned."""
+
+    def __init__(self, message: str, path: str = "", errno: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.errno = errno
+
+
+class StoreIncompleteError(StoreCorruptError):
+    """A store part (e.g. a vector index) was left unfinished by an interrupted load or ingest."""
+
+
+class MetagraphWriteError(PatternValidationError):
+    """A GoalType / TraversalPattern / FilterMapping node was written outside the gated path
+    (``hopweave.graph.metagraph_io.write_metagraph`` / ``gated_items``), or its stored
+    definition fails the gates."""

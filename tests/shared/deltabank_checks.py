@@ -10,9 +10,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import sys
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "deltabank"))  # the pack's generator
+
 from congruence import Tally, comparable
 
-from hopweave.deltabank.maria import AS_OF, CUSTOMER_ID, TENANT, expected_facts
+from generator.maria import AS_OF, CUSTOMER_ID, TENANT, expected_facts  # noqa: E402
 from hopweave.graph.base import Edge, GraphStore, Node
 from hopweave.graph.traverse import run_goal_patterns, seed_entities
 from hopweave.models.common import Bindings, Session, to_datetime

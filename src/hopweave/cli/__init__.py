@@ -17,12 +17,12 @@ app = typer.Typer(
 # Modules that add commands to `app` (each guarded so one missing optional extra does not
 # break the others).
 _COMMAND_MODULES = (
+    "hopweave.cli.pack_cmds",
     "hopweave.cli.graph_cmds",
     "hopweave.cli.search_cmds",
     "hopweave.cli.understand_cmds",
     "hopweave.cli.engine_cmds",
     "hopweave.cli.server_cmds",
-    "hopweave.cli.bench_cmds",
 )
 
 for _mod in _COMMAND_MODULES:

@@ -23,55 +23,16 @@ def _open_existing(store: Optional[Path]) -> Any:
 
     store = store_path(store)
 
+    from hopweave.graph._persist import JOURNAL, LEGACY_SNAPSHOT, SNAPSHOT
+
     graph_dir = store / GRAPH_SUBDIR
-    if not (graph_dir / "snapshot.pkl").exists() and not (graph_dir / "journal.jsonl").exists():
+    if not any((graph_dir / f).exists() for f in (SNAPSHOT, LEGACY_SNAPSHOT, JOURNAL)):
         raise NotFoundError(f"no graph store at {store}: run `hopweave load --store {store}` first")
     return open_graph_store(store, read_only=True)
 
 
 def _echo(text: str) -> None:
     typer.echo(text)
-
-
-@app.command("load")
-@handle_errors
-def load_cmd(
-    example: Optional[Path] = typer.Argument(None, help="Example folder (default: examples/deltabank)."),
-    store: Optional[Path] = StoreOpt,
-    nodes: int = typer.Option(20_000, "--nodes", help="Approximate number of graph nodes to generate."),
-    seed: int = typer.Option(4421, "--seed", help="Generator seed (same seed => same graph)."),
-    no_vectors: bool = typer.Option(False, "--no-vectors", help="Graph only: skip embedding the policy corpus."),
-    neo4j: Optional[str] = typer.Option(
-        None, "--neo4j", help="Load into this Neo4j server (bolt URI) instead of the embedded store."
-    ),
-    falkordb: Optional[Path] = typer.Option(
-        None, "--falkordb", help="Load into this embedded FalkorDB data directory (Python >= 3.12)."
-    ),
-    qdrant: Optional[str] = typer.Option(None, "--qdrant", help="With --neo4j/--falkordb: Qdrant server URL for the corpus."),
-    qdrant_api_key: Optional[str] = typer.Option(None, "--qdrant-api-key", envvar="HOPWEAVE_QDRANT_API_KEY"),
-    as_json: bool = JsonOpt,
-) -> None:
-    """Build the DeltaBank example (graph, metagraph, policy corpus vectors) into a store, replacing it.
-
-    With --neo4j / --falkordb (and --qdrant) the same example goes to the server stores
-    (the same as `hopweave load-server`)."""
-    from hopweave.deltabank.load import load_deltabank
-
-    if example is not None and not example.is_dir():
-        raise InputError(f"example folder {example} does not exist")
-    if neo4j or falkordb or qdrant:
-        from hopweave.cli.server_cmds import load_server_cmd
-
-        if not (neo4j or falkordb):
-            raise InputError("--qdrant needs a graph server too: add --neo4j URI (or --falkordb DIR)")
-        load_server_cmd(example, neo4j, falkordb, qdrant, qdrant_api_key, nodes, seed, as_json)
-        return
-    summary = load_deltabank(store_path(store), nodes=nodes, seed=seed, example_dir=example, with_vectors=not no_vectors)
-    if as_json:
-        emit_json(summary)
-        return
-    _echo(f"loaded {summary['nodes']:,} nodes, {summary['edges']:,} edges, {summary['goals']} goal types, "
-          f"{summary['patterns']} patterns into {summary['store']} in {summary['seconds']} s")
 
 
 # ---- patterns ------------------------------------------------------------------------------------
@@ -125,8 +86,8 @@ def patterns_validate(
     with _open_existing(store) as s:
         sch = GraphSchema.load(schema) if schema else None
         errors = validate_all(s, sch)
-        total = len(s.patterns())
-    out = {"patterns": total, "invalid": {k: [str(e) for e in v] for k, v in sorted(errors.items())}}
+        total = len(s.patterns()) + len(s.pattern_problems())
+    out: dict[str, Any] = {"patterns": total, "invalid": {k: [str(e) for e in v] for k, v in sorted(errors.items())}}
     if as_json:
         emit_json(out)
     else:
@@ -176,10 +137,10 @@ def _parse_entities(values: list[str]) -> dict[str, Any]:
 @handle_errors
 def traverse_cmd(
     goal: str = typer.Option(..., "--goal", help="Goal type whose patterns to run, e.g. LateFeeDispute."),
-    seed: str = typer.Option(..., "--seed", help="The session's customer id (the patterns' seed), e.g. CUST_4421."),
+    seed: str = typer.Option(..., "--seed", help="The session's subject id (the patterns' seed), e.g. CUST_4421."),
     as_of: str = typer.Option(..., "--as-of", help="Request time (YYYY-MM-DD or ISO datetime); relative times use it."),
     store: Optional[Path] = StoreOpt,
-    tenant: str = typer.Option("deltabank", "--tenant", help="The session's tenant."),
+    tenant: Optional[str] = typer.Option(None, "--tenant", help="The session's tenant (default: the store's default tenant)."),
     entity: list[str] = typer.Option([], "--entity", help="Resolved entity TYPE=VALUE (repeatable)."),
     workers: int = typer.Option(8, "--workers", help="Parallel patterns."),
     as_json: bool = JsonOpt,
@@ -188,17 +149,26 @@ def traverse_cmd(
     from hopweave.graph.traverse import run_goal_patterns, seed_entities
     from hopweave.models.common import Bindings, Session, to_datetime
 
+    from hopweave.models.store_settings import read_store_settings
+
     when = to_datetime(as_of)
+    stored = read_store_settings(store_path(store))
+    if stored is None:
+        raise InputError(f"{store_path(store)} was not loaded from a domain pack: run `hopweave load PACK --store DIR`")
+    tenant = tenant or stored.default_tenant()
+    if tenant is None:
+        raise InputError("give --tenant: the store's packs name no default tenant")
+    subject = stored.registry().for_tenant(tenant).subject.label
     with _open_existing(store) as s:
         patterns = s.patterns(goal)
         if not patterns:
             known = sorted(g.name for g in s.goal_types())
             raise NotFoundError(f"goal {goal!r} has no patterns in the store; goals: {known}")
-        entities = {**seed_entities(s, tenant, "Customer", seed), **_parse_entities(entity)}
+        entities = {**seed_entities(s, tenant, subject, seed), **_parse_entities(entity)}
         bindings = Bindings(session=Session(tenant_id=tenant, customer_id=seed), as_of=when, goal=goal,
                             entities=entities)
         results = run_goal_patterns(s, tenant, patterns, bindings, max_workers=workers)
-    out = [
+    out: list[dict[str, Any]] = [
         {
             "pattern": r.pattern, "version": r.version, "sub_question": r.sub_question, "section": r.section,
             "rows": [row.model_dump(mode="json") for row in r.rows], "truncated": r.truncated,

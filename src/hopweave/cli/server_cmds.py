@@ -1,6 +1,6 @@
 """Server commands: ``load-server``, ``cypher-schema`` and ``inspect trace --html``.
 
-``hopweave load-server examples/deltabank --neo4j bolt://localhost:7687 --qdrant http://localhost:6333``
+``hopweave load-server PACK --neo4j bolt://localhost:7687 --qdrant http://localhost:6333``
 loads the same example as ``hopweave load`` into the docker-compose servers (or ``--falkordb DIR``
 into an embedded FalkorDB). ``hopweave inspect trace TRACE_ID --html out.html`` writes a
 self-contained picture of a decision trace's subgraph. See docs/inspect.md.
@@ -15,7 +15,7 @@ from typing import Optional
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import emit_json, handle_errors, store_path
+from hopweave.cli.common import STORE_HELP, emit_json, handle_errors, store_path
 from hopweave.errors import InputError
 
 inspect_app = typer.Typer(help="Look at the graph: decision traces as pictures.", no_args_is_help=True)
@@ -44,33 +44,28 @@ def cypher_schema_cmd() -> None:
 @app.command("load-server")
 @handle_errors
 def load_server_cmd(
-    example: Optional[Path] = typer.Argument(None, help="Example folder (default: examples/deltabank)."),
+    pack: Path = typer.Argument(..., help="Domain pack folder (with a hopweave.yaml)."),
     neo4j: Optional[str] = Neo4jOpt,
     falkordb: Optional[Path] = FalkorOpt,
     qdrant: Optional[str] = typer.Option(
         None, "--qdrant", help="Qdrant server URL: also ingest the policy corpus."
     ),
     qdrant_api_key: Optional[str] = typer.Option(None, "--qdrant-api-key", envvar="HOPWEAVE_QDRANT_API_KEY"),
-    nodes: int = typer.Option(20_000, "--nodes", help="Approximate number of graph nodes to generate."),
-    seed: int = typer.Option(
-        4421, "--seed", help="Generator seed (same seed => same graph as `hopweave load`)."
-    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Load the DeltaBank example into a server graph store (replacing its graph), and with
-    --qdrant its policy corpus into a Qdrant server."""
+    """Load a domain pack into a server graph store (replacing its graph), and with --qdrant its
+    policy corpus into a Qdrant server."""
     import time
 
-    from hopweave.graph.server_load import deltabank_batches, open_server_store
+    from hopweave.graph.server_load import open_server_store
+    from hopweave.pack.batches import pack_batches
+    from hopweave.pack.loader import read_pack
 
-    if example is not None and not example.is_dir():
-        raise InputError(f"example folder {example} does not exist")
     t0 = time.perf_counter()
-    store = open_server_store(neo4j=neo4j, falkordb=falkordb)
+    schema = read_pack(pack).schema
+    store = open_server_store(neo4j=neo4j, falkordb=falkordb, schema=schema)
     try:
-        n_nodes, n_edges = store.bulk_load(
-            deltabank_batches(store.schema, nodes=nodes, seed=seed, example_dir=example), replace=True
-        )
+        n_nodes, n_edges = store.bulk_load(pack_batches(pack), replace=True)
         summary = {
             "backend": store.caps.name,
             "nodes": n_nodes,
@@ -81,7 +76,7 @@ def load_server_cmd(
     finally:
         store.close()
     if qdrant:
-        summary["vectors"] = _ingest_qdrant(example, qdrant, qdrant_api_key)
+        summary["vectors"] = _ingest_qdrant(pack, qdrant, qdrant_api_key)
     summary["seconds"] = round(time.perf_counter() - t0, 2)
     if as_json:
         emit_json(summary)
@@ -92,22 +87,21 @@ def load_server_cmd(
     )
 
 
-def _ingest_qdrant(example: Optional[Path], url: str, api_key: Optional[str]) -> dict[str, int]:
-    from hopweave.deltabank.corpus import ingest_corpus, load_corpus
-    from hopweave.deltabank.load import default_example_dir
-    from hopweave.deltabank.maria import TENANT
-    from hopweave.models.schema import GraphSchema
-    from hopweave.paths import default_schema_path
+def _ingest_qdrant(pack: Path, url: str, api_key: Optional[str]) -> dict[str, int]:
+    from hopweave.pack.corpus import ingest_corpus, load_corpus
+    from hopweave.pack.loader import read_pack
+    from hopweave.pack.manifest import pack_path
     from hopweave.search.client_index import ClientIndex
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
 
-    ex = example or default_example_dir()
-    if ex is None or not (ex / "corpus").is_dir():
-        raise InputError("no policy corpus to ingest: pass the example folder (examples/deltabank)")
-    schema = GraphSchema.load(default_schema_path())
-    index = ClientIndex(schema, url=url, api_key=api_key)
+    p = read_pack(pack)
+    if p.manifest.corpus is None:
+        raise InputError(f"pack {pack} has no corpus to ingest (no `corpus:` in its hopweave.yaml)")
+    docs = load_corpus(pack_path(p.directory, p.manifest.corpus.dir, "corpus"), p.schema,
+                       p.manifest.tenant_for_corpus())
+    index = ClientIndex(p.schema, url=url, api_key=api_key)
     try:
-        rep = ingest_corpus(index, default_embedder(), load_corpus(ex / "corpus", schema, TENANT))
+        rep = ingest_corpus(index, default_embedder(), docs)
     finally:
         index.close()
     return {"documents": rep.documents, "chunks": rep.chunks_written}
@@ -122,7 +116,7 @@ def inspect_trace(
     html_out: Path = typer.Option(..., "--html", help="Write the picture to this HTML file."),
     tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant id (or $HOPWEAVE_TENANT)."),
     store: Optional[Path] = typer.Option(
-        None, "--store", help="Store directory (default: $HOPWEAVE_STORE or .hopweave/deltabank)."
+        None, "--store", help=STORE_HELP
     ),
     neo4j: Optional[str] = Neo4jOpt,
     falkordb: Optional[Path] = FalkorOpt,

@@ -149,7 +149,7 @@ def _pattern_versions(raw: Any) -> dict[str, Any]:
             return {}
     if not isinstance(raw, list):
         return {}
-    return {p.get("name"): p.get("version") for p in raw if isinstance(p, dict)}
+    return {str(p.get("name")): p.get("version") for p in raw if isinstance(p, dict)}
 
 
 def _group_rank(label: str) -> tuple[int, str]:

@@ -37,7 +37,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 from hopweave.engine import precedent
 from hopweave.engine import record as trace_record
@@ -54,6 +54,7 @@ from hopweave.engine.stages import (
     open_graph,
     open_index,
     run_stage,
+    store_domains,
     warm_index,
 )
 from hopweave.engine.tokens import TokenCounter, default_counter
@@ -71,6 +72,10 @@ T = TypeVar("T")
 __all__ = ["Engine", "EngineConfig"]
 _UNDERSTAND_FALLBACK = "generic retrieval without patterns; clarify"
 
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.understand.calibration import Calibration
+    from hopweave.understand.classifier import ClassifierConfig
 
 class Engine:
     """Compositional retrieval over one graph store and one vector index.
@@ -131,13 +136,16 @@ class Engine:
         config: EngineConfig | None = None,
     ) -> "Engine":
         """Open the embedded store in ``store_dir`` (``<dir>/graph``, ``<dir>/vectors``), or use
-        the given ``graph`` / ``index`` instances (server stores). ``domains`` says which domain
-        serves each tenant (until stores keep their pack settings, callers pass it). Raises
-        StoreError / StoreCorruptError for an unreadable store, InputError when neither is given."""
+        the given ``graph`` / ``index`` instances (server stores). The domains (which pack serves
+        which tenant, its settings and classifier) come from the store's settings file written by
+        ``hopweave load PACK``, unless given. Raises StoreError / StoreCorruptError for an
+        unreadable store, InputError when neither is given."""
         if graph is None:
             if store_dir is None:
                 raise InputError("Engine.open needs a store directory or a GraphStore instance")
             graph = open_graph(store_dir)
+        if domains is None and store_dir is not None:
+            domains = store_domains(store_dir)
         if index is None and store_dir is not None:
             index = open_index(store_dir)
         return cls(graph, index, domains=domains, embedder=embedder, understander=understander, config=config,
@@ -185,9 +193,21 @@ class Engine:
                 if stage is None:
                     from hopweave.understand.understander import Understander
 
-                    stage = Understander(self.graph, self.embedder, settings=settings)
+                    config, calibration = self._classifier_settings(settings.name)
+                    stage = Understander(self.graph, self.embedder, settings=settings, classifier_config=config,
+                                         calibration=calibration)
                     self._understanders[settings.name] = stage
         return stage
+
+    def _classifier_settings(self, domain: str) -> tuple["ClassifierConfig | None", "Calibration | None"]:
+        """The domain's classifier settings and calibration as the store keeps them (None: the
+        defaults)."""
+        from hopweave.models.store_settings import read_store_settings
+        from hopweave.understand.classifier import classifier_settings
+
+        stored = read_store_settings(self.store_dir) if self.store_dir is not None else None
+        rec = stored.domains.get(domain) if stored is not None else None
+        return classifier_settings(rec.classifier, rec.calibration) if rec is not None else (None, None)
 
     @property
     def counter(self) -> TokenCounter:

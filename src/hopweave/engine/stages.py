@@ -22,6 +22,7 @@ import numpy as np
 from hopweave.engine.result import Degradation, Stage
 from hopweave.errors import TenantError
 from hopweave.graph.base import GraphStore
+from hopweave.models.domain import DomainRegistry
 from hopweave.models.filters import FilterTree
 from hopweave.models.ranking import RankingProfile
 from hopweave.search.embedder import Embedder, EmbeddingSpace
@@ -67,12 +68,22 @@ def open_index(store_dir: str | Path) -> DocumentIndex | None:
     """The embedded qdrant-edge index of a store directory (``<dir>/vectors``), or None when the
     store has no vector collection (the engine then runs graph-only, flagged degraded)."""
     from hopweave.models.schema import GraphSchema
-    from hopweave.paths import default_schema_path
+    from hopweave.models.store_settings import read_store_settings
     from hopweave.search.edge_index import EdgeIndex
 
     if not (Path(store_dir) / "vectors").is_dir():
         return None
-    return EdgeIndex(store_dir, GraphSchema.load(default_schema_path()))
+    stored = read_store_settings(store_dir)
+    return EdgeIndex(store_dir, stored.schema() if stored is not None else GraphSchema.base())
+
+
+def store_domains(store_dir: str | Path) -> "DomainRegistry | None":
+    """Which domain serves which tenant, as the store's settings file says (None: the store was
+    not loaded from a pack)."""
+    from hopweave.models.store_settings import read_store_settings
+
+    stored = read_store_settings(store_dir)
+    return stored.registry() if stored is not None else None
 
 
 def index_revision(index: DocumentIndex | None) -> str:
@@ -89,7 +100,7 @@ def index_revision(index: DocumentIndex | None) -> str:
 
 def default_embedder() -> Embedder:
     """The project's offline default embedder (loaded on first use)."""
-    from hopweave.search.embedders import default_embedder as make
+    from hopweave.search.embedder import default_embedder as make
 
     return make()
 

@@ -40,10 +40,19 @@ def open_graph_store(
 ) -> "NetworkxGraphStore":
     """Open (loading now) the embedded networkx store of the hopweave store directory
     ``store_dir`` (files in ``<store_dir>/graph/``). A missing directory is an empty store that
-    is created on the first write. Raises StoreCorruptError for an unreadable one."""
+    is created on the first write. With no ``schema``, the schema (and the tenants' domains) kept
+    in the store's settings file by ``hopweave load PACK`` is used, else the base schema.
+    Raises StoreCorruptError for an unreadable one."""
     from hopweave.graph.networkx_store import NetworkxGraphStore
+    from hopweave.models.store_settings import read_store_settings
 
-    return NetworkxGraphStore.open(Path(store_dir) / GRAPH_SUBDIR, schema, read_only=read_only)
+    settings = read_store_settings(store_dir)
+    if schema is None and settings is not None:
+        schema = settings.schema()
+    store = NetworkxGraphStore.open(Path(store_dir) / GRAPH_SUBDIR, schema, read_only=read_only)
+    if settings is not None:
+        store.tenant_domains = settings.tenant_domains()
+    return store
 
 
 def __getattr__(name: str) -> Any:

@@ -17,7 +17,7 @@ from hopweave.errors import TenantError
 from hopweave.models.common import Bindings, PatternResult, Row, check_tenant
 from hopweave.models.filters import FilterTree
 from hopweave.models.metagraph import GoalType, TraversalPattern
-from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
+from hopweave.models.schema import DOMAIN_PROPERTY, GLOBAL_TENANT, GraphSchema
 
 
 @dataclass(frozen=True)
@@ -39,20 +39,44 @@ class Edge:
     props: dict[str, Any] = field(default_factory=dict)
 
 
-def visible(tenant_id: str, node_tenant: Any) -> bool:
-    return node_tenant == tenant_id or node_tenant == GLOBAL_TENANT
+def visible(tenant_id: str, node_tenant: Any, node_domain: Any = None, tenant_domain: str | None = None) -> bool:
+    """A node is visible to a tenant when it is the tenant's own, or shared (``_global``) and of
+    the tenant's domain (or of no domain; or the store knows no domain for the tenant)."""
+    if node_tenant == tenant_id:
+        return True
+    if node_tenant != GLOBAL_TENANT:
+        return False
+    return node_domain is None or tenant_domain is None or node_domain == tenant_domain
 
 
 class GraphStore(ABC):
     """A property graph with a declared schema, a metagraph and tenant-scoped reads."""
 
     schema: GraphSchema
+    #: Which domain serves which tenant (set by whoever opens the store from its settings);
+    #: shared nodes of other domains are invisible to a tenant. Empty = no domain scoping.
+    tenant_domains: dict[str, str] = {}
+
+    def _visible(self, tenant_id: str, node: "Node") -> bool:
+        return visible(tenant_id, node.tenant_id, node.props.get(DOMAIN_PROPERTY),
+                       self.tenant_domains.get(tenant_id))
+
+    def domain_goal_types(self, domain: str | None) -> list[GoalType]:
+        """The goal types of one domain (and those of no domain); all when ``domain`` is None."""
+        return [g for g in self.goal_types() if domain is None or g.domain in (None, domain)]
+
+    def domain_patterns(self, domain: str | None, goal: str | None = None) -> list[TraversalPattern]:
+        """The patterns of one domain's goals (of one goal if given)."""
+        if domain is None:
+            return self.patterns(goal)
+        names = {g.name for g in self.domain_goal_types(domain)}
+        return [p for p in self.patterns(goal) if p.goal in names]
 
     # ---- tenant-scoped reads (template methods: do not override) --------------------------
     def get_node(self, tenant_id: str, node_id: str) -> Node | None:
         check_tenant(tenant_id)
         node = self._get_node(tenant_id, node_id)
-        if node is None or not visible(tenant_id, node.tenant_id):
+        if node is None or not self._visible(tenant_id, node):
             return None
         return node
 
@@ -63,7 +87,7 @@ class GraphStore(ABC):
         check_tenant(tenant_id)
         self.schema.label(label)
         return [
-            n for n in self._find_nodes(tenant_id, label, where, limit) if visible(tenant_id, n.tenant_id)
+            n for n in self._find_nodes(tenant_id, label, where, limit) if self._visible(tenant_id, n)
         ]
 
     def run_pattern(
@@ -78,16 +102,28 @@ class GraphStore(ABC):
         return _enforce_rows(tenant_id, result)
 
     # ---- writes -------------------------------------------------------------------------
-    def write(self, tenant_id: str, nodes: Sequence[Node] = (), edges: Sequence[Edge] = ()) -> None:
+    def write(
+        self,
+        tenant_id: str,
+        nodes: Sequence[Node] = (),
+        edges: Sequence[Edge] = (),
+        *,
+        timeout_s: float | None = None,
+    ) -> None:
         """Atomically upsert nodes (merged by id) and edges (merged by src, type, dst).
 
         Every node is written with ``tenant_id`` = this tenant (``_global`` for labels the schema
         marks shared, which only the ``_global`` tenant may write). Both endpoints of an edge
         must be visible to the tenant. Validates labels, types and properties against the schema.
+        ``timeout_s`` bounds the wait for the store's write lock (None: the store's default);
+        past it StoreBusyError is raised and nothing is written.
         """
         if tenant_id != GLOBAL_TENANT:  # the shared tenant is not a valid request tenant
             check_tenant(tenant_id)
-        self._write(tenant_id, list(nodes), list(edges))
+        if timeout_s is None:
+            self._write(tenant_id, list(nodes), list(edges))
+        else:
+            self._write_within(tenant_id, list(nodes), list(edges), timeout_s)
 
     # ---- metagraph (shared across tenants) -----------------------------------------------
     @abstractmethod
@@ -96,6 +132,12 @@ class GraphStore(ABC):
     @abstractmethod
     def patterns(self, goal: str | None = None) -> list[TraversalPattern]:
         """Patterns read from the graph's TraversalPattern nodes (of one goal if given), by name."""
+
+    def pattern_problems(self) -> list[Any]:
+        """Stored GoalType / TraversalPattern nodes that :meth:`patterns` / :meth:`goal_types`
+        skipped because their definition does not parse (``metagraph_io.MetagraphProblem``:
+        node_id, name, reason), by node id. Empty when every stored definition parses."""
+        return []
 
     @abstractmethod
     def metagraph_revision(self) -> str:
@@ -117,6 +159,11 @@ class GraphStore(ABC):
 
     @abstractmethod
     def _write(self, tenant_id: str, nodes: list[Node], edges: list[Edge]) -> None: ...
+
+    def _write_within(self, tenant_id: str, nodes: list[Node], edges: list[Edge], timeout_s: float) -> None:
+        """:meth:`_write` waiting at most ``timeout_s`` for locks. Backends that wait on a lock
+        override it; the default relies on the backend's own timeouts."""
+        self._write(tenant_id, nodes, edges)
 
     @abstractmethod
     def close(self) -> None: ...

@@ -1,7 +1,7 @@
 """Schema constraints and indexes for the Cypher stores: ``cypher/schema.cypher``.
 
 ``cypher/schema.cypher`` is the human-facing file (paste it into Neo4j Browser or cypher-shell).
-It is generated from ``metagraph/schema.yaml`` by :func:`render_schema_cypher` (a unit test keeps
+It is generated from the merged schema (base + pack) by :func:`render_schema_cypher` (a unit test keeps
 the two in sync; regenerate with ``hopweave cypher-schema > cypher/schema.cypher``). The stores
 read the file with :func:`parse_schema_cypher` — a strict parser accepting only the two statement
 shapes it contains — and render each item for their engine with :func:`ddl_for`, using the
@@ -20,7 +20,7 @@ from hopweave.graph.capabilities import Capabilities
 from hopweave.models.schema import GraphSchema, cypher_identifier
 
 HEADER = """// hopweave graph schema: unique ids, tenant and property indexes.
-// Generated from metagraph/schema.yaml by `hopweave cypher-schema`; do not edit by hand.
+// Generated from the merged schema (metagraph/base_schema.yaml + a pack schema) by `hopweave cypher-schema`; do not edit by hand.
 // Neo4j 5 syntax. The FalkorDB store renders the same items in its own dialect.
 """
 

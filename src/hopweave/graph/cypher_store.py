@@ -276,19 +276,30 @@ class CypherGraphStore(GraphStore):
     # ---- metagraph --------------------------------------------------------------------------
     def _definitions(self, label: str) -> list[tuple[str, str]]:
         """(id, definition JSON) of the shared ``label`` nodes, by id."""
+        return [(nid, d) for nid, _, d in self._definition_rows(label)]
+
+    def _definition_rows(self, label: str) -> list[tuple[str, Any, Any]]:
+        """(id, name, definition JSON) of the shared ``label`` nodes, by id."""
         q = (
             f"MATCH (n:{self._label_idents[label]}) WHERE n.`tenant_id` = $g AND n.`definition` IS NOT NULL "
-            "RETURN n.`id` AS id, n.`definition` AS definition ORDER BY n.`id` ASC"
+            "RETURN n.`id` AS id, n.`name` AS name, n.`definition` AS definition ORDER BY n.`id` ASC"
         )
-        return [(r["id"], r["definition"]) for r in self._execute(q, {"g": GLOBAL_TENANT})]
+        return [(r["id"], r["name"], r["definition"]) for r in self._execute(q, {"g": GLOBAL_TENANT})]
+
+    def _decoded(self, model: Any) -> tuple[list[Any], list[Any]]:
+        from hopweave.graph.metagraph_io import decode_definitions
+
+        return decode_definitions(model, self._definition_rows(model.__name__))
 
     def goal_types(self) -> list[GoalType]:
-        goals = [GoalType.model_validate_json(d) for _, d in self._definitions("GoalType")]
-        return sorted(goals, key=lambda g: g.name)
+        return sorted(self._decoded(GoalType)[0], key=lambda g: g.name)
 
     def patterns(self, goal: str | None = None) -> list[TraversalPattern]:
-        pats = [TraversalPattern.model_validate_json(d) for _, d in self._definitions("TraversalPattern")]
+        pats = self._decoded(TraversalPattern)[0]
         return sorted((p for p in pats if goal is None or p.goal == goal), key=lambda p: p.name)
+
+    def pattern_problems(self) -> list[Any]:
+        return self._decoded(GoalType)[1] + self._decoded(TraversalPattern)[1]
 
     def metagraph_revision(self) -> str:
         """Same token as the networkx store for the same metagraph (hash of id + definition)."""

@@ -1,6 +1,6 @@
 """Metagraph files -> gates -> graph nodes.
 
-Goal files (``metagraph/goals/*.yaml``)::
+Goal files (``<pack>/goals/*.yaml``)::
 
     goal:      {name, description, examples, version, sections, ranking_profile, ...}
     defaults:  {author, created_at, version, budget_ms, ...}   # merged into every pattern
@@ -11,21 +11,28 @@ a ValueRef is expected is a literal; ``{bind: session.customer_id, default: x}``
 ``{relative: -24, unit: months}`` and ``{as_of_year: 0}`` are the other kinds (the long form
 ``{kind: ..., ...}`` works too).
 
-:func:`write_metagraph` writes ``(:GoalType)-[:HAS_PATTERN]->(:TraversalPattern)`` as tenant
-``_global`` after the gates. At query time patterns are read from the graph
-(``GraphStore.patterns()``), never from these files.
+The one sanctioned path for metagraph writes: :func:`gated_items` gates goals and patterns and
+returns GatedNode items (for a bulk load), :func:`write_metagraph` gates and writes them to a
+store (``(:GoalType)-[:HAS_PATTERN]->(:TraversalPattern)`` as tenant ``_global``). Every store
+refuses a GoalType / TraversalPattern / FilterMapping node that is not a GatedNode
+(MetagraphWriteError, see ``write_rules``). At query time patterns are read from the graph
+(``GraphStore.patterns()``), never from these files; :func:`decode_definitions` reads them
+skipping (and reporting) nodes whose definition does not parse.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, TypeVar
 
+from pydantic import ValidationError
 
-from hopweave.errors import InputError, PatternValidationError
+from hopweave.errors import HopweaveError, InputError, PatternValidationError
 from hopweave.fileio import read_yaml
 from hopweave.graph.base import Edge, GraphStore, Node
 from hopweave.graph.gates import gate_write, labels_used
+from hopweave.graph.write_rules import GatedNode
 from hopweave.models.common import to_datetime
 from hopweave.models.metagraph import (
     GoalType,
@@ -34,7 +41,7 @@ from hopweave.models.metagraph import (
     pattern_node_id,
     to_json,
 )
-from hopweave.models.schema import GLOBAL_TENANT
+from hopweave.models.schema import DOMAIN_PROPERTY, GLOBAL_TENANT, GraphSchema
 
 
 def _value(v: Any) -> Any:
@@ -101,11 +108,11 @@ def read_goal_file(path: str | Path) -> tuple[GoalType, list[dict[str, Any]]]:
 
 
 def load_goal_files(directory: str | Path | None = None) -> tuple[list[GoalType], list[dict[str, Any]]]:
-    """Read every ``*.yaml`` of ``directory`` (default: the shipped ``metagraph/goals``), by file name."""
+    """Read every ``*.yaml`` of ``directory`` (default: the example pack's ``goals/``), by file name."""
     if directory is None:
-        from hopweave.paths import metagraph_dir
+        from hopweave.paths import example_pack_dir
 
-        directory = metagraph_dir() / "goals"
+        directory = example_pack_dir() / "goals"
     d = Path(directory)
     if not d.is_dir():
         raise InputError(f"goal directory {d} does not exist")
@@ -160,36 +167,92 @@ def goal_node(g: GoalType) -> Node:
     )
 
 
+def gated_items(
+    schema: GraphSchema,
+    goals: Iterable[GoalType],
+    patterns: Iterable[Mapping[str, Any] | TraversalPattern],
+    *,
+    stored: Iterable[TraversalPattern] = (),
+    stored_goals: Iterable[GoalType] = (),
+    domain: str | None = None,
+) -> tuple[list[Node | Edge], list[TraversalPattern]]:
+    """THE sanctioned way to make metagraph nodes: gate ``patterns`` (with ``goals``, or the
+    ``stored_goals`` for patterns of goals not written now) and return ``(items, parsed)``:
+    GatedNode GoalType / TraversalPattern nodes (tagged with ``domain`` when given) and their
+    HAS_PATTERN edges, to write as tenant ``_global`` with ``GraphStore.write`` or a bulk load.
+    A raw Node of those labels is refused by every store. Raises the first gate error
+    (PatternValidationError and subclasses); nothing is returned then."""
+    goals, stored_goals = list(goals), list(stored_goals)
+    parsed = gate_write(schema, goals, patterns, stored, stored_goals)
+    missing = {p.goal for p in parsed} - {g.name for g in goals} - {g.name for g in stored_goals}
+    if missing:
+        name = sorted(missing)[0]
+        raise PatternValidationError(
+            name, "goal", f"goal {name!r} is neither written nor stored", "write its GoalType together with its patterns"
+        )
+    tag = {DOMAIN_PROPERTY: domain} if domain else {}
+    items: list[Node | Edge] = [
+        GatedNode(n.id, n.label, {**n.props, **tag})
+        for n in [goal_node(g) for g in goals] + [pattern_node(p) for p in parsed]
+    ]
+    items += [Edge(goal_node_id(p.goal), pattern_node_id(p.name), "HAS_PATTERN") for p in parsed]
+    return items, parsed
+
+
 def write_metagraph(
-    store: GraphStore, goals: Iterable[GoalType], patterns: Iterable[Mapping[str, Any] | TraversalPattern]
+    store: GraphStore,
+    goals: Iterable[GoalType],
+    patterns: Iterable[Mapping[str, Any] | TraversalPattern],
+    *,
+    domain: str | None = None,
 ) -> dict[str, Any]:
-    """Gate and write goal types and patterns into ``store`` (tenant ``_global``) in one write.
+    """Gate and write goal types and patterns into ``store`` (tenant ``_global``) in one write,
+    checked against what is stored (conflicts, version bumps, the stored goals' PII grants).
 
     Returns ``{"goals": n, "patterns": n, "unchanged": n, "revision": ...}``. Raises the first
     gate error (PatternValidationError and subclasses); nothing is written then."""
-    goals = list(goals)
     stored = store.patterns()
-    parsed = gate_write(store.schema, goals, patterns, stored)
+    items, parsed = gated_items(
+        store.schema, goals, patterns, stored=stored, stored_goals=store.goal_types(), domain=domain
+    )
     stored_by = {p.name: p for p in stored}
     unchanged = sum(1 for p in parsed if p.name in stored_by and to_json(stored_by[p.name]) == to_json(p))
-    nodes = [goal_node(g) for g in goals] + [pattern_node(p) for p in parsed]
-    edges = [Edge(goal_node_id(p.goal), pattern_node_id(p.name), "HAS_PATTERN") for p in parsed]
-    missing_goals = {p.goal for p in parsed} - {g.name for g in goals} - {g.name for g in store.goal_types()}
-    if missing_goals:
-        name = sorted(missing_goals)[0]
-        raise PatternValidationError(
-            name,
-            "goal",
-            f"goal {name!r} is neither written nor stored",
-            "write its GoalType together with its patterns",
-        )
-    store.write(GLOBAL_TENANT, nodes, edges)
+    store.write(GLOBAL_TENANT, [i for i in items if isinstance(i, Node)], [i for i in items if isinstance(i, Edge)])
     return {
-        "goals": len(goals),
+        "goals": sum(1 for i in items if isinstance(i, Node) and i.label == "GoalType"),
         "patterns": len(parsed),
         "unchanged": unchanged,
         "revision": store.metagraph_revision(),
     }
+
+
+@dataclass(frozen=True)
+class MetagraphProblem:
+    """A stored metagraph node skipped on read: its id, name (if readable) and why."""
+
+    node_id: str
+    name: str
+    reason: str
+
+
+M = TypeVar("M", GoalType, TraversalPattern)
+
+
+def decode_definitions(
+    model: type[M], rows: Iterable[tuple[str, Any, Any]]
+) -> tuple[list[M], list[MetagraphProblem]]:
+    """Parse stored ``(node id, name, definition JSON)`` rows into ``model`` instances; a row
+    that does not parse is skipped and reported (never raised: one bad stored pattern must not
+    break every request). Returns (models, problems), both in row order."""
+    out: list[M] = []
+    problems: list[MetagraphProblem] = []
+    for nid, name, definition in rows:
+        try:
+            out.append(model.model_validate_json(definition))
+        except (ValidationError, ValueError, TypeError, HopweaveError) as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            problems.append(MetagraphProblem(nid, str(name or nid), f"{model.__name__} definition does not parse: {reason}"))
+    return out, problems
 
 
 def load_metagraph(store: GraphStore, directory: str | Path | None = None) -> dict[str, Any]:

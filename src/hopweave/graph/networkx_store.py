@@ -1,12 +1,14 @@
 """The embedded default GraphStore: a networkx MultiDiGraph, persistent in a directory.
 
-- Storage: ``<directory>/snapshot.pkl`` + ``journal.jsonl`` (see ``_persist``). Each
+- Storage: ``<directory>/graph.snapshot`` + ``journal.jsonl``, JSON + sha256 (see ``_persist``). Each
   :meth:`write` appends one fsync'd journal line (a DecisionTrace per retrieval does not rewrite a
   million-node snapshot); :meth:`compact` rewrites the snapshot atomically and empties the
   journal; :meth:`bulk` loads millions of items in memory and commits them as one snapshot. A
   killed process leaves the previous committed state readable.
-- Several processes may open one directory: writes take an exclusive flock and first catch up
-  with records other processes appended; :meth:`refresh` catches up explicitly.
+- Several processes may open one directory: writes take an exclusive flock (waiting at most
+  ``lock_timeout_s``, then StoreBusyError) and first catch up with records other processes
+  appended; :meth:`refresh` catches up explicitly. Reads take no file lock: a writer, even a long
+  bulk load, never blocks a process opening the store (it reads the last committed state).
 - Threads: reads (walks) run concurrently under a read lock; writes apply under the write lock.
 - The networkx graph (:attr:`graph`) has nodes keyed by id with attributes = properties plus
   ``label``, and one edge per (src, type, dst) with key = the relationship type. Treat it as
@@ -18,15 +20,17 @@ from __future__ import annotations
 import gc
 import hashlib
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator
 
 import networkx as nx
 
-from hopweave.errors import InputError, StoreError
+from hopweave.errors import HopweaveError, InputError, StoreBusyError, StoreCorruptError, StoreError
 from hopweave.graph import _persist as P
-from hopweave.graph._locks import RWLock
+from hopweave.graph._locks import DEFAULT_LOCK_TIMEOUT_S, RWLock
+from hopweave.graph._nx_state import State
 from hopweave.graph.base import Edge, GraphStore, Node, visible
 from hopweave.graph.walk import LABEL_KEY, walk
 from hopweave.graph.write_rules import WriteValidator
@@ -41,122 +45,6 @@ _META_LABELS = frozenset({"GoalType", "TraversalPattern"})
 FREEZE_THRESHOLD = 100_000
 
 
-class _State:
-    """The in-memory graph plus its indexes."""
-
-    def __init__(self, payload: dict[str, Any] | None = None) -> None:
-        g = nx.MultiDiGraph()
-        if payload is not None:
-            g._node = payload["node"]
-            g._adj = g._succ = payload["succ"]
-            g._pred = payload["pred"]
-            self.by_label: dict[str, set[str]] = payload["by_label"]
-        else:
-            self.by_label = {}
-        self.g = g
-        self.node: dict[str, dict[str, Any]] = g._node
-        self.succ: dict[str, dict[str, dict[str, dict[str, Any]]]] = g._succ
-        self.pred: dict[str, dict[str, dict[str, dict[str, Any]]]] = g._pred
-        #: (label, property) -> value -> ids; built on first use, maintained by writes.
-        self.prop_index: dict[tuple[str, str], dict[Any, set[str]]] = {}
-        self.edge_count = sum(len(kd) for nbrs in self.succ.values() for kd in nbrs.values())
-
-    def payload(self) -> dict[str, Any]:
-        return {"node": self.node, "succ": self.succ, "pred": self.pred, "by_label": self.by_label}
-
-    # ---- GraphView for the walker ----------------------------------------------------------
-    def node_attrs(self, node_id: str) -> dict[str, Any] | None:
-        return self.node.get(node_id)
-
-    def seed_candidates(self, label: str, key: str, values: tuple[Any, ...]) -> Iterable[str]:
-        if key == "id":
-            return [v for v in values if isinstance(v, str) and v in self.node]
-        idx = self.index(label, key)
-        out: set[str] = set()
-        for v in values:
-            try:
-                out |= idx.get(v, set())
-            except TypeError:  # unhashable value
-                continue
-        return out
-
-    def neighbors(self, node_id: str, rel_type: str, direction: str) -> Iterable[str]:
-        out: list[str] = []
-        if direction in ("out", "both"):
-            nbrs = self.succ.get(node_id)
-            if nbrs:
-                out.extend(v for v, kd in nbrs.items() if rel_type in kd)
-        if direction in ("in", "both"):
-            nbrs = self.pred.get(node_id)
-            if nbrs:
-                out.extend(u for u, kd in nbrs.items() if rel_type in kd)
-        return out
-
-    # ---- indexes -------------------------------------------------------------------------
-    def index(self, label: str, key: str) -> dict[Any, set[str]]:
-        idx = self.prop_index.get((label, key))
-        if idx is None:
-            idx = {}
-            for nid in self.by_label.get(label, ()):
-                _index_add(idx, self.node[nid].get(key), nid)
-            self.prop_index[(label, key)] = idx
-        return idx
-
-    # ---- mutations (validated before) ------------------------------------------------------
-    def upsert_node(self, nid: str, label: str, props: dict[str, Any], removed: Sequence[str]) -> None:
-        attrs = self.node.get(nid)
-        if attrs is None:
-            attrs = {LABEL_KEY: label}
-            attrs.update(props)
-            self.node[nid] = attrs
-            self.succ[nid] = {}
-            self.pred[nid] = {}
-            self.by_label.setdefault(label, set()).add(nid)
-            for (lab, key), idx in self.prop_index.items():
-                if lab == label:
-                    _index_add(idx, attrs.get(key), nid)
-            return
-        for (lab, key), idx in self.prop_index.items():
-            if lab == label and (key in props or key in removed):
-                _index_remove(idx, attrs.get(key), nid)
-                _index_add(idx, props.get(key), nid)
-        attrs.update(props)
-        for k in removed:
-            attrs.pop(k, None)
-
-    def upsert_edge(self, src: str, rel: str, dst: str, props: dict[str, Any]) -> None:
-        nbrs = self.succ[src]
-        kd = nbrs.get(dst)
-        if kd is None:
-            kd = {}
-            nbrs[dst] = kd
-            self.pred[dst][src] = kd
-        cur = kd.get(rel)
-        if cur is None:
-            kd[rel] = dict(props)
-            self.edge_count += 1
-        elif props:
-            cur.update(props)
-
-
-def _index_add(idx: dict[Any, set[str]], value: Any, nid: str) -> None:
-    if value is None:
-        return
-    for v in value if isinstance(value, list) else (value,):
-        idx.setdefault(v, set()).add(nid)
-
-
-def _index_remove(idx: dict[Any, set[str]], value: Any, nid: str) -> None:
-    if value is None:
-        return
-    for v in value if isinstance(value, list) else (value,):
-        s = idx.get(v)
-        if s is not None:
-            s.discard(nid)
-            if not s:
-                del idx[v]
-
-
 class NetworkxGraphStore(GraphStore):
     """GraphStore on networkx, persistent in ``directory`` (None = in memory only).
 
@@ -164,7 +52,12 @@ class NetworkxGraphStore(GraphStore):
     """
 
     def __init__(
-        self, directory: str | Path | None, schema: GraphSchema | None = None, *, read_only: bool = False
+        self,
+        directory: str | Path | None,
+        schema: GraphSchema | None = None,
+        *,
+        read_only: bool = False,
+        lock_timeout_s: float | None = None,
     ) -> None:
         if schema is None:
             from hopweave.paths import default_schema_path
@@ -173,17 +66,20 @@ class NetworkxGraphStore(GraphStore):
         self.schema = schema
         self.directory = Path(directory) if directory is not None else None
         self.read_only = read_only
+        #: Longest wait for the directory's lock (load, write, compact, bulk); past it, StoreBusyError.
+        self.lock_timeout_s = DEFAULT_LOCK_TIMEOUT_S if lock_timeout_s is None else float(lock_timeout_s)
         self._validator = WriteValidator(schema)
         self._rw = RWLock()
         self._wlock = threading.RLock()
         self._loaded = False
         self._closed = False
-        self._st = _State()
+        self._st = State()
         self._seq = 0
         self._journal_offset = 0
         self._snap_sig: tuple[int, int, int] | None = None
         self._meta_version = 0
         self._meta_cache: tuple[int, list[GoalType], list[TraversalPattern], str] | None = None
+        self._meta_problems: list[Any] = []
         self._index_lock = threading.Lock()
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -195,7 +91,8 @@ class NetworkxGraphStore(GraphStore):
         return store
 
     def load(self) -> None:
-        """(Re)read the snapshot and journal from disk."""
+        """(Re)read the snapshot and journal from disk. Raises StoreCorruptError (a file fails
+        its checksum or the schema), StoreIOError, StoreBusyError (lock timeout)."""
         with self._wlock, self._rw.write():
             self._load_locked()
 
@@ -209,32 +106,63 @@ class NetworkxGraphStore(GraphStore):
                         self._load_locked()
 
     def _load_locked(self) -> None:
-        st, seq, off, sig = _State(), 0, 0, None
-        if self.directory is not None:
-            with P.locked(self.directory, exclusive=False):
-                snap = P.read_snapshot(self.directory)
-                sig = P.snapshot_signature(self.directory)
-                if snap is not None:
-                    header, payload = snap
-                    st = _State(payload)
-                    seq = int(header.get("last_seq", 0))
-                records, off = P.read_journal(self.directory, 0)
-                seq = self._replay(st, records, seq)
-        self._st, self._seq, self._journal_offset, self._snap_sig = st, seq, off, sig
-        self._meta_version += 1
+        if self.directory is None:
+            self._st, self._seq, self._journal_offset, self._snap_sig = State(), 0, 0, None
+        else:
+            self._read_consistent()
         self._loaded = True
-        if len(st.node) >= FREEZE_THRESHOLD:
+        if len(self._st.node) >= FREEZE_THRESHOLD:
             gc.collect()
             gc.freeze()
 
-    @staticmethod
-    def _replay(st: _State, records: list[dict[str, Any]], seq: int) -> int:
-        for rec in records:
+    def _read_consistent(self) -> None:
+        """Read the directory without its lock, so a writer (even a long bulk load) never blocks
+        a reader: retry while a compaction replaced the snapshot mid-read (the old snapshot +
+        the new, emptied journal would miss records). Raises StoreBusyError when the snapshot
+        keeps changing for ``lock_timeout_s``."""
+        deadline = time.monotonic() + self.lock_timeout_s
+        while not self._read_directory():
+            if time.monotonic() >= deadline:
+                raise StoreBusyError(
+                    f"{self.directory}: the snapshot kept being replaced while it was read "
+                    f"(for {self.lock_timeout_s:g}s); retry when the compactions stop"
+                )
+            time.sleep(0.01)
+
+    def _read_directory(self) -> bool:
+        """Replace the state with the directory's snapshot + journal. Returns False (state
+        unchanged) when the snapshot was replaced during the read."""
+        assert self.directory is not None
+        st, seq = State(), 0
+        sig = P.snapshot_signature(self.directory)
+        snap = P.read_snapshot(self.directory, self.schema)
+        if snap is not None:
+            st, seq = State(snap), int(snap.header["last_seq"])
+        records, off = P.read_journal(self.directory, 0)
+        if P.snapshot_signature(self.directory) != sig:
+            return False
+        self._seq = self._replay(st, records, seq)
+        self._st, self._journal_offset, self._snap_sig = st, off, sig
+        self._meta_version += 1
+        return True
+
+    def _replay(self, st: State, records: list[tuple[int, dict[str, Any]]], seq: int) -> int:
+        """Apply journal records after ``seq``, each validated against the schema and the tenant
+        rules like a write. Returns the last seq; raises StoreCorruptError naming the record."""
+        for at, rec in records:
             if rec["seq"] <= seq:
                 continue
-            for nid, label, props, removed in rec.get("n", ()):
+            try:
+                nrec, erec = self._validate_on(st, rec["t"], *_record_items(rec))
+            except HopweaveError as exc:
+                path = self.directory / P.JOURNAL if self.directory is not None else P.JOURNAL
+                raise StoreCorruptError(
+                    f"{path}: journal record at byte {at} (seq {rec['seq']}) fails validation: {exc}; "
+                    "restore a backup of the store directory or rebuild it with `hopweave load`"
+                ) from exc
+            for nid, label, props, removed in nrec:
                 st.upsert_node(nid, label, props, removed)
-            for src, rel, dst, props in rec.get("e", ()):
+            for src, rel, dst, props in erec:
                 st.upsert_edge(src, rel, dst, props)
             seq = rec["seq"]
         return seq
@@ -247,7 +175,7 @@ class NetworkxGraphStore(GraphStore):
         size = P.journal_size(self.directory)
         if sig != self._snap_sig or size < self._journal_offset:
             with self._rw.write():
-                self._load_locked_exclusive()
+                self._read_directory()
         elif size > self._journal_offset:
             records, off = P.read_journal(self.directory, self._journal_offset)
             if records:
@@ -256,26 +184,12 @@ class NetworkxGraphStore(GraphStore):
                     self._meta_version += 1
             self._journal_offset = off
 
-    def _load_locked_exclusive(self) -> None:
-        # Same as _load_locked but we already hold the exclusive flock.
-        assert self.directory is not None
-        st, seq = _State(), 0
-        snap = P.read_snapshot(self.directory)
-        if snap is not None:
-            header, payload = snap
-            st, seq = _State(payload), int(header.get("last_seq", 0))
-        records, off = P.read_journal(self.directory, 0)
-        self._seq = self._replay(st, records, seq)
-        self._st, self._journal_offset = st, off
-        self._snap_sig = P.snapshot_signature(self.directory)
-        self._meta_version += 1
-
     def refresh(self) -> None:
         """Catch up with writes other processes committed to the directory."""
         self._ensure()
         if self.directory is None or not (self.directory / P.LOCK).exists():
             return
-        with self._wlock, P.locked(self.directory, exclusive=True):
+        with self._wlock, P.locked(self.directory, exclusive=True, timeout_s=self.lock_timeout_s):
             self._catch_up_locked()
 
     def close(self) -> None:
@@ -357,7 +271,13 @@ class NetworkxGraphStore(GraphStore):
     def _validate(
         self, tenant_id: str, nodes: list[Node], edges: list[Edge]
     ) -> tuple[list[list[Any]], list[list[Any]]]:
-        st = self._st
+        return self._validate_on(self._st, tenant_id, nodes, edges)
+
+    def _validate_on(
+        self, st: State, tenant_id: str, nodes: list[Node], edges: list[Edge]
+    ) -> tuple[list[list[Any]], list[list[Any]]]:
+        """Journal entries ([id, label, props, removed], [src, type, dst, props]) for a write
+        by ``tenant_id`` against state ``st``. Raises SchemaError/InputError/TenantError."""
         pending: dict[str, dict[str, Any]] = {}
         nrec: list[list[Any]] = []
         for n in nodes:
@@ -375,26 +295,43 @@ class NetworkxGraphStore(GraphStore):
             erec.append([e.src, e.type, e.dst, props])
         return nrec, erec
 
-    def _write(self, tenant_id: str, nodes: list[Node], edges: list[Edge]) -> None:
+    def _write(
+        self, tenant_id: str, nodes: list[Node], edges: list[Edge], timeout_s: float | None = None
+    ) -> None:
+        """Validate, append one journal record, apply. ``timeout_s`` bounds every lock wait
+        (None = ``lock_timeout_s``). Raises StoreBusyError (lock not taken in time: nothing is
+        written), StoreIOError (disk full, I/O error: nothing is written), validation errors."""
         self._ensure()
         self._check_writable()
         if not nodes and not edges:
             return
-        with self._wlock:
+        timeout = self.lock_timeout_s if timeout_s is None else max(0.0, float(timeout_s))
+        deadline = time.monotonic() + timeout
+        if not self._wlock.acquire(timeout=timeout):
+            raise StoreBusyError(
+                f"another thread of this process is writing the graph store (waited {timeout:g}s); retry"
+            )
+        try:
             if self.directory is None:
                 nrec, erec = self._validate(tenant_id, nodes, edges)
-                self._apply(nrec, erec, self._seq + 1)
+                self._apply(nrec, erec, self._seq + 1, _left(deadline))
                 return
-            with P.locked(self.directory, exclusive=True):
+            with P.locked(self.directory, exclusive=True, timeout_s=_left(deadline)):
                 self._catch_up_locked()
                 nrec, erec = self._validate(tenant_id, nodes, edges)
                 seq = self._seq + 1
                 record = {"seq": seq, "t": tenant_id, "n": nrec, "e": erec}
                 self._journal_offset = P.append_journal(self.directory, self._journal_offset, record)
-                self._apply(nrec, erec, seq)
+                # committed on disk: applying in memory must not time out now
+                self._apply(nrec, erec, seq, None)
+        finally:
+            self._wlock.release()
 
-    def _apply(self, nrec: list[list[Any]], erec: list[list[Any]], seq: int) -> None:
-        with self._rw.write():
+    def _write_within(self, tenant_id: str, nodes: list[Node], edges: list[Edge], timeout_s: float) -> None:
+        self._write(tenant_id, nodes, edges, timeout_s)
+
+    def _apply(self, nrec: list[list[Any]], erec: list[list[Any]], seq: int, timeout_s: float | None) -> None:
+        with self._rw.write(timeout_s):
             for nid, label, props, removed in nrec:
                 self._st.upsert_node(nid, label, props, removed)
             for src, rel, dst, props in erec:
@@ -409,7 +346,7 @@ class NetworkxGraphStore(GraphStore):
         self._check_writable()
         if self.directory is None:
             return
-        with self._wlock, P.locked(self.directory, exclusive=True):
+        with self._wlock, P.locked(self.directory, exclusive=True, timeout_s=self.lock_timeout_s):
             self._catch_up_locked()
             self._commit_snapshot()
 
@@ -421,7 +358,7 @@ class NetworkxGraphStore(GraphStore):
             enabled = gc.isenabled()
             gc.disable()
             try:
-                P.write_snapshot(self.directory, self._st.payload(), header)
+                P.write_snapshot(self.directory, self._st.node, self._st.succ, header)
             finally:
                 if enabled:
                     gc.enable()
@@ -440,13 +377,14 @@ class NetworkxGraphStore(GraphStore):
         self._ensure()
         self._check_writable()
         with self._wlock:
-            flock = P.locked(self.directory, exclusive=True) if self.directory is not None else _null()
+            flock = (P.locked(self.directory, exclusive=True, timeout_s=self.lock_timeout_s)
+                     if self.directory is not None else _null())
             with flock:
                 self._catch_up_locked()
                 old = self._st
                 with self._rw.write():
                     if replace:
-                        self._st = _State()
+                        self._st = State()
                     writer = BulkWriter(self)
                     enabled = gc.isenabled()
                     gc.disable()
@@ -462,7 +400,7 @@ class NetworkxGraphStore(GraphStore):
                         if replace:
                             self._st = old
                         elif self.directory is not None:
-                            self._load_locked_exclusive()
+                            self._read_directory()
                         self._meta_version += 1
                         raise
                     finally:
@@ -483,22 +421,31 @@ class NetworkxGraphStore(GraphStore):
         cache = self._meta_cache
         if cache is not None and cache[0] == self._meta_version:
             return cache[1], cache[2], cache[3]
+        from hopweave.graph.metagraph_io import decode_definitions
+
         with self._rw.read():
-            version = self._meta_version
-            st = self._st
-            goals, patterns, h = [], [], hashlib.sha256()
-            for label, model, out in (("GoalType", GoalType, goals), ("TraversalPattern", TraversalPattern, patterns)):
+            version, st, h = self._meta_version, self._st, hashlib.sha256()
+            rows: dict[str, list[tuple[str, Any, Any]]] = {}
+            for label in ("GoalType", "TraversalPattern"):
+                rows[label] = []
                 for nid in sorted(st.by_label.get(label, ())):
                     attrs = st.node[nid]
                     if attrs.get("tenant_id") != GLOBAL_TENANT or not attrs.get("definition"):
                         continue
-                    out.append(model.model_validate_json(attrs["definition"]))
+                    rows[label].append((nid, attrs.get("name"), attrs["definition"]))
                     h.update(f"{nid}\0{attrs['definition']}\0".encode())
-            goals.sort(key=lambda g: g.name)
-            patterns.sort(key=lambda p: p.name)
             rev = h.hexdigest()[:16]
+        goals, bad_goals = decode_definitions(GoalType, rows["GoalType"])
+        patterns, bad_patterns = decode_definitions(TraversalPattern, rows["TraversalPattern"])
+        goals.sort(key=lambda g: g.name)
+        patterns.sort(key=lambda p: p.name)
+        self._meta_problems = bad_goals + bad_patterns
         self._meta_cache = (version, goals, patterns, rev)
         return goals, patterns, rev
+
+    def pattern_problems(self) -> list[Any]:
+        self._meta()
+        return list(self._meta_problems)
 
     def goal_types(self) -> list[GoalType]:
         return list(self._meta()[0])
@@ -543,6 +490,18 @@ class BulkWriter:
 @contextmanager
 def _null() -> Iterator[None]:
     yield
+
+
+def _left(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
+
+
+def _record_items(rec: dict[str, Any]) -> tuple[list[Node], list[Edge]]:
+    """The writes a journal record (already shape-checked) stands for: removed properties
+    become None values, as a writer passes them."""
+    nodes = [Node(nid, label, {**props, **{k: None for k in removed}}) for nid, label, props, removed in rec.get("n", ())]
+    edges = [Edge(src, dst, rel, props) for src, rel, dst, props in rec.get("e", ())]
+    return nodes, edges
 
 
 def _to_node(nid: str, attrs: dict[str, Any]) -> Node:

@@ -1,42 +1,14 @@
-"""Open a server graph store (Neo4j or FalkorDB) and load the DeltaBank example into it.
-
-The same ``(tenant, items)`` batches the embedded store is built from (``hopweave.deltabank``:
-generator, policy documents, gated metagraph) go through :meth:`CypherGraphStore.bulk_load`, so
-every backend holds the same graph. Used by ``hopweave load-server`` and the congruence tests.
+"""Open a server graph store (Neo4j or FalkorDB). ``hopweave load-server`` loads a pack into
+it with :func:`hopweave.pack.batches.pack_batches` (the same batches as ``hopweave load``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from hopweave.errors import ConfigError
-from hopweave.graph.base import Edge, Node
-from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
-
-Batch = tuple[str, Iterable[Node | Edge]]
-
-
-def deltabank_batches(
-    schema: GraphSchema,
-    *,
-    nodes: int | None = None,
-    seed: int | None = None,
-    example_dir: str | Path | None = None,
-    goals_dir: str | Path | None = None,
-) -> Iterator[Batch]:
-    """The DeltaBank example as ``(tenant, items)`` batches, in load order (the same items
-    ``hopweave load`` writes into the embedded store). Raises PatternValidationError when a goal
-    file fails a gate."""
-    from hopweave.deltabank.generate import DEFAULT_NODES, DEFAULT_SEED, generate
-    from hopweave.deltabank.load import default_example_dir, document_items, metagraph_items
-    from hopweave.deltabank.maria import TENANT
-
-    meta, _goals, _patterns = metagraph_items(goals_dir, schema)  # gate first: fail before loading
-    yield from generate(nodes=nodes or DEFAULT_NODES, seed=DEFAULT_SEED if seed is None else seed)
-    ex = Path(example_dir) if example_dir is not None else default_example_dir()
-    yield TENANT, document_items(ex, schema, TENANT)
-    yield GLOBAL_TENANT, meta
+from hopweave.models.schema import GraphSchema
 
 
 def open_server_store(

@@ -43,12 +43,26 @@ congruence tests compare them; change both together):
 Walk order (for paths and for max_visited cuts): depth-first from seeds in ascending id order,
 neighbours in ascending id order; a node already expanded at the same hop index is not expanded
 again (the continuation of a homomorphic walk depends only on the node and the index).
+
+Visit count (``max_visited``, ``PatternResult.visited``): +1 for each seed candidate (a node of
+``seed.type`` whose key matches, before the tenant and predicate checks), +1 for each distinct
+neighbour of each expanded node at an intermediate hop, and at the last hop +1 per distinct
+neighbour of each expanded node except targets already reached. A full walk's count is
+therefore: seeds + sum over hops of sum over frontier nodes of their distinct candidates, minus,
+at the last hop, the repeats of qualifying targets — the Cypher compiler computes the same total.
+
+Budgets hold on hubs: adjacency is read from the backend lazily in chunks of :data:`CHUNK` ids,
+each chunk sorted, the chunks merged lazily, and the deadline checked between chunks and on every
+examined node; targets are kept in a bounded heap of the ``limit`` best, so nothing after the
+deadline grows with the degree of a node.
 """
 
 from __future__ import annotations
 
+import heapq
 import time
-from typing import Any, Iterable, Protocol
+from itertools import islice
+from typing import Any, Iterable, Iterator, Protocol
 
 from hopweave.graph.base import visible
 from hopweave.graph.predicates import NOTHING, PredicateTree, predicate_holds, predicate_tree
@@ -154,18 +168,36 @@ def row_properties(
     return out
 
 
-def _sort_rows(
-    found: dict[str, tuple[str, ...]], attrs_of: dict[str, dict[str, Any]], pattern: TraversalPattern
-) -> list[str]:
-    ids = sorted(found)
-    for ob in reversed(pattern.order_by):
-        present = [i for i in ids if _prop(attrs_of[i], i, ob.property) is not None]
-        missing = [i for i in ids if _prop(attrs_of[i], i, ob.property) is None]
-        present.sort(
-            key=lambda i: _sort_key(_prop(attrs_of[i], i, ob.property)), reverse=ob.direction == "desc"
-        )
-        ids = present + missing
-    return ids
+class _Desc:
+    """Wraps a sort key so that it orders descending inside an ascending tuple comparison."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v: Any) -> None:
+        self.v = v
+
+    def __lt__(self, other: "_Desc") -> bool:
+        return bool(other.v < self.v)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Desc) and bool(self.v == other.v)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def row_sort_key(pattern: TraversalPattern, node_id: str, attrs: dict[str, Any]) -> tuple[Any, ...]:
+    """The total order of rule 7 as one ascending tuple: per ``order_by`` key (missing last,
+    present ascending or descending), then the id."""
+    key: list[Any] = []
+    for ob in pattern.order_by:
+        v = _prop(attrs, node_id, ob.property)
+        if v is None:
+            key.append((1,))
+        else:
+            sk = _sort_key(v)
+            key.append((0, _Desc(sk) if ob.direction == "desc" else sk))
+    key.append(node_id)
+    return tuple(key)
 
 
 def _sort_key(v: Any) -> tuple[int, Any]:
@@ -188,6 +220,164 @@ class _Stop(Exception):
         self.reason = reason
 
 
+#: Neighbours are read from the backend this many at a time; the deadline is checked between
+#: chunks (and while merging them), so a hub of a million edges never stalls a walk.
+CHUNK = 1024
+
+
+def _checked(it: Iterator[str], deadline: float) -> Iterator[str]:
+    """Yield from ``it`` checking the deadline every :data:`CHUNK` items (raises _Stop)."""
+    n = 0
+    for x in it:
+        n += 1
+        if n % CHUNK == 0 and time.perf_counter() > deadline:
+            raise _Stop("budget_ms")
+        yield x
+
+
+def sorted_neighbours(raw: Iterable[str], deadline: float) -> Iterator[str]:
+    """Distinct ids of ``raw`` in ascending order, read and sorted chunk by chunk with a
+    deadline check between chunks; chunks are merged lazily. Raises _Stop("budget_ms")."""
+    it = iter(raw)
+    first = sorted(set(islice(it, CHUNK)))
+    if len(first) < CHUNK:  # the common case: a small adjacency, one chunk
+        nxt = list(islice(it, 1))
+        if not nxt:
+            yield from first
+            return
+        first = sorted(set(first) | set(nxt))
+    chunks = [first]
+    while True:
+        if time.perf_counter() > deadline:
+            raise _Stop("budget_ms")
+        chunk = sorted(set(islice(it, CHUNK)))
+        if not chunk:
+            break
+        chunks.append(chunk)
+    prev = None
+    for x in _checked(heapq.merge(*chunks), deadline):
+        if x != prev:
+            yield x
+            prev = x
+
+
+class _Walk:
+    """The state of one walk (rules in the module docstring); :meth:`run` does the walk."""
+
+    def __init__(
+        self,
+        view: GraphView,
+        schema: GraphSchema,
+        tenant_id: str,
+        pattern: TraversalPattern,
+        bindings: Bindings,
+        deadline: float,
+    ) -> None:
+        self.view, self.schema, self.tenant_id, self.pattern = view, schema, tenant_id, pattern
+        self.bindings, self.deadline = bindings, deadline
+        self.steps = pattern.edge_sequence
+        self.depth = len(self.steps)
+        self.allowed = allowed_labels(schema, pattern)
+        self.preds = compile_predicates(schema, pattern, bindings, self.allowed)
+        self.visited = 0
+        #: every distinct target reached, with its (smallest) path
+        self.found: dict[str, tuple[str, ...]] = {}
+        #: the best ``limit`` targets so far, as a max-heap of (_Desc(key), id, attrs)
+        self.best: list[tuple[_Desc, str, dict[str, Any]]] = []
+        self.expanded: set[tuple[str, int]] = set()
+        self.seed_ids: list[str] = []
+
+    # ---- per node ------------------------------------------------------------------------
+    def examine(self, node_id: str, pos: int) -> dict[str, Any] | None:
+        """Count one candidate (raises _Stop past max_visited or the deadline); return its
+        attributes when it qualifies at walk position ``pos``, else None."""
+        self.visited += 1
+        if self.visited > self.pattern.max_visited:
+            raise _Stop("max_visited")
+        if time.perf_counter() > self.deadline:
+            raise _Stop("budget_ms")
+        attrs = self.view.node_attrs(node_id)
+        if attrs is None or attrs.get(LABEL_KEY) not in self.allowed[pos]:
+            return None
+        if not visible(self.tenant_id, attrs.get("tenant_id")):
+            return None
+        if self.preds[pos] and not _holds(self.preds[pos], node_id, attrs):
+            return None
+        return attrs
+
+    def keep(self, node_id: str, path: tuple[str, ...], attrs: dict[str, Any]) -> None:
+        """Record a reached target; keep only the ``limit`` best in memory for the rows (so the
+        final ordering costs O(limit), whatever the number of targets)."""
+        self.found[node_id] = path
+        item = (_Desc(row_sort_key(self.pattern, node_id, attrs)), node_id, attrs)
+        if len(self.best) < self.pattern.limit:
+            heapq.heappush(self.best, item)
+        elif self.best[0][0] < item[0]:  # item sorts before the worst kept one
+            heapq.heapreplace(self.best, item)
+
+    # ---- the walk --------------------------------------------------------------------------
+    def expand(self, path: tuple[str, ...]) -> None:
+        pos, node = len(path) - 1, path[-1]
+        if (node, pos) in self.expanded:
+            return
+        self.expanded.add((node, pos))
+        step = self.steps[pos]
+        last = pos + 1 == self.depth
+        raw = self.view.neighbors(node, step.type, step.direction)
+        for nb in sorted_neighbours(raw, self.deadline):
+            if last and nb in self.found:
+                continue
+            attrs = self.examine(nb, pos + 1)
+            if attrs is None:
+                continue
+            if last:
+                self.keep(nb, path + (nb,), attrs)
+            else:
+                self.expand(path + (nb,))
+
+    def seeds(self) -> Iterator[str]:
+        """Seed candidates (rule 1) in ascending id order, before the examine() gate."""
+        p = self.pattern
+        ptype = predicate_prop_type(self.schema, self.allowed[0], p.seed.key)
+        value = resolve_value(p.seed.value, self.bindings, ptype)
+        if value is UNBOUND or value is None:
+            return
+        values = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+        tree = In(field=p.seed.key, values=values) if len(values) != 1 else Eq(field=p.seed.key, value=values[0])
+        for sid in sorted(set(self.view.seed_candidates(p.seed.type, p.seed.key, values))):
+            attrs = self.view.node_attrs(sid)
+            if attrs is None or attrs.get(LABEL_KEY) != p.seed.type:
+                continue
+            if matches(tree, {"id": sid} if p.seed.key == "id" else attrs):
+                yield sid
+
+    def run(self) -> str | None:
+        """Walk from every seed; return the truncation reason of a cut, or None."""
+        try:
+            for sid in self.seeds():
+                if self.examine(sid, 0) is None:
+                    continue
+                self.seed_ids.append(sid)
+                self.expand((sid,))
+        except _Stop as stop:
+            return stop.reason
+        return None
+
+    def rows(self) -> tuple[list[Row], bool]:
+        """The first ``limit`` rows in rule-7 order, and whether more targets were found."""
+        kept = sorted(self.best, key=lambda item: item[0].v)  # type: ignore[no-any-return]
+        rows = [
+            Row(
+                node_id=nid,
+                label=attrs[LABEL_KEY],
+                properties=row_properties(self.schema, self.pattern, nid, attrs),
+                path=self.found[nid],
+            )
+            for _, nid, attrs in kept
+        ]
+        return rows, len(self.found) > self.pattern.limit
+
+
 def walk(
     view: GraphView,
     schema: GraphSchema,
@@ -200,104 +390,21 @@ def walk(
 
     Returns a PatternResult; never raises for budget or missing seeds."""
     start = time.perf_counter()
-    if deadline is None:
-        deadline = start + pattern.budget_ms / 1000.0
-    steps = pattern.edge_sequence
-    depth = len(steps)
-    allowed = allowed_labels(schema, pattern)
-    preds = compile_predicates(schema, pattern, bindings, allowed)
-    max_visited = pattern.max_visited
-    visited = 0
-    found: dict[str, tuple[str, ...]] = {}
-    attrs_of: dict[str, dict[str, Any]] = {}
-    expanded: set[tuple[str, int]] = set()
-    reason: str | None = None
-    seed_ids: list[str] = []
-
-    def examine(node_id: str, pos: int) -> dict[str, Any] | None:
-        nonlocal visited
-        visited += 1
-        if visited > max_visited:
-            raise _Stop("max_visited")
-        if time.perf_counter() > deadline:
-            raise _Stop("budget_ms")
-        attrs = view.node_attrs(node_id)
-        if attrs is None or attrs.get(LABEL_KEY) not in allowed[pos]:
-            return None
-        if not visible(tenant_id, attrs.get("tenant_id")):
-            return None
-        if preds[pos] and not _holds(preds[pos], node_id, attrs):
-            return None
-        return attrs
-
-    def expand(path: tuple[str, ...]) -> None:
-        pos = len(path) - 1
-        node = path[-1]
-        if (node, pos) in expanded:
-            return
-        expanded.add((node, pos))
-        step = steps[pos]
-        for nb in sorted(set(view.neighbors(node, step.type, step.direction))):
-            if pos + 1 == depth and nb in found:
-                continue
-            attrs = examine(nb, pos + 1)
-            if attrs is None:
-                continue
-            if pos + 1 == depth:
-                found[nb] = path + (nb,)
-                attrs_of[nb] = attrs
-            else:
-                expand(path + (nb,))
-
-    seed_ptype = predicate_prop_type(schema, allowed[0], pattern.seed.key)
-    seed_value = resolve_value(pattern.seed.value, bindings, seed_ptype)
-    try:
-        if seed_value is not UNBOUND and seed_value is not None:
-            values = tuple(seed_value) if isinstance(seed_value, (tuple, list)) else (seed_value,)
-            tree = (
-                In(field=pattern.seed.key, values=values)
-                if len(values) != 1
-                else Eq(field=pattern.seed.key, value=values[0])
-            )
-            cands = sorted(set(view.seed_candidates(pattern.seed.type, pattern.seed.key, values)))
-            for sid in cands:
-                attrs = view.node_attrs(sid)
-                if attrs is None:
-                    continue
-                keyprops = {"id": sid} if pattern.seed.key == "id" else attrs
-                if not matches(tree, keyprops):
-                    continue
-                if examine(sid, 0) is None:
-                    continue
-                seed_ids.append(sid)
-                expand((sid,))
-    except _Stop as stop:
-        reason = stop.reason
-
-    ordered = _sort_rows(found, attrs_of, pattern)
-    truncated = reason is not None
-    if len(ordered) > pattern.limit:
-        ordered = ordered[: pattern.limit]
-        if reason is None:
-            reason, truncated = "limit", True
-    rows = tuple(
-        Row(
-            node_id=nid,
-            label=attrs_of[nid][LABEL_KEY],
-            properties=row_properties(schema, pattern, nid, attrs_of[nid]),
-            path=found[nid],
-        )
-        for nid in ordered
-    )
+    w = _Walk(view, schema, tenant_id, pattern, bindings,
+              start + pattern.budget_ms / 1000.0 if deadline is None else deadline)
+    reason = w.run()
+    rows, more = w.rows()
+    if more and reason is None:
+        reason = "limit"
     return PatternResult(
         pattern=pattern.name,
         version=pattern.version,
         sub_question=pattern.sub_question,
         section=pattern.section,
-        rows=rows,
-        truncated=truncated,
+        rows=tuple(rows),
+        truncated=reason is not None,
         truncated_reason=reason,
         elapsed_ms=round((time.perf_counter() - start) * 1000.0, 3),
-        visited=visited,
-        seed_id=seed_ids[0] if seed_ids else None,
+        visited=w.visited,
+        seed_id=w.seed_ids[0] if w.seed_ids else None,
     )

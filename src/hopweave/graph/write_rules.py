@@ -16,10 +16,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Callable, cast
 
-from hopweave.errors import InputError, SchemaError, TenantError
+from hopweave.errors import InputError, MetagraphWriteError, PatternValidationError, SchemaError, TenantError
 from hopweave.graph.base import Edge, Node
 from hopweave.models.common import to_datetime
 from hopweave.models.schema import GLOBAL_TENANT, SAFE_IDENTIFIER, GraphSchema, PropertySpec
@@ -32,6 +33,44 @@ _ID_MAX = 256
 LABEL_KEY = "label"
 
 _Missing = object()
+
+#: Labels of the metagraph: only :class:`GatedNode` instances (made by the gated path) may write them.
+METAGRAPH_LABELS = frozenset({"GoalType", "TraversalPattern", "FilterMapping"})
+#: Gate rules that need the pattern's GoalType (run by gate_write, which has it), not re-run here.
+_GOAL_RULES = frozenset({"rule_goal", "rule_section", "rule_pii_grants", "rule_pii_predicates", "rule_pii_order_by"})
+
+
+@dataclass(frozen=True)
+class GatedNode(Node):
+    """A metagraph node that went through its gate. Made only by
+    :func:`hopweave.graph.metagraph_io.gated_items` (GoalType, TraversalPattern) and
+    :func:`hopweave.understand.filter_map.filter_mapping_node` (FilterMapping, checked against the
+    schema there); ``dataclasses.replace`` keeps the class (e.g. to add a domain tag)."""
+
+
+def check_metagraph_node(schema: GraphSchema, node: Node) -> None:
+    """Refuse a metagraph node written outside the gated path, and re-run the schema, bounds and
+    identifier gates on a TraversalPattern's definition (a second wall: a forged GatedNode still
+    cannot store a pattern past the bounds). Raises MetagraphWriteError."""
+    if not isinstance(node, GatedNode):
+        raise MetagraphWriteError(
+            str(node.id), "label",
+            f"{node.label} nodes cannot be written directly (they would skip the pattern gates)",
+            "write goals and patterns with hopweave.graph.metagraph_io.write_metagraph (or bulk-load "
+            "the items of metagraph_io.gated_items); a FilterMapping with understand.filter_map",
+        )
+    if node.label != "TraversalPattern":
+        return
+    from hopweave.graph.gates import _pattern_errors, parse_pattern  # the gates sit above this module
+
+    try:
+        problems = list(_pattern_errors(parse_pattern(json.loads(str(node.props.get("definition")))),
+                                        schema, None, _GOAL_RULES))
+    except (ValueError, PatternValidationError) as exc:
+        problems = [exc]
+    if problems:
+        raise MetagraphWriteError(str(node.id), "definition", f"the stored definition fails a gate: {problems[0]}",
+                                  "write the pattern through metagraph_io.write_metagraph")
 
 
 def _conv_str(v: Any) -> Any:
@@ -196,6 +235,8 @@ class WriteValidator:
         if specs is None:
             self.schema.label(label)  # raises the helpful SchemaError / UnsafeIdentifierError
             raise SchemaError(f"unknown label {label!r}")  # pragma: no cover
+        if label in METAGRAPH_LABELS:
+            check_metagraph_node(self.schema, node)
         if (label in self._shared) != (tenant_id == GLOBAL_TENANT):
             if tenant_id != GLOBAL_TENANT:
                 raise TenantError(

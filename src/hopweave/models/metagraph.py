@@ -254,11 +254,25 @@ class GoalType(_Frozen):
     #: [FraudClaim]}``. The goal owns these fields: they replace the understanding's clauses on
     #: the same fields (a word like "purchase" must not narrow a fraud case to fee schedules).
     document_scope: dict[str, tuple[Scalar, ...]] = Field(default_factory=dict)
+    #: The domain (pack) this goal belongs to; set by the pack loader. None = every domain.
+    domain: str | None = None
+    #: PII properties (``Label.property``) this goal's owner lets its patterns return, filter on
+    #: or order by; a pattern's ``pii_allowed`` must be granted here (see graph/gate_rules.py).
+    pii_grants: tuple[str, ...] = ()
 
     @field_validator("name")
     @classmethod
     def _safe(cls, v: str) -> str:
         return check_identifier(v, "goal name")
+
+    @field_validator("pii_grants")
+    @classmethod
+    def _safe_grants(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for grant in v:
+            label, _, prop = grant.partition(".")
+            check_identifier(label, "pii_grants label")
+            check_identifier(prop, "pii_grants property")
+        return v
 
 
 def pattern_node_id(name: str) -> str:

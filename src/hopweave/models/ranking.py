@@ -25,7 +25,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hopweave.search.embedder import EmbeddingSpace
+from hopweave.models.embedding import EmbeddingSpace
 
 Method = Literal["rrf", "weighted_rrf", "convex", "dense", "lexical"]
 Normalisation = Literal["none", "minmax"]

@@ -1,21 +1,38 @@
 """qdrant-edge adapter: Qdrant's own engine in-process, one shard on disk (the embedded default).
 
-Layout under ``<store_dir>/vectors/``: ``shard/`` (the EdgeShard: segments + WAL) and
-``collection.json`` (the CollectionInfo: embedding space, BM25 parameters, tokenizer). Payload
-indexes are created for every indexed chunk field of the schema (``tenant_id`` as the tenant
-index) plus ``embedding_space``. Call :meth:`optimize` after a bulk load (builds HNSW and payload
-indexes on the optimized segments).
+Layout under ``<store_dir>/vectors/``: ``shard/`` (the EdgeShard: segments + WAL),
+``collection.json`` (the CollectionInfo: embedding space, BM25 parameters, tokenizer) and the
+completion markers. Payload indexes are created for every indexed chunk field of the schema
+(``tenant_id`` as the tenant index) plus ``embedding_space``. Call :meth:`optimize` after a bulk
+load (builds HNSW and payload indexes on the optimized segments).
+
+Completion markers (never an index served silently half-built): before its first write an
+EdgeIndex writes ``INCOMPLETE`` (and drops ``COMPLETE.json``); :meth:`flush` / :meth:`close` after
+successful writes write ``COMPLETE.json`` (point count, plus what the ingest recorded) and drop
+``INCOMPLETE``; an ingest that raised leaves ``INCOMPLETE``. Opening a shard whose directory has
+``INCOMPLETE``, or no ``COMPLETE.json``, or another point count than recorded raises
+StoreIncompleteError / StoreCorruptError. Loads build a fresh directory and swap it in
+atomically (:mod:`hopweave.search.staging`), so a crash leaves the previous complete index.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from hopweave.errors import MissingDependencyError, StoreCorruptError, StoreError, StoreUnavailableError
+from hopweave.errors import (
+    MissingDependencyError,
+    StoreCorruptError,
+    StoreError,
+    StoreIncompleteError,
+    StoreIOError,
+    StoreUnavailableError,
+)
 from hopweave.models.filters import FilterTree
 from hopweave.models.schema import GraphSchema
 from hopweave.search.index_base import (
@@ -33,6 +50,15 @@ from hopweave.search.index_base import (
 from hopweave.search.qdrant_filter import to_edge
 
 INFO_FILE = "collection.json"
+VECTORS_DIR = "vectors"
+#: Siblings of ``vectors`` used by :mod:`hopweave.search.staging` (build aside, swap in).
+STAGING_DIR = ".vectors.staging"
+PREVIOUS_DIR = ".vectors.prev"
+LOCK_FILE = "vectors.lock"
+COMPLETE_FILE = "COMPLETE.json"
+INCOMPLETE_FILE = "INCOMPLETE"
+#: The marker the eval runner's frozen indexes carry (written after their own complete build).
+_LEGACY_COMPLETE = "complete"
 _CANDIDATE_FIELDS = ("chunk_id", "tenant_id")
 SHARD_DIR = "shard"
 
@@ -54,12 +80,17 @@ class EdgeIndex(VectorIndex):
 
     exclusive_writer = True
 
-    def __init__(self, store_dir: str | Path, schema: GraphSchema) -> None:
-        self.root = Path(store_dir) / "vectors"
+    def __init__(self, store_dir: str | Path, schema: GraphSchema, *, root: str | Path | None = None) -> None:
+        """``root`` overrides the index directory (default ``<store_dir>/vectors``; staging uses it)."""
+        self.root = Path(root) if root is not None else Path(store_dir) / VECTORS_DIR
         self.schema = schema
         self.info = None
         self._shard: Any = None
         self._lock = threading.RLock()
+        self._dirty = False  # this object wrote since the last completion marker
+        self._ingesting = 0  # open begin_ingest() calls: no completion marker meanwhile
+        self._failed = False  # the last ingest raised: its partial writes are never marked complete
+        self._marker: dict[str, Any] = {}
 
     # ---- lifecycle ----------------------------------------------------------------------
     def _load_info(self) -> CollectionInfo | None:
@@ -76,10 +107,15 @@ class EdgeIndex(VectorIndex):
             with self._lock:
                 if self._shard is None:
                     shard_dir = self.root / SHARD_DIR
+                    if self.root.name == VECTORS_DIR and not self.root.exists():
+                        recover(self.root.parent)  # a crash between the two renames of a swap
                     if not (self.root / INFO_FILE).is_file() or not shard_dir.is_dir():
+                        if (self.root / INCOMPLETE_FILE).exists():
+                            check_complete(self.root)
                         raise StoreError(f"no vector collection at {self.root}: ingest documents first")
+                    marker = check_complete(self.root)
                     try:
-                        self._shard = _q().EdgeShard.load(str(shard_dir))
+                        shard = _q().EdgeShard.load(str(shard_dir))
                     except Exception as exc:
                         if "WouldBlock" in str(exc):
                             raise StoreUnavailableError(
@@ -87,7 +123,44 @@ class EdgeIndex(VectorIndex):
                                 "(one process at a time): close it there first"
                             ) from exc
                         raise StoreCorruptError(f"cannot open the vector shard at {shard_dir}: {exc}") from exc
+                    _check_points(self.root, marker, shard)
+                    self._shard = shard
         return self._shard
+
+    # ---- completion markers -------------------------------------------------------------
+    def _mark_dirty(self) -> None:
+        if self._dirty:
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        note = {"pid": os.getpid(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        _write_durably(self.root / INCOMPLETE_FILE, json.dumps(note).encode())
+        (self.root / COMPLETE_FILE).unlink(missing_ok=True)
+        self._dirty = True
+
+    def _mark_complete(self) -> None:
+        if not self._dirty or self._ingesting or self._failed or self._shard is None:
+            return
+        points = int(self._shard.count(_q().CountRequest(exact=True)))
+        marker = {"format": 1, "points": points,
+                  "completed": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **self._marker}
+        _write_durably(self.root / COMPLETE_FILE, json.dumps(marker, sort_keys=True, indent=2).encode())
+        (self.root / INCOMPLETE_FILE).unlink(missing_ok=True)
+        _fsync_dir(self.root)
+        self._dirty = False
+
+    def begin_ingest(self) -> None:
+        """An ingest starts writing: no completion marker until :meth:`end_ingest`."""
+        with self._lock:
+            self._ingesting += 1
+
+    def end_ingest(self, marker: dict[str, Any] | None = None, failed: bool = False) -> None:
+        """The ingest ended: record ``marker`` (counts, input checksum) in COMPLETE.json at the
+        next flush. ``failed`` keeps the index INCOMPLETE until a later ingest succeeds."""
+        with self._lock:
+            self._ingesting = max(0, self._ingesting - 1)
+            self._failed = failed
+            if marker:
+                self._marker.update(marker)
 
     def _create(self, info: CollectionInfo) -> None:
         q = _q()
@@ -97,6 +170,7 @@ class EdgeIndex(VectorIndex):
             sparse_vectors={LEXICAL: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
         )
         with self._lock:
+            self._mark_dirty()
             try:
                 shard = q.EdgeShard.create(str(self.root / SHARD_DIR), cfg)
             except Exception as exc:
@@ -122,16 +196,20 @@ class EdgeIndex(VectorIndex):
         return [(name, types[kind]) for name, kind in payload_index_kinds(self.schema)]
 
     def close(self) -> None:
+        """Flush (marking the index complete unless an ingest is unfinished) and release it."""
         with self._lock:
             if self._shard is not None:
                 self._shard.flush()
+                self._mark_complete()
                 self._shard.close()
                 self._shard = None
 
     def flush(self) -> None:
+        """Persist writes; after successful writes (no ingest in progress) mark the index complete."""
         with self._lock:
             if self._shard is not None:
                 self._shard.flush()
+                self._mark_complete()
 
     def optimize(self) -> None:
         with self._lock:
@@ -151,19 +229,34 @@ class EdgeIndex(VectorIndex):
             out.append(q.Point(point_id(p.chunk_id), vec, p.payload))
         with self._lock:
             shard = self._open()
+            self._mark_dirty()
             # A point re-upserted without a dense vector must lose its old one.
-            shard.update(q.UpdateOperation.upsert_points(out))
+            self._update(shard, q.UpdateOperation.upsert_points(out))
 
     def _set_payload(self, flt: Any, payload: dict[str, Any]) -> None:
         with self._lock:
-            self._open().update(_q().UpdateOperation.set_payload_by_filter(flt, payload))
+            shard = self._open()
+            self._mark_dirty()
+            self._update(shard, _q().UpdateOperation.set_payload_by_filter(flt, payload))
 
     def _delete_dense(self, flt: Any) -> None:
         q = _q()
         with self._lock:
             shard = self._open()
-            shard.update(q.UpdateOperation.delete_vectors_by_filter(flt, [DENSE]))
-            shard.update(q.UpdateOperation.delete_payload_by_filter(flt, [SPACE_FIELD]))
+            self._mark_dirty()
+            self._update(shard, q.UpdateOperation.delete_vectors_by_filter(flt, [DENSE]))
+            self._update(shard, q.UpdateOperation.delete_payload_by_filter(flt, [SPACE_FIELD]))
+
+    def _update(self, shard: Any, op: Any) -> None:
+        """Apply one update; a backend failure (disk full, I/O) becomes a StoreError and the
+        index stays marked INCOMPLETE."""
+        try:
+            shard.update(op)
+        except Exception as exc:
+            raise StoreError(
+                f"writing to the vector shard at {self.root / SHARD_DIR} failed ({exc}); free space / check "
+                "the disk and re-run the load or ingest"
+            ) from exc
 
     def _count(self, flt: Any) -> int:
         return int(self._open().count(_q().CountRequest(exact=True, filter=flt)))
@@ -228,5 +321,115 @@ class EdgeIndex(VectorIndex):
 
 def read_info(store_dir: str | Path) -> dict[str, Any] | None:
     """The raw collection.json of a store (for diagnostics), or None."""
-    path = Path(store_dir) / "vectors" / INFO_FILE
+    path = Path(store_dir) / VECTORS_DIR / INFO_FILE
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def read_marker(root: Path) -> dict[str, Any] | None:
+    """The COMPLETE.json of an index directory, None when absent. Raises StoreCorruptError."""
+    path = root / COMPLETE_FILE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {"legacy": True} if (root / _LEGACY_COMPLETE).is_file() else None
+    except OSError as exc:
+        raise StoreError(f"cannot read {path} ({exc.strerror})") from exc
+    try:
+        marker = json.loads(raw)
+    except ValueError as exc:
+        raise StoreCorruptError(f"{path} is unreadable ({exc}); rebuild the index with `hopweave load`") from exc
+    if not isinstance(marker, dict) or not isinstance(marker.get("points"), int):
+        raise StoreCorruptError(f"{path} lacks a point count; rebuild the index with `hopweave load`")
+    return marker
+
+
+def check_complete(root: Path) -> dict[str, Any]:
+    """The completion marker of the index at ``root``. Raises StoreIncompleteError when an ingest
+    did not finish there (INCOMPLETE present, or no COMPLETE.json)."""
+    incomplete = root / INCOMPLETE_FILE
+    if incomplete.exists():
+        try:
+            note = incomplete.read_text(errors="replace").strip()
+        except OSError:
+            note = ""
+        raise StoreIncompleteError(
+            f"the vector index at {root} was left unfinished by an interrupted ingest ({note or 'no details'}); "
+            "re-run the load (`hopweave load`) or the ingest to rebuild it"
+        )
+    marker = read_marker(root)
+    if marker is None:
+        raise StoreIncompleteError(
+            f"the vector index at {root} has no completion marker ({COMPLETE_FILE}): it was built by an "
+            "interrupted or older ingest; re-run the load (`hopweave load`) to rebuild it"
+        )
+    return marker
+
+
+def _check_points(root: Path, marker: dict[str, Any], shard: Any) -> None:
+    want = marker.get("points")
+    if not isinstance(want, int):
+        return  # a legacy marker records no count
+    have = int(shard.count(_q().CountRequest(exact=True)))
+    if have != want:
+        shard.close()
+        raise StoreCorruptError(
+            f"the vector index at {root} holds {have} points, its {COMPLETE_FILE} records {want}: "
+            "it was altered after it was built; rebuild it with `hopweave load`"
+        )
+
+
+def _write_durably(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise StoreIOError(f"writing {path} failed ({exc.strerror}); free space / check the disk and re-run "
+                           "the ingest", path=str(path), errno=exc.errno) from exc
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise StoreIOError(f"syncing {directory} failed ({exc.strerror})", path=str(directory),
+                           errno=exc.errno) from exc
+
+
+def recover(store_dir: str | Path, locked: bool = False) -> None:
+    """Finish or undo a swap that a crash interrupted (see :mod:`hopweave.search.staging`):
+    with no ``vectors`` directory, a complete staging index is swapped in, else the previous
+    complete index is put back. No-op when ``vectors`` exists, or (unless ``locked``: the caller
+    holds the rebuild lock) while a rebuild holds the lock."""
+    store = Path(store_dir)
+    live = store / VECTORS_DIR
+    if live.exists() or not store.is_dir():
+        return
+    fd = None
+    if not locked:
+        try:
+            fd = os.open(store / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # a rebuild is running: it finishes the swap itself
+            os.close(fd)  # type: ignore[arg-type]
+            return
+        except OSError:
+            if fd is not None:
+                os.close(fd)
+            return
+    try:
+        for candidate in (store / STAGING_DIR, store / PREVIOUS_DIR):
+            if not live.exists() and (candidate / COMPLETE_FILE).is_file():
+                os.rename(candidate, live)
+                _fsync_dir(store)
+                return
+    finally:
+        if fd is not None:
+            os.close(fd)

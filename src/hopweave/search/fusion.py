@@ -9,15 +9,16 @@ Why in Python and not with Qdrant's ``Fusion.Rrf``: the contract reports, for ev
 channel's rank, raw score and weighted contribution, which a fused Qdrant response does not carry;
 Qdrant's weighted RRF is ``1 / (rank / w + k - 1)`` rather than seed 002's ``w / (k + rank)``;
 and Qdrant breaks score ties by internal order, not by chunk id. For the equal-weight profile the
-two agree (``Fusion.Rrf(k + 1)``): ``tests/unit/search/test_fusion_qdrant.py`` checks that.
+two agree (``Fusion.Rrf(k + 1)``): ``tests/unit/search/test_profiles.py``
+(``test_rrf_k60_equals_qdrant_fusion_rrf_k61``) checks that.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
-from hopweave.models.ranking import ChannelScore, RankingProfile
+from hopweave.models.ranking import ChannelScore, Method, RankingProfile
 
 Candidates = Sequence[tuple[str, float]]
 
@@ -50,58 +51,75 @@ def _minmax(cands: list[tuple[str, float]]) -> dict[str, float]:
     return {cid: (s - lo) / (hi - lo) for cid, s in cands}
 
 
+@dataclass(frozen=True)
+class _Channel:
+    """One channel's ranked candidates and what the profile gives it."""
+
+    used: bool
+    weight: float  # RRF weight
+    share: float  # convex share (alpha for semantic, 1 - alpha for lexical)
+    ranked: dict[str, tuple[int, float]]  # chunk id -> (rank from 1, raw score)
+    norm: dict[str, float]  # chunk id -> min-max normalised score
+
+
+def _rrf(profile: RankingProfile, ch: _Channel, cid: str) -> float:
+    return ch.weight / (profile.rank_constant + ch.ranked[cid][0])
+
+
+def _convex(profile: RankingProfile, ch: _Channel, cid: str) -> float:
+    return ch.share * ch.norm[cid]
+
+
+def _raw(profile: RankingProfile, ch: _Channel, cid: str) -> float:
+    return ch.ranked[cid][1]
+
+
+#: A channel's contribution for a candidate, by fusion method.
+SCORERS: dict[Method, Callable[[RankingProfile, _Channel, str], float]] = {
+    "rrf": _rrf,
+    "weighted_rrf": _rrf,
+    "convex": _convex,
+    "dense": _raw,
+    "lexical": _raw,
+}
+
+
+def _channel(cands: Candidates, cap: int, used: bool, weight: float, share: float, convex: bool) -> _Channel:
+    ranked = rank_channel(cands, cap)
+    return _Channel(
+        used=used,
+        weight=weight,
+        share=share,
+        ranked={cid: (i + 1, s) for i, (cid, s) in enumerate(ranked)},
+        norm=_minmax(ranked) if convex else {},
+    )
+
+
 def fuse(profile: RankingProfile, lexical: Candidates, semantic: Candidates) -> list[Fused]:
-    """Fuse two candidate lists under ``profile``; returns every candidate, best first.
+    """Fuse two candidate lists under ``profile``; returns every candidate a used channel
+    scored, best first (fused score descending, then chunk id).
 
     Channels the profile does not use are ignored (their ChannelScore is still reported with
     ``contribution=None`` when the candidate appears in that list).
     """
-    lex = rank_channel(lexical, profile.candidates_per_channel)
-    sem = rank_channel(semantic, profile.candidates_per_channel)
-    lex_rank = {cid: (i + 1, s) for i, (cid, s) in enumerate(lex)}
-    sem_rank = {cid: (i + 1, s) for i, (cid, s) in enumerate(sem)}
-
-    def contrib_rrf(rank: int, weight: float) -> float:
-        return weight / (profile.rank_constant + rank)
-
-    lex_norm = _minmax(lex) if profile.method == "convex" else {}
-    sem_norm = _minmax(sem) if profile.method == "convex" else {}
-    alpha = profile.alpha or 0.0
-
-    ids = set(lex_rank) | set(sem_rank)
+    cap, convex, alpha = profile.candidates_per_channel, profile.method == "convex", profile.alpha or 0.0
+    channels = (
+        _channel(lexical, cap, profile.uses_lexical, profile.lexical_weight, 1.0 - alpha, convex),
+        _channel(semantic, cap, profile.uses_semantic, profile.semantic_weight, alpha, convex),
+    )
+    scorer = SCORERS[profile.method]
     out: list[Fused] = []
-    for cid in ids:
-        lc = sc = None
+    for cid in set(channels[0].ranked) | set(channels[1].ranked):
         total = 0.0
-        if cid in lex_rank:
-            r, s = lex_rank[cid]
-            c: float | None
-            if not profile.uses_lexical:
-                c = None
-            elif profile.method in ("rrf", "weighted_rrf"):
-                c = contrib_rrf(r, profile.lexical_weight)
-            elif profile.method == "convex":
-                c = (1.0 - alpha) * lex_norm[cid]
-            else:  # lexical only
-                c = s
+        scores: list[ChannelScore | None] = []
+        for ch in channels:
+            if cid not in ch.ranked:
+                scores.append(None)
+                continue
+            c = scorer(profile, ch, cid) if ch.used else None
             total += c or 0.0
-            lc = ChannelScore.model_construct(rank=r, score=s, contribution=c)
-        if cid in sem_rank:
-            r, s = sem_rank[cid]
-            if not profile.uses_semantic:
-                c = None
-            elif profile.method in ("rrf", "weighted_rrf"):
-                c = contrib_rrf(r, profile.semantic_weight)
-            elif profile.method == "convex":
-                c = alpha * sem_norm[cid]
-            else:  # dense only
-                c = s
-            total += c or 0.0
-            sc = ChannelScore.model_construct(rank=r, score=s, contribution=c)
-        used = (lc is not None and lc.contribution is not None) or (
-            sc is not None and sc.contribution is not None
-        )
-        if used:
-            out.append(Fused(cid, total, lc, sc))
+            scores.append(ChannelScore.model_construct(rank=ch.ranked[cid][0], score=ch.ranked[cid][1], contribution=c))
+        if any(sc is not None and sc.contribution is not None for sc in scores):
+            out.append(Fused(cid, total, scores[0], scores[1]))
     out.sort(key=lambda f: (-f.score, f.chunk_id))
     return out

@@ -18,7 +18,7 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Final, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -30,11 +30,11 @@ from hopweave.models.filters import Eq, FilterTree, and_, check_fields, matches,
 from hopweave.models.ranking import Coverage, Hit, RankingProfile, SearchResult
 from hopweave.models.schema import GraphSchema
 from hopweave.search.embedder import EmbeddingSpace
-from hopweave.search.fusion import fuse, rank_channel
+from hopweave.search.fusion import Fused, fuse, rank_channel
 from hopweave.search.lexical import Bm25Encoder, Bm25Params, SparseVec, Tokenizer, TokenizerConfig
 
-DENSE = "dense"
-LEXICAL = "lexical"
+DENSE: Final = "dense"
+LEXICAL: Final = "lexical"
 #: The BM25 channel's first fetch is this many times its cap (+1): a refetch costs a whole
 #: filtered-IDF query, and templated corpora tie at the cut often (issue 7: 2 queries per search).
 LEXICAL_TIE_HEADROOM = 4
@@ -169,14 +169,20 @@ class VectorIndex(ABC):
         payload holds at least ``chunk_id`` and ``tenant_id`` (full payloads are fetched later
         for the returned hits only)."""
 
-    def close(self) -> None:  # pragma: no cover - adapters override when they hold resources
+    def close(self) -> None:  # noqa: B027 (optional hook)  # pragma: no cover - adapters override when they hold resources
         """Release the backend."""
 
-    def flush(self) -> None:
+    def flush(self) -> None:  # noqa: B027 (optional hook)
         """Persist pending writes (no-op where writes are durable already)."""
 
-    def optimize(self) -> None:
+    def optimize(self) -> None:  # noqa: B027 (optional hook)
         """Build indexes / merge segments after a bulk load (no-op where not applicable)."""
+
+    def begin_ingest(self) -> None:  # noqa: B027 (optional hook)
+        """An ingest starts writing (adapters with completion markers hold them back)."""
+
+    def end_ingest(self, marker: dict[str, Any] | None = None, failed: bool = False) -> None:  # noqa: B027 (optional hook)
+        """The ingest ended; ``marker`` describes it, ``failed`` keeps the index marked incomplete."""
 
     # ---- collection lifecycle -----------------------------------------------------------
     def ensure_collection(self, info: CollectionInfo) -> CollectionInfo:
@@ -208,7 +214,7 @@ class VectorIndex(ABC):
 
     @property
     def field_types(self) -> dict[str, str]:
-        types = {f.name: f.type for f in self.schema.chunk_fields}
+        types: dict[str, str] = {f.name: f.type for f in self.schema.chunk_fields}
         types.setdefault(SPACE_FIELD, "str")
         return types
 
@@ -362,55 +368,105 @@ class VectorIndex(ABC):
             raise InputError("limit must be >= 1")
         info = self.require_info()
         scoped = self.scoped_filter(tenant_id, where, not include_superseded)
-        timings: dict[str, float] = {}
-        requests: list[ChannelRequest] = []
-        cap = profile.candidates_per_channel
-        base = self._compile(scoped)
-        lexical_reason = semantic_reason = None
-
-        sparse = info.encoder().encode_query(query) if profile.uses_lexical else None
-        if profile.uses_lexical:
-            if sparse is None or len(sparse) == 0:
-                lexical_reason = "the query has no index terms"
-            else:
-                requests.append(ChannelRequest(LEXICAL, sparse, base, cap, idf_filter=base))
-        else:
-            lexical_reason = f"profile {profile.name} does not use the lexical channel"
-
         space = query_space or info.space
         space_tree = and_(scoped, Eq(field=SPACE_FIELD, value=space.key))
-        semantic_ok = False
+        assert space_tree is not None
+        cap = profile.candidates_per_channel
+        lexical, lexical_reason = self._lexical_request(info, profile, query, self._compile(scoped), cap)
+        dense, semantic_reason = self._dense_request(info, profile, query_vector, query_space, space_tree, cap)
+        timings = {"prepare": _ms(t0)}
+
+        t1 = time.perf_counter()
+        lex, sem = self._run_channels(tenant_id, lexical, dense)
+        timings["channels"] = _ms(t1)
+
+        t2 = time.perf_counter()
+        coverage = self._coverage(scoped, space_tree, dense is not None, semantic_reason, lexical_reason, info, space)
+        timings["count"] = _ms(t2)
+
+        t3 = time.perf_counter()
+        fused, payloads, dropped = self._fuse_checked(tenant_id, scoped, profile, lex, sem, limit)
+        hits = tuple(_hit(f, payloads[f.chunk_id]) for f in fused)
+        timings["fuse"] = _ms(t3)
+        timings["total"] = _ms(t0)
+        return SearchResult(
+            hits=hits,
+            profile=profile,
+            coverage=coverage,
+            candidates={LEXICAL: len(lex), "semantic": len(sem), "dropped_by_post_check": len(dropped)},
+            candidates_truncated={LEXICAL: len(lex) >= cap, "semantic": len(sem) >= cap},
+            query_space=query_space,
+            collection_space=info.space,
+            filter=scoped.model_dump(mode="json"),
+            timings_ms={k: round(v, 3) for k, v in timings.items()},
+        )
+
+    @staticmethod
+    def _lexical_request(
+        info: CollectionInfo, profile: RankingProfile, query: str, base: Any, cap: int
+    ) -> tuple[ChannelRequest | None, str | None]:
+        """The BM25 request (IDF over the filtered population), or None and why it is skipped."""
+        if not profile.uses_lexical:
+            return None, f"profile {profile.name} does not use the lexical channel"
+        sparse = info.encoder().encode_query(query)
+        if len(sparse) == 0:
+            return None, "the query has no index terms"
+        return ChannelRequest(LEXICAL, sparse, base, cap, idf_filter=base), None
+
+    def _dense_request(
+        self,
+        info: CollectionInfo,
+        profile: RankingProfile,
+        query_vector: np.ndarray | None,
+        query_space: EmbeddingSpace | None,
+        space_tree: FilterTree,
+        cap: int,
+    ) -> tuple[ChannelRequest | None, str | None]:
+        """The semantic request (points of the query's space only), or None and why it is skipped.
+
+        Raises:
+            EmbeddingSpaceError: the vector's length is not the dimensions of ``query_space``.
+        """
         if not profile.uses_semantic:
-            semantic_reason = f"profile {profile.name} does not use the semantic channel"
-        elif query_vector is None or query_space is None:
-            semantic_reason = "no query embedding was supplied"
-        elif query_space.dimensions != info.space.dimensions:
-            semantic_reason = (
+            return None, f"profile {profile.name} does not use the semantic channel"
+        if query_vector is None or query_space is None:
+            return None, "no query embedding was supplied"
+        if query_space.dimensions != info.space.dimensions:
+            return None, (
                 f"query embedding space {query_space.key} has {query_space.dimensions} dimensions, "
                 f"the collection's ({info.space.key}) {info.space.dimensions}: no semantic candidates"
             )
-        else:
-            vec = np.asarray(query_vector, dtype=np.float32).reshape(-1)
-            if vec.shape[0] != query_space.dimensions:
-                raise EmbeddingSpaceError(
-                    f"query vector has {vec.shape[0]} dimensions, the space {query_space.key} has "
-                    f"{query_space.dimensions}"
-                )
-            semantic_ok = True
-            requests.append(ChannelRequest(DENSE, vec.tolist(), self._compile(space_tree), cap))
-        timings["prepare"] = (time.perf_counter() - t0) * 1000
+        vec = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+        if vec.shape[0] != query_space.dimensions:
+            raise EmbeddingSpaceError(
+                f"query vector has {vec.shape[0]} dimensions, the space {query_space.key} has "
+                f"{query_space.dimensions}"
+            )
+        return ChannelRequest(DENSE, vec.tolist(), self._compile(space_tree), cap), None
 
-        t1 = time.perf_counter()
-        results = self._query_exact(requests)
-        timings["channels"] = (time.perf_counter() - t1) * 1000
-        by_channel = {r.channel: res for r, res in zip(requests, results)}
-        lex = by_channel.get(LEXICAL, [])
-        sem = by_channel.get(DENSE, [])
+    def _run_channels(
+        self, tenant_id: str, *requests: ChannelRequest | None
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """(lexical, dense) candidates, best first. Raises TenantError for another tenant's point."""
+        todo = [r for r in requests if r is not None]
+        by_channel = {r.channel: res for r, res in zip(todo, self._query_exact(todo))}
+        lex, sem = by_channel.get(LEXICAL, []), by_channel.get(DENSE, [])
         for c in [*lex, *sem]:  # candidates carry only chunk_id + tenant_id
             if c.payload.get("tenant_id") != tenant_id:
                 raise TenantError(f"the index returned chunk {c.chunk_id!r} of another tenant: refusing")
+        return lex, sem
 
-        t2 = time.perf_counter()
+    def _coverage(
+        self,
+        scoped: FilterTree,
+        space_tree: FilterTree,
+        semantic_ok: bool,
+        semantic_reason: str | None,
+        lexical_reason: str | None,
+        info: CollectionInfo,
+        space: EmbeddingSpace,
+    ) -> Coverage:
+        """How many eligible records there are and how many carry a vector in the query's space."""
         eligible = self._count_tree(scoped)
         embedded = self._count_tree(space_tree) if eligible else 0
         if semantic_ok and eligible > 0 and embedded == 0:
@@ -418,16 +474,29 @@ class VectorIndex(ABC):
                 f"no eligible record has a vector in the query's space {space.key} "
                 f"(collection space {info.space.key}): no semantic candidates"
             )
-        coverage = Coverage(
+        return Coverage(
             eligible_records=eligible,
             embedded_records=embedded,
             embedding_coverage="full" if embedded == eligible else ("missing" if embedded == 0 else "partial"),
             semantic_skipped_reason=semantic_reason,
             lexical_skipped_reason=lexical_reason,
         )
-        timings["count"] = (time.perf_counter() - t2) * 1000
 
-        t3 = time.perf_counter()
+    def _fuse_checked(
+        self,
+        tenant_id: str,
+        scoped: FilterTree,
+        profile: RankingProfile,
+        lex: list[Candidate],
+        sem: list[Candidate],
+        limit: int,
+    ) -> tuple[list[Fused], dict[str, dict[str, Any]], set[str]]:
+        """The top ``limit`` fused candidates whose payloads pass the second wall, their payloads,
+        and the chunk ids dropped on the way (re-fused without them until none fails).
+
+        Raises:
+            TenantError: a payload belongs to another tenant.
+        """
         dropped: set[str] = set()
         while True:
             fused = fuse(
@@ -443,22 +512,8 @@ class VectorIndex(ABC):
             # between engine and Python (e.g. date vs datetime) is dropped (fail closed)
             bad = self._post_check(tenant_id, scoped, payloads.values()) | missing
             if not bad:
-                break
+                return fused, payloads, dropped
             dropped |= bad
-        hits = tuple(_hit(f, payloads[f.chunk_id]) for f in fused)
-        timings["fuse"] = (time.perf_counter() - t3) * 1000
-        timings["total"] = (time.perf_counter() - t0) * 1000
-        return SearchResult(
-            hits=hits,
-            profile=profile,
-            coverage=coverage,
-            candidates={LEXICAL: len(lex), "semantic": len(sem), "dropped_by_post_check": len(dropped)},
-            candidates_truncated={LEXICAL: len(lex) >= cap, "semantic": len(sem) >= cap},
-            query_space=query_space,
-            collection_space=info.space,
-            filter=scoped.model_dump(mode="json"),
-            timings_ms={k: round(v, 3) for k, v in timings.items()},
-        )
 
     def _query_exact(self, requests: Sequence[ChannelRequest]) -> list[list[Candidate]]:
         """Run the requests and make each list deterministic under score ties.
@@ -485,7 +540,11 @@ class VectorIndex(ABC):
         return final
 
 
-def _hit(f: Any, payload: dict[str, Any]) -> Hit:
+def _ms(since: float) -> float:
+    return (time.perf_counter() - since) * 1000
+
+
+def _hit(f: Fused, payload: dict[str, Any]) -> Hit:
     # built from the engine's payload and fuse()'s already-typed scores: skip re-validation
     return Hit.model_construct(
         chunk_id=f.chunk_id,

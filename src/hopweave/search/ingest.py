@@ -13,16 +13,23 @@ Guarantees:
   points; re-running the ingest finishes the job.
 * **Changed text invalidates its vector.** A chunk whose text changed is written without its old
   vector; it gets a new one when embedded (coverage reports it as missing until then).
+* **Batches, and never a half-built index served.** Points are written in batches of about
+  ``batch_size`` chunks (whole documents). The index is marked INCOMPLETE before the first write
+  and COMPLETE (with counts and a sha256 of the inputs) only when the whole ingest succeeded; an
+  index left INCOMPLETE is refused when opened (see :mod:`hopweave.search.edge_index`). Loaders
+  use :func:`hopweave.search.staging.rebuild_index`, which builds aside and swaps in atomically,
+  so a crash leaves the previous complete index in service.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
 import numpy as np
 import yaml
@@ -311,25 +318,34 @@ class Ingestor:
         """
         t0 = time.perf_counter()
         rep = report or IngestReport()
-        current_seen: dict[tuple[str, str], str] = {}
-        for d in documents:
-            if d.version == CURRENT:
-                key = (d.tenant_id, d.document_id)
-                if key in current_seen and current_seen[key] != d.revision:
-                    raise InputError(
-                        f"document {d.document_id!r} has two current revisions in this ingest "
-                        f"({current_seen[key]!r} and {d.revision!r}): mark the older one superseded"
-                    )
-                current_seen[key] = d.revision
+        _check_current(documents)
+        self.index.begin_ingest()
+        try:
+            self._ingest(documents, progress, rep)
+        except BaseException:
+            self.index.end_ingest(failed=True)  # partial writes stay marked INCOMPLETE
+            raise
+        self.index.end_ingest({"documents": len(documents), "inputs_sha256": inputs_digest(documents, self.max_words)})
+        self.index.flush()
+        rep.elapsed_s += time.perf_counter() - t0
+        return rep
+
+    def _ingest(
+        self, documents: Sequence[Document], progress: Callable[[str, int, int], None] | None, rep: IngestReport
+    ) -> None:
         # superseded history first, then current revisions (so the flip sees the history)
         ordered = sorted(documents, key=lambda d: (d.version != SUPERSEDED,))
         plans = [(d, chunk_document(d, self.max_words, version=STAGING if d.version == CURRENT else SUPERSEDED)) for d in ordered]
         info = self._collection([c for _, cs in plans for c in cs])
-        enc = info.encoder()
-        space_key = info.space.key
         rep.documents += len(documents)
+        todo, to_embed = self._plan(plans, info.space.key, rep)
+        vectors = self._embed(to_embed, progress, rep)
+        self._write(todo, vectors, info, rep, progress)
 
-        # 1. decide what to write and what to embed
+    def _plan(
+        self, plans: list[tuple[Document, list[Chunk]]], space_key: str, rep: IngestReport
+    ) -> tuple[list[tuple[Document, list[Chunk], dict[str, np.ndarray]]], list[Chunk]]:
+        """What to write (document, chunks, reused vectors) and which chunks to embed."""
         todo: list[tuple[Document, list[Chunk], dict[str, np.ndarray]]] = []
         to_embed: list[Chunk] = []
         for doc, chunks in plans:
@@ -357,44 +373,109 @@ class Ingestor:
             rep.vectors_reused += len(reused)
             todo.append((doc, chunks, reused))
             to_embed.extend(c for c in chunks if c.chunk_id not in reused)
+        return todo, to_embed
 
-        # 2. embed in batches (before any write: a failing embedder leaves the store untouched)
+    def _embed(
+        self, to_embed: list[Chunk], progress: Callable[[str, int, int], None] | None, rep: IngestReport
+    ) -> dict[str, np.ndarray]:
+        """Embed in batches, before any write: a failing embedder leaves the store untouched."""
         vectors: dict[str, np.ndarray] = {}
-        if self.embedder is not None and to_embed:
-            total = len(to_embed)
-            for start in range(0, total, self.batch_size):
-                batch = to_embed[start : start + self.batch_size]
-                vecs = self.embedder.embed([c.rerank_text() for c in batch], batch_size=self.batch_size)
-                for c, v in zip(batch, vecs):
-                    vectors[c.chunk_id] = v
-                if progress:
-                    progress("embedding", min(start + self.batch_size, total), total)
-            rep.chunks_embedded += len(to_embed)
-
-        # 3. write: staging/superseded points, then flip current revisions
-        for n, (doc, chunks, reused) in enumerate(todo, start=1):
-            points = []
-            for c in chunks:
-                vec = reused.get(c.chunk_id, vectors.get(c.chunk_id))
-                payload = c.payload()
-                if vec is not None:
-                    payload[SPACE_FIELD] = space_key
-                else:
-                    rep.chunks_without_vector += 1
-                points.append(IndexPoint(c.chunk_id, payload, enc.encode_document(c.text, c.title), vec))
-            self.index.upsert(doc.tenant_id, points)
-            rep.chunks_written += len(points)
-            if doc.version == CURRENT and any(c.metadata.get("version") == STAGING for c in chunks):
-                same_doc = Eq(field="document_id", value=doc.document_id)
-                before = self.index.count(doc.tenant_id, same_doc, current_only=True)
-                self.index.set_payload(doc.tenant_id, {"version": SUPERSEDED}, And(clauses=(same_doc, Eq(field="version", value=CURRENT))))
-                self.index.set_payload(doc.tenant_id, {"version": CURRENT}, And(clauses=(same_doc, Eq(field="version", value=STAGING))))
-                rep.superseded_chunks += before
+        if self.embedder is None or not to_embed:
+            return vectors
+        total = len(to_embed)
+        for start in range(0, total, self.batch_size):
+            batch = to_embed[start : start + self.batch_size]
+            vecs = self.embedder.embed([c.rerank_text() for c in batch], batch_size=self.batch_size)
+            for c, v in zip(batch, vecs):
+                vectors[c.chunk_id] = v
             if progress:
-                progress("writing", n, len(todo))
-        self.index.flush()
-        rep.elapsed_s += time.perf_counter() - t0
-        return rep
+                progress("embedding", min(start + self.batch_size, total), total)
+        rep.chunks_embedded += len(to_embed)
+        return vectors
+
+    def _write(
+        self,
+        todo: list[tuple[Document, list[Chunk], dict[str, np.ndarray]]],
+        vectors: dict[str, np.ndarray],
+        info: CollectionInfo,
+        rep: IngestReport,
+        progress: Callable[[str, int, int], None] | None,
+    ) -> None:
+        """Write in batches of about ``batch_size`` chunks: one upsert per tenant of the batch's
+        staging/superseded points, then the flips of its current revisions."""
+        enc, space_key = info.encoder(), info.space.key
+        done = 0
+        for batch in _batches(todo, self.batch_size):
+            by_tenant: dict[str, list[IndexPoint]] = {}
+            for doc, chunks, reused in batch:
+                for c in chunks:
+                    vec = reused.get(c.chunk_id, vectors.get(c.chunk_id))
+                    payload = c.payload()
+                    if vec is not None:
+                        payload[SPACE_FIELD] = space_key
+                    else:
+                        rep.chunks_without_vector += 1
+                    by_tenant.setdefault(doc.tenant_id, []).append(
+                        IndexPoint(c.chunk_id, payload, enc.encode_document(c.text, c.title), vec))
+            for tenant, points in sorted(by_tenant.items()):
+                self.index.upsert(tenant, points)
+                rep.chunks_written += len(points)
+            for doc, chunks, _ in batch:
+                if doc.version == CURRENT and any(c.metadata.get("version") == STAGING for c in chunks):
+                    rep.superseded_chunks += self._flip(doc)
+            done += len(batch)
+            if progress:
+                progress("writing", done, len(todo))
+
+    def _flip(self, doc: Document) -> int:
+        """Supersede the document's current chunks and make its staged ones current. Returns
+        how many chunks were superseded."""
+        same_doc = Eq(field="document_id", value=doc.document_id)
+        before = self.index.count(doc.tenant_id, same_doc, current_only=True)
+        self.index.set_payload(doc.tenant_id, {"version": SUPERSEDED}, And(clauses=(same_doc, Eq(field="version", value=CURRENT))))
+        self.index.set_payload(doc.tenant_id, {"version": CURRENT}, And(clauses=(same_doc, Eq(field="version", value=STAGING))))
+        return before
+
+
+def _check_current(documents: Sequence[Document]) -> None:
+    """Raises InputError when two records claim to be the current revision of one document."""
+    current_seen: dict[tuple[str, str], str] = {}
+    for d in documents:
+        if d.version == CURRENT:
+            key = (d.tenant_id, d.document_id)
+            if key in current_seen and current_seen[key] != d.revision:
+                raise InputError(
+                    f"document {d.document_id!r} has two current revisions in this ingest "
+                    f"({current_seen[key]!r} and {d.revision!r}): mark the older one superseded"
+                )
+            current_seen[key] = d.revision
+
+
+def _batches(
+    todo: list[tuple[Document, list[Chunk], dict[str, np.ndarray]]], size: int
+) -> Iterator[list[tuple[Document, list[Chunk], dict[str, np.ndarray]]]]:
+    """Whole documents grouped into batches of at least ``size`` chunks (the last may be smaller)."""
+    batch: list[tuple[Document, list[Chunk], dict[str, np.ndarray]]] = []
+    n = 0
+    for item in todo:
+        batch.append(item)
+        n += len(item[1])
+        if n >= size:
+            yield batch
+            batch, n = [], 0
+    if batch:
+        yield batch
+
+
+def inputs_digest(documents: Iterable[Document], max_words: int) -> str:
+    """sha256 over what determines an ingest's points: each document's tenant, id, revision,
+    lifecycle and content hash (order-independent), plus the chunk size."""
+    keys = sorted(f"{d.tenant_id}\0{d.document_id}\0{d.revision}\0{d.version}\0{d.content_hash()}" for d in documents)
+    h = hashlib.sha256(f"max_words={max_words}\n".encode())
+    for k in keys:
+        h.update(k.encode())
+        h.update(b"\n")
+    return h.hexdigest()
 
 
 def load_documents(

@@ -11,9 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from hopweave.errors import ConfigError, UnknownProfileError
+from hopweave.fileio import read_yaml
 from hopweave.models.ranking import RankingProfile
 
 PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
@@ -35,9 +34,16 @@ class ProfileRegistry:
 
     @classmethod
     def load(cls, path: str | Path = PROFILES_FILE) -> "ProfileRegistry":
-        """Read a profiles YAML file. Raises ConfigError when it is malformed."""
+        """Read a profiles YAML file.
+
+        Returns the registry of the profiles it publishes.
+
+        Raises:
+            InputError: the file does not exist or is not YAML.
+            ConfigError: its content is not a valid profile list with a published default.
+        """
+        data: Any = read_yaml(path, "ranking profiles file")
         try:
-            data: Any = yaml.safe_load(Path(path).read_text())
             profiles = [RankingProfile.model_validate(p) for p in data["profiles"]]
             return cls(profiles, str(data["default"]))
         except ConfigError:

@@ -1,7 +1,7 @@
 """Calibration of the goal classifier: a logistic (Platt) map from goal-agnostic score
 features to P(the top goal is right), fitted on held-out validation utterances.
 
-The parameters are data (``metagraph/classifier_calibration.json``) with their provenance: the
+The parameters are data (``<pack>/classifier_calibration.json``) with their provenance: the
 validation file and its sha256, the metagraph revision and embedding space they were computed
 with, the fit settings and the fit metrics. The fit is deterministic (Newton's method from zero,
 fixed iterations; parameters rounded to 6 decimals).
@@ -13,17 +13,38 @@ import hashlib
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from hopweave.errors import ConfigError, InputError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from hopweave.understand.classifier import GoalClassifier
-
 FEATURES = ("top_score", "goal_margin", "background_margin")
+
+
+class ClassifierFingerprint(BaseModel):
+    """What a classifier compares utterances with, recorded as a calibration's provenance."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    metagraph_revision: str
+    goals: tuple[str, ...]
+    examples_sha256: str
+    embedding_space: str
+    settings: dict[str, Any]
+
+
+class Calibratable(Protocol):
+    """A classifier that can be calibrated (``GoalClassifier`` is one)."""
+
+    def calibration_samples(self, utterances: Sequence[str]) -> list[tuple[list[float], str]]:
+        """Per utterance: the features of the chosen goal, and that goal's name."""
+        ...
+
+    def fingerprint(self) -> ClassifierFingerprint:
+        """The provenance of what the classifier compares with."""
+        ...
 
 
 class Calibration(BaseModel):
@@ -123,7 +144,7 @@ def calibration_metrics(p: Sequence[float], y: Sequence[bool], bins: int = 10) -
 
 
 def fit_calibration(
-    classifier: "GoalClassifier",
+    classifier: Calibratable,
     validation_path: str | Path,
     *,
     l2: float = 0.05,
@@ -152,7 +173,6 @@ def fit_calibration(
         intercept=round(float(intercept), 6),
     )
     probs = [cal.probability(f) for f in x]
-    cfg = classifier.config
     provenance = {
         "method": "Platt scaling: L2-regularised logistic regression (Newton) on goal-agnostic features",
         "command": command,
@@ -162,20 +182,7 @@ def fit_calibration(
         "n_correct": int(y.sum()),
         "n_out_of_scope": sum(1 for u in items if u.goal is None),
         "l2": l2,
-        "metagraph_revision": classifier.store.metagraph_revision(),
-        "goals": list(classifier.index().goals),
-        "examples_sha256": classifier.index().content_hash,
-        "embedding_space": classifier.embedder.space.key,
-        "settings": {
-            "lexical_weight": cfg.lexical_weight,
-            "top_k": cfg.top_k,
-            "char_ngrams": list(cfg.char_ngrams),
-            "use_descriptions": cfg.use_descriptions,
-            "clause_separators": cfg.clause_separators,
-            "min_clause_words": cfg.min_clause_words,
-            "max_clauses": cfg.max_clauses,
-            "background_sha256": hashlib.sha256("\n".join(cfg.background).encode()).hexdigest(),
-        },
+        **classifier.fingerprint().model_dump(mode="json"),
         "fit_metrics": calibration_metrics(probs, list(y)),
     }
     return cal.model_copy(update={"provenance": provenance})

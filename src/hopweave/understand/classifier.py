@@ -6,8 +6,8 @@ embeddings + a character n-gram TF-IDF index) is cached. There is no training st
 nearest-example, and the calibration (``calibration.py``) maps goal-agnostic features to a
 probability, so a GoalType added to the graph is classifiable on the next call.
 
-Settings (``metagraph/classifier.yaml``) and calibration parameters
-(``metagraph/classifier_calibration.json``) are data; see the comments in the YAML file.
+Settings (``<pack>/classifier.yaml``) and calibration parameters
+(``<pack>/classifier_calibration.json``) are data; see the comments in the YAML file.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from hopweave.errors import ConfigError, InputError
-from hopweave.understand.calibration import Calibration, load_calibration
+from hopweave.fileio import read_yaml
+from hopweave.understand.calibration import Calibration, ClassifierFingerprint, load_calibration
 from hopweave.understand.models import Classification, GoalCandidate
 from hopweave.understand.text import CharNgramIndex, check_utterance, split_clauses
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class ClassifierConfig(BaseModel):
-    """The classifier settings file (``metagraph/classifier.yaml``)."""
+    """The classifier settings file (``<pack>/classifier.yaml``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -66,24 +66,39 @@ class ClassifierConfig(BaseModel):
 
 
 def _default_dir() -> Path:
-    from hopweave.paths import metagraph_dir
+    from hopweave.paths import example_pack_dir
 
-    return metagraph_dir()
+    return example_pack_dir()
+
+
+def classifier_settings(config: dict[str, Any] | None, calibration: dict[str, Any] | None
+                        ) -> tuple[ClassifierConfig | None, Calibration | None]:
+    """Classifier settings and calibration as a store keeps them for a domain (the pack's
+    ``classifier.yaml`` and calibration file, as data). Raises ConfigError when invalid."""
+    try:
+        cfg = ClassifierConfig.model_validate(config) if config is not None else None
+        cal = Calibration.model_validate(calibration) if calibration is not None else None
+    except Exception as exc:
+        raise ConfigError(f"the store's classifier settings are invalid ({exc}); reload the pack") from exc
+    return cfg, cal
 
 
 def load_classifier_config(path: str | Path | None = None) -> ClassifierConfig:
-    """Read the classifier settings (default: the shipped ``metagraph/classifier.yaml``).
+    """Read the classifier settings (default: the example pack's ``classifier.yaml``).
+
+    Returns the validated settings, remembering the directory they were read from.
 
     Raises:
-        ConfigError: missing or invalid file.
+        InputError: the file does not exist or is not YAML.
+        ConfigError: the settings are not a mapping or do not validate.
     """
     p = Path(path) if path is not None else _default_dir() / "classifier.yaml"
+    data = read_yaml(p, "classifier settings")
+    if not isinstance(data, dict):
+        raise ConfigError(f"classifier settings {p} must be a mapping, not {type(data).__name__}")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
         return ClassifierConfig.model_validate({**data, "base_dir": str(p.parent)})
-    except FileNotFoundError:
-        raise ConfigError(f"classifier settings {p} do not exist") from None
-    except Exception as exc:
+    except ValueError as exc:
         raise ConfigError(f"classifier settings {p} are invalid: {exc}") from exc
 
 
@@ -144,11 +159,12 @@ class GoalClassifier:
 
     Args:
         store: the GraphStore whose GoalType nodes are the labels.
-        embedder: the offline embedder (default: ``hopweave.search.embedders.default_embedder()``,
+        embedder: the offline embedder (default: ``hopweave.search.embedder.default_embedder()``,
             created on first use).
         config: classifier settings (default: the shipped file).
         calibration: calibration parameters (default: the file named by the config).
         threshold: abstain below this calibrated confidence (default: the config's).
+        domain: the domain (pack) whose goal types are the labels (default: all of the store's).
 
     No I/O happens in the constructor; the index is built on the first :meth:`classify`.
     Thread-safe.
@@ -161,8 +177,11 @@ class GoalClassifier:
         config: ClassifierConfig | None = None,
         calibration: Calibration | None = None,
         threshold: float | None = None,
+        domain: str | None = None,
     ) -> None:
         self.store = store
+        #: The domain (pack) whose goal types are the labels (None: every goal in the store).
+        self.domain = domain
         self._embedder = embedder
         self._config = config
         self._calibration = calibration
@@ -188,7 +207,7 @@ class GoalClassifier:
     @property
     def embedder(self) -> "Embedder":
         if self._embedder is None:
-            from hopweave.search.embedders import default_embedder
+            from hopweave.search.embedder import default_embedder
 
             self._embedder = default_embedder()
         return self._embedder
@@ -225,7 +244,7 @@ class GoalClassifier:
             if idx is not None and idx.revision == rev:
                 return idx
             cfg = self.config
-            goals = sorted(self.store.goal_types(), key=lambda g: g.name)
+            goals = sorted(self.store.domain_goal_types(self.domain), key=lambda g: g.name)
             texts: list[str] = []
             owner: list[int] = []
             for gi, g in enumerate(goals):
@@ -366,6 +385,28 @@ class GoalClassifier:
             background=round(c.background, 4),
             metagraph_revision=idx.revision,
             calibration_id=cal.id,
+        )
+
+    def fingerprint(self) -> ClassifierFingerprint:
+        """What this classifier compares with: metagraph revision, goals, a hash of the example
+        texts, the embedding space and the settings (the provenance of a calibration fit)."""
+        idx = self.index()
+        cfg = self.config
+        return ClassifierFingerprint(
+            metagraph_revision=idx.revision,
+            goals=idx.goals,
+            examples_sha256=idx.content_hash,
+            embedding_space=self.embedder.space.key,
+            settings={
+                "lexical_weight": cfg.lexical_weight,
+                "top_k": cfg.top_k,
+                "char_ngrams": list(cfg.char_ngrams),
+                "use_descriptions": cfg.use_descriptions,
+                "clause_separators": cfg.clause_separators,
+                "min_clause_words": cfg.min_clause_words,
+                "max_clauses": cfg.max_clauses,
+                "background_sha256": hashlib.sha256("\n".join(cfg.background).encode()).hexdigest(),
+            },
         )
 
     def calibration_samples(self, utterances: Sequence[str]) -> list[tuple[list[float], str]]:

@@ -1,6 +1,6 @@
 """Entities -> the typed chunk FilterTree, driven by the graph's ``:FilterMapping`` node.
 
-The mapping is data (``metagraph/filters.yaml``; see the comments there), written into the graph
+The mapping is data (``<pack>/filters.yaml``; see the comments there), written into the graph
 with :func:`load_filter_mapping` / :func:`write_filter_mapping` and read back at query time with
 :func:`read_filter_mapping`. :func:`compile_filter` turns resolved entities plus the session into
 one conjunction: entity clauses in mapping order, then the always-on clauses.
@@ -91,15 +91,15 @@ class FilterMapping(BaseModel):
 
 
 def read_mapping_file(path: str | Path | None = None) -> FilterMapping:
-    """Parse a mapping file (default: the shipped ``metagraph/filters.yaml``).
+    """Parse a mapping file (default: the example pack's ``filters.yaml``).
 
     Raises:
         InputError: missing or unparsable file. ConfigError: invalid mapping.
     """
     if path is None:
-        from hopweave.paths import metagraph_dir
+        from hopweave.paths import example_pack_dir
 
-        path = metagraph_dir() / "filters.yaml"
+        path = example_pack_dir() / "filters.yaml"
     p = Path(path)
     data = read_yaml(p, "filter mapping file")
     try:
@@ -108,22 +108,29 @@ def read_mapping_file(path: str | Path | None = None) -> FilterMapping:
         raise ConfigError(f"filter mapping {p} is invalid: {exc}") from exc
 
 
-def filter_mapping_node(schema: GraphSchema, mapping: FilterMapping | None = None) -> "Node":
+def filter_mapping_id(domain: str | None = None) -> str:
+    """The FilterMapping node id of a domain (``FILTER_MAPPING_<domain>``; the legacy single
+    mapping without a domain is ``FILTER_MAPPING``)."""
+    return f"{FILTER_MAPPING_ID}_{domain}" if domain else FILTER_MAPPING_ID
+
+
+def filter_mapping_node(
+    schema: GraphSchema, mapping: FilterMapping | None = None, domain: str | None = None
+) -> "Node":
     """The FilterMapping node (write it as tenant ``_global``; e.g. in a bulk load) for
-    ``mapping`` (default: the shipped ``metagraph/filters.yaml``), validated against ``schema``.
+    ``mapping`` (default: the example pack's ``filters.yaml``), validated against ``schema``.
 
     Raises:
         InputError / ConfigError: unreadable or invalid mapping file.
         SchemaError / FilterError: the mapping names something outside the schema.
     """
-    from hopweave.graph.base import Node
+    from hopweave.graph.write_rules import GatedNode  # stores refuse an ungated FilterMapping node
 
     m = (mapping or read_mapping_file()).check(schema)
-    return Node(
-        id=FILTER_MAPPING_ID,
-        label="FilterMapping",
-        props={"version": m.version, "definition": m.canonical_json()},
-    )
+    props: dict[str, Any] = {"version": m.version, "definition": m.canonical_json()}
+    if domain:
+        props["domain"] = domain
+    return GatedNode(id=filter_mapping_id(domain), label="FilterMapping", props=props)
 
 
 def write_filter_mapping(store: "GraphStore", mapping: FilterMapping) -> str:
@@ -144,11 +151,14 @@ def read_filter_mapping(store: "GraphStore", tenant_id: str) -> FilterMapping:
     Raises:
         ConfigError: the graph has no (valid) FilterMapping node.
     """
-    node = store.get_node(tenant_id, FILTER_MAPPING_ID)
+    domain = store.tenant_domains.get(tenant_id)
+    node = store.get_node(tenant_id, filter_mapping_id(domain))
+    if node is None and domain is not None:
+        node = store.get_node(tenant_id, FILTER_MAPPING_ID)
     if node is None or node.label != "FilterMapping":
         raise ConfigError(
-            "the graph has no FilterMapping node: load it with "
-            "`hopweave.understand.filter_map.load_filter_mapping(store)` (the DeltaBank loader does)"
+            f"the graph has no FilterMapping node for tenant {tenant_id!r}: give the tenant's pack a "
+            "filters.yaml and load it with `hopweave load PACK --store DIR`"
         )
     raw = node.props.get("definition")
     try:

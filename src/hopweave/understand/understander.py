@@ -23,6 +23,7 @@ from hopweave.understand.text import MAX_CHARS, check_utterance, looks_non_engli
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.graph.base import GraphStore
     from hopweave.search.embedder import Embedder
+    from hopweave.understand.calibration import Calibration
     from hopweave.understand.classifier import ClassifierConfig
 
 
@@ -45,9 +46,10 @@ class Understander:
     Args:
         store: the GraphStore (GoalType nodes, vocabulary, FilterMapping node, tenant data).
         embedder: the offline embedder (default: the project's default, loaded on first use).
-        threshold: abstain below this confidence (default: ``metagraph/classifier.yaml``).
+        threshold: abstain below this confidence (default: ``<pack>/classifier.yaml``).
         max_chars: longest accepted utterance (longer raises InputError).
-        classifier_config: classifier settings (default: the shipped file).
+        classifier_config: classifier settings (default: the store's, for the domain).
+        calibration: classifier calibration (default: the file the settings name).
         settings: the domain's settings (subject, identifiers, authoritative attributes,
             synonyms, amounts, identifier labels).
         enrich_from_graph: add the authoritative attributes' values on record as entities.
@@ -64,12 +66,14 @@ class Understander:
         threshold: float | None = None,
         max_chars: int = MAX_CHARS,
         classifier_config: "ClassifierConfig | None" = None,
+        calibration: "Calibration | None" = None,
         enrich_from_graph: bool = True,
     ) -> None:
         self.store = store
         self.settings = settings
         self.max_chars = max_chars
-        self.classifier = GoalClassifier(store, embedder, config=classifier_config, threshold=threshold)
+        self.classifier = GoalClassifier(store, embedder, config=classifier_config, calibration=calibration,
+                                         threshold=threshold, domain=settings.name)
         self.resolver = EntityResolver(store, settings, enrich_from_graph=enrich_from_graph)
 
     def warmup(self, tenant_id: str = "hopweave-warmup") -> None:

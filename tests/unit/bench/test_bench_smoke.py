@@ -1,27 +1,36 @@
-"""CI smoke version of ``hopweave bench maria``: the same runner at a small size.
+"""CI smoke version of ``benchmarks/bench_maria.py``: the same runner at a small size.
 
 It fails when the benchmark crashes or reports nonsense (missing stages, errors, an empty
-filter), never because the machine is slow: no timing is asserted.
+filter), never because the machine is slow: no timing is asserted. Marked ``slow`` (about 3-4
+minutes on 2 cores): ``pytest -m slow`` runs it; ``make test`` runs both suites.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
-from typer.testing import CliRunner
 
 pytestmark = pytest.mark.slow
 
+RUNNER = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_maria.py"
 ARGS = ["--chunks", "2000", "--nodes", "20000", "--concurrency", "10", "--runs", "4", "--search-repeats", "1",
         "--traversal-runs", "5", "--ingest-chunks", "120"]
 
 
+def _load_runner() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("hopweave_bench_maria", RUNNER)
+    assert spec is not None and spec.loader is not None, RUNNER
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 @pytest.fixture(scope="module")
 def bench_run(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> tuple[dict, Path]:
-    from hopweave.cli import app
-
     tmp = tmp_path_factory.mktemp("bench")
     # Corpus embeddings are cached by content hash; keep them between local runs (pytest cache).
     pytest_cache = getattr(request.config, "cache", None)  # absent with -p no:cacheprovider
@@ -29,14 +38,12 @@ def bench_run(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureR
     mp = pytest.MonkeyPatch()
     mp.setenv("HOPWEAVE_CACHE_DIR", str(cache))
     try:
+        mod = _load_runner()
         out = tmp / "perf.md"
-        res = CliRunner().invoke(app, ["bench", "maria", *ARGS, "--store", str(tmp / "store"), "--out", str(out),
-                                       "--json"])
+        res = mod.main([*ARGS, "--store", str(tmp / "store"), "--out", str(out), "--json"])
     finally:
         mp.undo()
-    assert res.exit_code == 0, (res.output[-3000:], res.exception)
-    start = res.stdout.index("{")
-    return json.loads(res.stdout[start:]), out
+    return json.loads(json.dumps(mod.flat(res), default=str)), out  # as printed by --json
 
 
 def test_headline_keys_and_stage_breakdown(bench_run) -> None:
@@ -79,6 +86,6 @@ def test_ingest_and_memory_figures(bench_run) -> None:
 def test_markdown_report(bench_run) -> None:
     _, out = bench_run
     text = out.read_text()
-    for s in ("## Targets", "Command: `hopweave bench maria --chunks 2000", "nproc", "p50 / p95 / p99",
+    for s in ("## Targets", "Command: `python benchmarks/bench_maria.py --chunks 2000", "nproc", "p50 / p95 / p99",
               "LangChain", "Stage medians"):
         assert s in text

@@ -13,13 +13,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import sys
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
+
 from hopweave.cli import app
 import sys
 
 from hopweave.cli.trace_html import BASE_COLORS, color_of, colors, collect, render
 from hopweave.graph import open_graph_store
 from hopweave.graph.base import Edge, Node
-from hopweave.graph.server_load import deltabank_batches
+from generator.build import deltabank_batches  # noqa: E402
 from hopweave.models.schema import GraphSchema
 from hopweave.paths import default_schema_path
 
@@ -39,7 +43,7 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     schema = GraphSchema.load(default_schema_path())
     store = open_graph_store(root)
     with store.bulk(replace=True) as bulk:
-        for tenant, items in deltabank_batches(schema, nodes=1500):
+        for tenant, items in deltabank_batches(nodes=1500):
             bulk.write(tenant, items)
     store.write(
         "deltabank",

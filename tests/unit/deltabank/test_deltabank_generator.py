@@ -5,8 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 
-from hopweave.deltabank.generate import generate
-from hopweave.deltabank.load import load_deltabank
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
+
+from generator.build import PACK_DIR, load_deltabank  # noqa: E402
+from generator.generate import generate, write_graph_files  # noqa: E402
 from hopweave.graph import open_graph_store
 from hopweave.graph.base import Node
 
@@ -49,6 +54,14 @@ def test_load_builds_graph_and_metagraph_atomically(tmp_path):
     missing = [nid for nid, a in s.graph.nodes(data=True)
                if a["label"] not in ("GoalType", "TraversalPattern", "FilterMapping") and not a.get("summary")]
     assert missing == []
-    # loading again replaces (no duplicates), same seed => same counts
+    # loading again is idempotent (no duplicates), same seed => same counts
     again = load_deltabank(tmp_path, nodes=3000, seed=5, with_vectors=False)
     assert (again["nodes"], again["edges"]) == (summary["nodes"], summary["edges"])
+
+
+def test_committed_graph_files_are_the_generator_output(tmp_path):
+    """examples/deltabank/graph is exactly what `generate.py` writes at the default size."""
+    counts = write_graph_files(tmp_path)
+    for name in counts:
+        assert (tmp_path / name).read_bytes() == (PACK_DIR / "graph" / name).read_bytes(), (
+            f"{name} is stale: run python examples/deltabank/generator/generate.py")

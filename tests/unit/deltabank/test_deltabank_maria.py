@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 
 import pytest
 
-from hopweave.deltabank.load import load_deltabank
-from hopweave.deltabank.maria import expected_facts
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
+
+from generator.build import load_deltabank  # noqa: E402
+from generator.maria import expected_facts  # noqa: E402
 from hopweave.graph import open_graph_store
 from hopweave.graph.traverse import run_goal_patterns, seed_entities
 from hopweave.models.common import Bindings, Session, to_datetime

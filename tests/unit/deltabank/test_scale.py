@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
-from hopweave.deltabank.scale import (
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
+
+from generator.scale import (  # noqa: E402
     QUALITY_QUERIES,
     TOPICS,
     corpus_stats,
@@ -13,7 +18,7 @@ from hopweave.deltabank.scale import (
     scale_documents,
     topic_of_heading,
 )
-from hopweave.deltabank.scale_store import PrecomputedEmbedder
+from generator.scale_store import PrecomputedEmbedder  # noqa: E402
 from hopweave.errors import InputError
 from hopweave.models.filters import matches
 from hopweave.search.chunker import chunk_document

@@ -15,6 +15,8 @@ import pytest
 
 import sys
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
+
 from hopweave.engine.engine import Engine
 from hopweave.engine.replay import REPLAY_CONFIG
 
@@ -33,10 +35,10 @@ AS_OF = "2026-05-12"
 
 @pytest.fixture(scope="session")
 def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from hopweave.deltabank.load import load_deltabank
+    from generator.build import load_deltabank
 
     d = tmp_path_factory.mktemp("engine") / "store"
-    load_deltabank(d, nodes=STORE_NODES, example_dir=EXAMPLE)
+    load_deltabank(d, nodes=STORE_NODES)
     return d
 
 

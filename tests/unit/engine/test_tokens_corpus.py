@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE
 
-from hopweave.deltabank.corpus import document_graph, load_corpus
+from hopweave.pack.corpus import document_graph, load_corpus, store_resolver
+from hopweave.pack.manifest import read_manifest
 from hopweave.engine import tokens
 from hopweave.errors import ConfigError
 from hopweave.models.schema import GraphSchema
@@ -36,7 +37,7 @@ def test_missing_tokenizer_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp
 
 @pytest.fixture(scope="module")
 def corpus():
-    return load_corpus(EXAMPLE / "corpus", GraphSchema.load(default_schema_path()))
+    return load_corpus(EXAMPLE / "corpus", GraphSchema.load(default_schema_path()), "deltabank")
 
 
 def test_corpus_has_the_seed_passage_and_its_traps(corpus) -> None:
@@ -53,8 +54,9 @@ def test_corpus_has_the_seed_passage_and_its_traps(corpus) -> None:
         "LateFeeWaiver", "FeeSchedule", "FraudClaim", "CreditLimit", "NameChange"}
 
 
-def test_document_nodes_use_the_graph_vocabulary(corpus) -> None:
-    nodes, edges = document_graph(corpus)
+def test_document_nodes_use_the_graph_vocabulary(corpus, engine) -> None:
+    links = read_manifest(EXAMPLE).corpus.links  # type: ignore[union-attr]
+    nodes, edges = document_graph(corpus, links, resolve=store_resolver(engine.graph, "deltabank"))
     ids = {n.id for n in nodes}
     assert len(nodes) == len(corpus) and "DOC_waiver-policy_v3" in ids
     e = {(x.src, x.type, x.dst) for x in edges}

@@ -142,7 +142,51 @@ def test_pii_return_requires_declaration(schema):
         validate_pattern(d, schema)
     assert ei.value.field == "returns" and "pii_allowed" in ei.value.fix
     d["pii_allowed"] = ["name"]
-    assert validate_pattern(d, schema).pii_allowed == ("name",)
+    with pytest.raises(PIIError) as ei:  # a pattern cannot grant itself PII
+        validate_pattern(d, schema)
+    assert ei.value.field == "pii_allowed[0]" and "pii_grants" in ei.value.fix
+    owner = _goal(pii_grants=("Customer.name",))
+    assert validate_pattern(d, schema, owner).pii_allowed == ("name",)
+    with pytest.raises(PIIError):  # a grant of another property does not cover it
+        validate_pattern(d, schema, _goal(pii_grants=("Customer.email",)))
+
+
+def _goal(**kw):
+    return GoalType(name="LateFeeDispute", description="late fee", examples=("x",), version=1, **kw)
+
+
+CUSTOMER_SELF = dict(edge_sequence=[{"type": "HOLDS"}, {"type": "HOLDS", "direction": "in"}],
+                     target_type="Customer", predicates=[], order_by=[], returns=["tier"])
+
+
+@pytest.mark.parametrize(
+    "changes, field",
+    [
+        ({"predicates": [{"on": "target", "property": "email", "op": "eq",
+                          "value": {"kind": "literal", "value": "a@b.c"}}]}, "predicates[0].property"),
+        ({"predicates": [{"on": "target", "property": "phone", "op": "exists"}]}, "predicates[0].property"),
+        ({"predicates": [{"on": 0, "property": "name", "op": "ne",
+                          "value": {"kind": "literal", "value": "Ann"}}]}, "predicates[0].property"),
+        ({"order_by": [{"property": "name", "direction": "asc"}]}, "order_by[0].property"),
+        ({"seed": {"type": "Customer", "key": "email", "value": {"kind": "literal", "value": "a@b.c"}}}, "seed.key"),
+        ({"pii_allowed": ["email"], "returns": ["email"]}, "pii_allowed[0]"),
+    ],
+)
+def test_pii_gate_covers_predicates_ordering_seed_and_self_grants(schema, changes, field):
+    d = bad(**CUSTOMER_SELF)
+    d.update(changes)
+    with pytest.raises(PIIError) as ei:
+        validate_pattern(d, schema, _goal())
+    assert ei.value.field == field and "pii_grants" in ei.value.fix
+    # the goal's owner can grant exactly that property
+    prop = field.split(".")[0]
+    grants = ("Customer.email", "Customer.phone", "Customer.name")
+    assert validate_pattern(d, schema, _goal(pii_grants=grants)).name == "recent_tx", prop
+
+
+def test_goal_pii_grants_are_identifiers():
+    with pytest.raises(UnsafeIdentifierError):
+        _goal(pii_grants=("Customer.name) DETACH DELETE (n",))
 
 
 def test_section_must_exist_on_goal(schema):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-import yaml
 
 from hopweave.errors import PatternConflictError, PatternValidationError, PIIError
 from hopweave.graph.gates import patterns_using, validate_all
@@ -112,14 +111,14 @@ def test_patterns_using_and_schema_co_evolution(meta_store):
     assert "applicable_rules" in [p.name for p in patterns_using(meta_store, label="Rule")]
     assert validate_all(meta_store) == {}
     # a schema in which SIMILAR_TO no longer exists: exactly the patterns using it fail, by name
-    data = yaml.safe_load(default_schema_path().read_text())
+    data = GraphSchema.load(default_schema_path()).model_dump(mode="json")
     data["relationships"] = [r for r in data["relationships"] if r["name"] != "SIMILAR_TO"]
     changed = GraphSchema.from_dict(data)
     errors = validate_all(meta_store, changed)
     assert sorted(errors) == ["comparable_precedent", "fraud_precedent"]
     assert errors["comparable_precedent"][0].field == "edge_sequence[1].type"
     # removing a label breaks every pattern that targets it
-    data = yaml.safe_load(default_schema_path().read_text())
+    data = GraphSchema.load(default_schema_path()).model_dump(mode="json")
     data["labels"] = [lab for lab in data["labels"] if lab["name"] != "Heuristic"]
     data["relationships"] = [r for r in data["relationships"] if r["name"] != "HAS_HEURISTIC"]
     for r in data["relationships"]:
@@ -134,3 +133,92 @@ def test_write_metagraph_requires_the_goal(schema):
     _, raws = load_goal_files()
     with pytest.raises(PatternValidationError, match="neither written nor stored"):
         write_metagraph(s, [], [parse_pattern(raws[0])])
+
+
+# ---- gates at the storage boundary (issue 12, defect 4) ------------------------------------------
+import json  # noqa: E402
+from dataclasses import replace  # noqa: E402
+
+from hopweave.errors import HopweaveError, MetagraphWriteError  # noqa: E402
+from hopweave.graph.base import Node  # noqa: E402
+from hopweave.graph.metagraph_io import gated_items, pattern_node  # noqa: E402
+from hopweave.graph.write_rules import GatedNode  # noqa: E402
+from hopweave.models.metagraph import GoalType  # noqa: E402
+
+
+def _runaway(meta_store):
+    """The attack from the issue: depth 50, a 10 s budget, max_visited 10M."""
+    p = meta_store.patterns()[0]
+    data = json.loads(pattern_node(p).props["definition"])
+    data.update(name="runaway", depth=50, budget_ms=10_000, max_visited=10_000_000,
+                edge_sequence=[{"type": "HAS_TIER", "direction": "both"}] * 50, via_types=[], predicates=[],
+                order_by=[], returns=[], pii_allowed=[], sub_question="Runaway?", section=None)
+    node = pattern_node(p)
+    return Node("PATTERN_runaway", "TraversalPattern", {**node.props, "name": "runaway",
+                                                        "definition": json.dumps(data)})
+
+
+def test_raw_metagraph_writes_are_refused_on_every_path(meta_store):
+    raw = _runaway(meta_store)
+    with pytest.raises(MetagraphWriteError) as ei:
+        meta_store.write("_global", [raw])
+    assert ei.value.field == "label" and "write_metagraph" in ei.value.fix
+    with pytest.raises(MetagraphWriteError):
+        meta_store.bulk_write("_global", [raw])
+    # even an unchanged, valid pattern node must come from the gated path
+    with pytest.raises(MetagraphWriteError):
+        meta_store.write("_global", [pattern_node(meta_store.patterns()[0])])
+    with pytest.raises(MetagraphWriteError):
+        meta_store.write("_global", [Node("GOAL_X", "GoalType", {"name": "X", "definition": "{}"})])
+    assert "runaway" not in {p.name for p in meta_store.patterns()}
+
+
+def test_a_forged_gated_node_still_meets_the_bounds(meta_store):
+    forged = GatedNode(**{k: getattr(_runaway(meta_store), k) for k in ("id", "label", "props")})
+    with pytest.raises(MetagraphWriteError) as ei:
+        meta_store.write("_global", [forged])
+    assert ei.value.field == "definition" and "exceeds the bound" in ei.value.problem
+    with pytest.raises(MetagraphWriteError):
+        meta_store.write("_global", [replace(forged, props={**forged.props, "definition": "not json"})])
+
+
+def test_gated_items_are_the_sanctioned_path(schema):
+    goals, raws = load_goal_files()
+    items, parsed = gated_items(schema, goals, raws, domain="bank")
+    assert all(isinstance(i, GatedNode) for i in items if isinstance(i, Node))
+    assert {i.props["domain"] for i in items if isinstance(i, Node)} == {"bank"}
+    s = NetworkxGraphStore(None, schema)
+    s.bulk_write("_global", items)
+    assert len(s.patterns()) == len(parsed)
+    with pytest.raises(PIIError):  # the goal's grants are checked: drop them and the PII pattern fails
+        gated_items(schema, [g.model_copy(update={"pii_grants": ()}) for g in goals], raws)
+
+
+def test_a_malformed_stored_pattern_is_skipped_and_reported(meta_store):
+    before = {p.name for p in meta_store.patterns()}
+    # a node stored by an older version / edited on disk: written below the write gates
+    meta_store._st.upsert_node("PATTERN_broken", "TraversalPattern",
+                               {"name": "broken", "tenant_id": "_global", "definition": '{"name": "broken"}'}, [])
+    meta_store._st.upsert_node("GOAL_broken", "GoalType",
+                               {"name": "broken_goal", "tenant_id": "_global", "definition": "[1, 2"}, [])
+    meta_store._meta_version += 1
+    assert {p.name for p in meta_store.patterns()} == before  # no raise, the others still served
+    problems = meta_store.pattern_problems()
+    assert [(x.node_id, x.name) for x in problems] == [("GOAL_broken", "broken_goal"), ("PATTERN_broken", "broken")]
+    assert all("does not parse" in x.reason for x in problems)
+    errors = validate_all(meta_store)
+    assert errors["broken"][0].field == "definition" and isinstance(errors["broken"][0], HopweaveError)
+
+
+def test_goal_without_grant_cannot_be_bypassed_by_stored_goal(schema):
+    s = NetworkxGraphStore(None, schema)
+    goals, raws = load_goal_files()
+    write_metagraph(s, goals, raws)
+    pii_raw = [r for r in raws if r.get("pii_allowed")]
+    assert pii_raw
+    # re-writing a PII pattern alone is checked against the stored goal's grants
+    write_metagraph(s, [], pii_raw)
+    stripped = [g.model_copy(update={"pii_grants": ()}) for g in goals if g.name == pii_raw[0]["goal"]]
+    with pytest.raises(PIIError):
+        write_metagraph(s, stripped, [r for r in pii_raw if r["goal"] == stripped[0].name])
+    assert isinstance(GoalType.model_validate(goals[0].model_dump()), GoalType)

@@ -158,7 +158,7 @@ def test_truncated_snapshot_raises(tmp_path, schema):
     s = open_graph_store(tmp_path, schema)
     small_graph(s)
     s.compact()
-    snap = tmp_path / "graph" / "snapshot.pkl"
+    snap = tmp_path / "graph" / "graph.snapshot"
     data = snap.read_bytes()
     snap.write_bytes(data[: len(data) // 2])
     with pytest.raises(StoreCorruptError):

@@ -9,30 +9,33 @@ from typing import Iterator
 
 import pytest
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
+
+from generator.build import metagraph_items  # noqa: E402
+from generator.generate import generate  # noqa: E402
+from generator.vocabulary import vocabulary  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
 from domains import DELTABANK  # noqa: E402
 
-from hopweave.deltabank.generate import generate
-from hopweave.deltabank.load import metagraph_items
-from hopweave.deltabank.vocabulary import vocabulary
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.common import Session
 from hopweave.models.schema import GLOBAL_TENANT
 from hopweave.understand import Understander
-from hopweave.understand.filter_map import filter_mapping_node
 
 AS_OF = "2026-05-12"
 MARIA_UTTERANCE = "I want to dispute this $39 late fee on my Platinum card"
 
 
 def _metagraph(store: NetworkxGraphStore) -> None:
-    items, _, _ = metagraph_items(None, store.schema)
-    store.bulk_write(GLOBAL_TENANT, [*items, filter_mapping_node(store.schema)])
+    store.bulk_write(GLOBAL_TENANT, metagraph_items())  # goals, patterns and the FilterMapping node
 
 
 @pytest.fixture(scope="session")
 def embedder():  # type: ignore[no-untyped-def]
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
 
     return default_embedder()
 

@@ -116,9 +116,26 @@ def test_calibration_file_has_provenance_for_the_shipped_data(clf: GoalClassifie
     prov = cal.provenance
     assert prov["validation_sha256"] == file_sha256(default_utterance_dir() / "validation.yaml")
     # calibrated against exactly the goal examples, descriptions and background in use now
-    assert prov["examples_sha256"] == clf.index().content_hash
-    assert prov["embedding_space"] == clf.embedder.space.key
+    fp = clf.fingerprint()
+    assert prov["examples_sha256"] == fp.examples_sha256 == clf.index().content_hash
+    assert prov["embedding_space"] == fp.embedding_space == clf.embedder.space.key
+    assert prov["settings"] == fp.settings and prov["goals"] == list(fp.goals)
     assert prov["n"] >= 90 and prov["n_out_of_scope"] >= 30
+
+
+def test_classifier_settings_file_errors_are_typed(tmp_path) -> None:
+    with pytest.raises(InputError, match="classifier settings"):
+        load_classifier_config(tmp_path / "missing.yaml")
+    bad = tmp_path / "classifier.yaml"
+    bad.write_text("threshold: [\n", encoding="utf-8")
+    with pytest.raises(InputError, match="not valid YAML"):
+        load_classifier_config(bad)
+    bad.write_text("- a list\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_classifier_config(bad)
+    bad.write_text("threshold: high\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="invalid"):
+        load_classifier_config(bad)
 
 
 def test_fit_logistic_is_deterministic_and_monotone() -> None:

@@ -1,0 +1,314 @@
+"""``hopweave load PACK --store DIR``: one loader for any domain pack.
+
+Order: manifest, schema (base + this pack + the store's other packs), the tenants' graphs
+(shared vocabulary first), documents, gated goals and patterns, the filter mapping, the corpus
+vectors, then the store settings file (last: a store whose settings name a pack is complete).
+Loading again is incremental and idempotent: nodes and edges are upserted by id, nothing
+recorded (decision traces) is deleted, and the same pack gives the same store revision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from hopweave.errors import PackError
+from hopweave.graph.base import Edge, Node
+from hopweave.models.domain import DomainSettings
+from hopweave.models.metagraph import GoalType
+from hopweave.models.schema import DOMAIN_PROPERTY, GLOBAL_TENANT, GraphSchema
+from hopweave.models.store_settings import DomainRecord, StoreSettings, read_store_settings, write_store_settings
+from hopweave.pack.manifest import SHARED, PackManifest, expand_globs, pack_path, read_manifest
+
+Progress = Callable[[str, int, int], None]
+STEPS = ("schema", "graph", "documents", "metagraph", "filters", "classifier", "vectors", "settings")
+
+
+@dataclass
+class LoadedPack:
+    """What the loader read from a pack, before anything is written (``validate`` stops here)."""
+
+    manifest: PackManifest
+    directory: Path
+    settings: DomainSettings
+    pack_schema: dict[str, Any]
+    schema: GraphSchema
+    goals: list[GoalType] = field(default_factory=list)
+    raw_patterns: list[dict[str, Any]] = field(default_factory=list)
+    classifier: dict[str, Any] | None = None
+    calibration: dict[str, Any] | None = None
+
+
+def pack_revision(pack_dir: Path) -> str:
+    """A hash of every file of the pack (names and bytes), in name order."""
+    h = hashlib.sha256()
+    for p in sorted(x for x in pack_dir.rglob("*") if x.is_file() and "__pycache__" not in x.parts):
+        h.update(str(p.relative_to(pack_dir)).encode() + b"\0")
+        h.update(hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()[:16]
+
+
+def store_schema(pack_schema: dict[str, Any], others: Iterable[dict[str, Any]] = ()) -> GraphSchema:
+    """The base schema extended by the other packs' schemas (already in the store) and then this
+    pack's. Labels and relationship types are store-wide: a second pack may declare one the store
+    already has from another pack only identically (it is then shared). Raises SchemaError."""
+    base = GraphSchema.base()
+    schema = base
+    others = list(others)
+    for i, extension in enumerate([*others, pack_schema]):
+        source = "pack schema" if i == len(others) else "stored pack schema"
+        schema = schema.extend(_without_shared(extension, schema, base, source), source=source)
+    return schema
+
+
+def _without_shared(ext: dict[str, Any], schema: GraphSchema, base: GraphSchema, source: str) -> dict[str, Any]:
+    """``ext`` without the labels / relationship types another pack already declared identically."""
+    from hopweave.errors import SchemaError
+    from hopweave.models.schema import LabelSpec, RelSpec
+
+    def keep(items: Any, known: dict[str, Any], base_names: set[str], model: Any, what: str) -> list[Any]:
+        out = []
+        for raw in items or ():
+            name = raw.get("name") if isinstance(raw, dict) else None
+            if name is None or name in base_names or name not in known:
+                out.append(raw)
+                continue
+            try:
+                same = model.model_validate(raw).model_dump() == known[name].model_dump()
+            except Exception:  # reported by the merge itself
+                same = False
+            if not same:
+                raise SchemaError(f"{source}: {what} {name!r} is already declared differently by another pack in "
+                                  "this store; declare it identically or use another name")
+        return out
+
+    out = dict(ext)
+    out["labels"] = keep(ext.get("labels"), schema.label_map, set(base.label_map), LabelSpec, "label")
+    out["relationships"] = keep(ext.get("relationships"), schema.rel_map, set(base.rel_map), RelSpec,
+                                "relationship type")
+    return out
+
+
+def read_pack(pack_dir: str | Path, existing: StoreSettings | None = None) -> LoadedPack:
+    """Read and check a pack's manifest, schema, goals and classifier settings (no writes).
+    Raises PackError (and the gates' PatternValidationError) naming the file and the fix."""
+    from hopweave.fileio import read_yaml
+    from hopweave.graph.metagraph_io import load_goal_files
+
+    d = Path(pack_dir).resolve()
+    m = read_manifest(d)
+    settings = m.domain_settings()
+    pack_schema = read_yaml(pack_path(d, m.schema_, "schema"), "pack schema")
+    if not isinstance(pack_schema, dict):
+        raise PackError(f"{d / m.schema_}: the schema must be a mapping (labels, relationships, chunk_fields)")
+    others = [r.pack_schema for n, r in sorted((existing.domains if existing else {}).items()) if n != m.name]
+    schema = store_schema(pack_schema, others)
+    goals, raws = load_goal_files(pack_path(d, m.goals, "goals"))
+    goals = [g.model_copy(update={"domain": m.name}) for g in goals]
+    loaded = LoadedPack(m, d, settings, pack_schema, schema, goals, raws)
+    if m.classifier:
+        loaded.classifier, loaded.calibration = _classifier_files(d, m.classifier)
+    _check_ownership(loaded, existing)
+    return loaded
+
+
+def _classifier_files(d: Path, rel: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    import json
+
+    from hopweave.fileio import read_yaml
+
+    path = pack_path(d, rel, "classifier")
+    cfg = read_yaml(path, "classifier settings")
+    if not isinstance(cfg, dict):
+        raise PackError(f"{path}: classifier settings must be a mapping")
+    cal = None
+    cal_file = cfg.get("calibration_file")
+    if cal_file:
+        cpath = pack_path(path.parent, str(cal_file), "classifier calibration")
+        if not cpath.is_file():
+            raise PackError(f"{path}: calibration_file {cal_file!r} does not exist; fit it with "
+                            "`hopweave understand-calibrate` or remove the key")
+        try:
+            cal = json.loads(cpath.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise PackError(f"{cpath}: not valid JSON ({exc})") from None
+    return cfg, cal
+
+
+def _check_ownership(p: LoadedPack, existing: StoreSettings | None) -> None:
+    """A tenant and a goal name belong to one domain of a store."""
+    if existing is None:
+        return
+    for name, rec in existing.domains.items():
+        if name == p.manifest.name:
+            continue
+        shared = sorted(set(rec.tenants) & set(p.manifest.tenants))
+        if shared:
+            raise PackError(f"tenants {shared} are already served by domain {name!r} in this store; "
+                            "a tenant belongs to one domain: rename them in hopweave.yaml or use another store")
+
+
+def _check_goal_names(store: Any, p: LoadedPack) -> None:
+    """A goal name belongs to one domain of a store."""
+    mine = {g.name for g in p.goals}
+    for g in store.goal_types():
+        if g.name in mine and g.domain not in (None, p.manifest.name):
+            raise PackError(f"goal {g.name!r} already belongs to domain {g.domain!r} in this store; goal names are "
+                            f"unique in a store: rename it in {p.manifest.goals} (name and patterns' goal)")
+
+
+def graph_items(p: LoadedPack) -> Iterator[tuple[str, Iterator[Node | Edge]]]:
+    """The pack's graph files as ``(store tenant, items)`` batches, in manifest order; nodes of
+    the shared vocabulary are written under ``_global`` with this domain's name."""
+    from hopweave.pack.graph_files import GraphContext, read_graph_files
+
+    ctx = GraphContext()  # ids seen across entries: edges may end at the shared vocabulary
+    for entry in p.manifest.graph:
+        files = expand_globs(p.directory, entry.files, f"graph files of tenant {entry.tenant}")
+        items = read_graph_files(files, p.schema, tenant=entry.tenant, shared=entry.tenant == SHARED,
+                                 context=ctx, root=p.directory)
+        if entry.tenant == SHARED:
+            yield GLOBAL_TENANT, _tag_domain(items, p.manifest.name)
+        else:
+            yield entry.tenant, items
+
+
+def _tag_domain(items: Iterable[Node | Edge], domain: str) -> Iterator[Node | Edge]:
+    for it in items:
+        if isinstance(it, Node):
+            yield Node(it.id, it.label, {**it.props, DOMAIN_PROPERTY: domain})
+        else:
+            yield it
+
+
+def metagraph_items(p: LoadedPack, stored: Iterable[Any] = ()) -> list[Node | Edge]:
+    """Gated GoalType / TraversalPattern nodes (tagged with the domain), HAS_PATTERN edges and
+    the domain's FilterMapping node."""
+    from dataclasses import replace
+
+    from hopweave.graph.metagraph_io import gated_items
+
+    tag = {DOMAIN_PROPERTY: p.manifest.name}
+    items, _ = gated_items(p.schema, p.goals, p.raw_patterns, stored=tuple(stored), domain=p.manifest.name)
+    if p.manifest.filters:
+        from hopweave.understand.filter_map import filter_mapping_node, read_mapping_file
+
+        mapping = read_mapping_file(pack_path(p.directory, p.manifest.filters, "filters"))
+        n = filter_mapping_node(p.schema, mapping, domain=p.manifest.name)
+        items.append(replace(n, props={**n.props, **tag}))  # replace keeps the GatedNode class
+    return items
+
+
+def document_items(p: LoadedPack, store: Any = None) -> tuple[list[tuple[str, list[Node | Edge]]], list[Any]]:
+    """([(tenant, Document nodes and their edges)], parsed documents) of the pack's corpus, one
+    batch per tenant (the corpus tenant, or a document's own front-matter ``tenant_id``); corpus
+    links are resolved against ``store`` (its vocabulary nodes, written before)."""
+    if p.manifest.corpus is None:
+        return [], []
+    from hopweave.pack.corpus import document_graph, load_corpus, store_resolver
+
+    default = p.manifest.tenant_for_corpus()
+    docs = load_corpus(pack_path(p.directory, p.manifest.corpus.dir, "corpus"), p.schema, default,
+                       tenants=p.manifest.tenants)
+    batches: list[tuple[str, list[Node | Edge]]] = []
+    for tenant in sorted({d.tenant_id for d in docs}):
+        resolve = store_resolver(store, tenant) if store is not None else None
+        nodes, edges = document_graph([d for d in docs if d.tenant_id == tenant], p.manifest.corpus.links,
+                                      schema=p.schema, resolve=resolve)
+        batches.append((tenant, [*nodes, *edges]))
+    return batches, docs
+
+
+def load_pack(
+    pack_dir: str | Path,
+    store_dir: str | Path,
+    *,
+    with_vectors: bool = True,
+    progress: Progress | None = None,
+    extra_graph: Iterable[tuple[str, Iterable[Node | Edge]]] = (),
+) -> dict[str, Any]:
+    """Load a pack into the embedded store ``store_dir`` (created if missing). Returns a summary.
+
+    ``extra_graph``: more ``(tenant, items)`` batches loaded after the pack's graph files (a
+    pack's documented generator step, e.g. a scaled population). Raises PackError (the pack),
+    PatternValidationError (a goal file fails a gate), SchemaError/TenantError (a record),
+    StoreError (the store)."""
+    from hopweave.graph import open_graph_store
+
+    t0 = time.perf_counter()
+    say = progress or (lambda step, i, n: None)
+    store_dir = Path(store_dir)
+    existing = read_store_settings(store_dir)
+    say("schema", 1, len(STEPS))
+    p = read_pack(pack_dir, existing)
+    store = open_graph_store(store_dir, p.schema)
+    try:
+        tenant_domains = dict(existing.tenant_domains()) if existing else {}
+        tenant_domains.update({t: p.manifest.name for t in p.manifest.tenants})
+        store.tenant_domains = tenant_domains
+        _check_goal_names(store, p)
+        say("graph", 2, len(STEPS))
+        written = _write_graph(store, p, extra_graph)
+        say("documents", 3, len(STEPS))
+        doc_batches, docs = document_items(p, store)
+        with store.bulk() as bulk:
+            for tenant, doc_items in doc_batches:
+                bulk.write(tenant, doc_items)
+        say("metagraph", 4, len(STEPS))
+        with store.bulk() as bulk:
+            bulk.write(GLOBAL_TENANT, metagraph_items(p, stored=()))
+        revision = store.metagraph_revision()
+        stats = store.stats()
+    finally:
+        store.close()
+    say("vectors", 7, len(STEPS))
+    vectors = _ingest(store_dir, p, docs) if with_vectors else {}
+    say("settings", 8, len(STEPS))
+    _save_settings(store_dir, existing, p)
+    return {
+        "pack": p.manifest.name,
+        "store": str(store_dir),
+        "tenants": list(p.manifest.tenants),
+        "graph_items": written,
+        "documents": len(docs),
+        "goals": len(p.goals),
+        "patterns": len(p.raw_patterns),
+        "nodes": stats["nodes"],
+        "edges": stats["edges"],
+        "metagraph_revision": revision,
+        "vectors": vectors,
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+
+
+def _write_graph(store: Any, p: LoadedPack, extra: Iterable[tuple[str, Iterable[Node | Edge]]]) -> int:
+    n = 0
+    with store.bulk() as bulk:
+        for tenant, items in [*graph_items(p), *extra]:
+            n += bulk.write(tenant, items)
+    return n
+
+
+def _ingest(store_dir: Path, p: LoadedPack, docs: list[Any]) -> dict[str, Any]:
+    """Embed the corpus into ``<store>/vectors``, staged and swapped in atomically (a crash leaves
+    the previous complete index); incremental, so other packs' documents in the store stay."""
+    if not docs:
+        return {}
+    from hopweave.search.embedder import default_embedder
+    from hopweave.search.staging import rebuild_index
+
+    rep = rebuild_index(store_dir, p.schema, docs, default_embedder(), incremental=True)
+    return {k: rep[k] for k in ("documents", "chunks", "embedded") if k in rep}
+
+
+def _save_settings(store_dir: Path, existing: StoreSettings | None, p: LoadedPack) -> None:
+    s = existing or StoreSettings()
+    m = p.manifest
+    rec = DomainRecord(settings=p.settings, tenants=list(m.tenants), default_tenant=m.default_tenant,
+                       pack_schema=p.pack_schema, classifier=p.classifier, calibration=p.calibration,
+                       revision=pack_revision(p.directory), description=m.description)
+    domains = {**s.domains, m.name: rec}
+    write_store_settings(store_dir, StoreSettings(store_schema=p.schema.model_dump(mode="json"), domains=domains))

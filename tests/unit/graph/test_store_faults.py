@@ -1,0 +1,408 @@
+"""Fault injection on the networkx store: disk full, lock held, missing/corrupt/forged files.
+
+Every case ends in a typed StoreError (naming the file) or a usable store: never a hang, a raw
+OSError/ValueError/KeyError, silently lost data, or code run from a store file.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from graph_helpers import small_graph
+from hopweave.errors import StoreBusyError, StoreCorruptError, StoreError, StoreIOError
+from hopweave.graph import _persist as P
+from hopweave.graph.base import Edge, Node
+from hopweave.graph.networkx_store import NetworkxGraphStore
+
+
+def _open(path: Path, schema: Any, **kw: Any) -> NetworkxGraphStore:
+    return NetworkxGraphStore.open(path, schema, **kw)
+
+
+def _built(tmp_path: Path, schema: Any, compact: bool = True) -> Path:
+    d = tmp_path / "graph"
+    s = _open(d, schema)
+    small_graph(s)
+    if compact:
+        s.compact()
+    s.close()
+    return d
+
+
+class _FaultyOs:
+    """The os module with one function replaced (only inside ``_persist``)."""
+
+    def __init__(self, **overrides: Any) -> None:
+        self._over = overrides
+
+    def __getattr__(self, name: str) -> Any:
+        return self._over.get(name) or getattr(os, name)
+
+
+def _raise(code: int) -> Any:
+    def f(*_a: Any, **_k: Any) -> Any:
+        raise OSError(code, os.strerror(code))
+    return f
+
+
+# ---- disk full / I/O errors -----------------------------------------------------------------
+@pytest.mark.parametrize("fn,code", [("write", errno.ENOSPC), ("fsync", errno.ENOSPC), ("fsync", errno.EIO)])
+def test_journal_append_failure_is_typed_and_writes_nothing(tmp_path, schema, monkeypatch, fn, code):
+    d = _built(tmp_path, schema, compact=False)
+    s = _open(d, schema)
+    size = (d / P.JOURNAL).stat().st_size
+    monkeypatch.setattr(P, "os", _FaultyOs(**{fn: _raise(code)}))
+    with pytest.raises(StoreIOError) as ei:
+        s.write("t1", [Node("C9", "Customer", {"name": "Zed"})])
+    assert ei.value.errno == code and str(d / P.JOURNAL) in str(ei.value)
+    assert ("disk is full" if code == errno.ENOSPC else "I/O error") in str(ei.value)
+    assert s.get_node("t1", "C9") is None  # not applied in memory
+    monkeypatch.undo()
+    assert (d / P.JOURNAL).stat().st_size == size  # the torn record was cut again
+    assert _open(d, schema).get_node("t1", "C9") is None
+    s.write("t1", [Node("C9", "Customer", {"name": "Zed"})])  # disk freed: the store goes on
+    assert _open(d, schema).get_node("t1", "C9") is not None
+
+
+def test_snapshot_write_failure_keeps_the_old_snapshot(tmp_path, schema, monkeypatch):
+    d = _built(tmp_path, schema)
+    s = _open(d, schema)
+    s.write("t1", [Node("C9", "Customer", {"name": "Zed"})])
+    before = (d / P.SNAPSHOT).read_bytes()
+    monkeypatch.setattr(P, "os", _FaultyOs(fsync=_raise(errno.ENOSPC)))
+    with pytest.raises(StoreIOError, match="disk is full"):
+        s.compact()
+    monkeypatch.undo()
+    assert (d / P.SNAPSHOT).read_bytes() == before
+    assert not list(d.glob(".*.tmp"))
+    assert _open(d, schema).get_node("t1", "C9") is not None  # still in the journal
+
+
+def test_unreadable_snapshot_makes_metagraph_revision_raise_a_store_error(tmp_path, schema):
+    d = _built(tmp_path, schema)
+    (d / P.SNAPSHOT).unlink()
+    (d / P.SNAPSHOT).mkdir()  # open() now fails with IsADirectoryError
+    s = NetworkxGraphStore(d, schema)
+    with pytest.raises(StoreIOError, match=str(d / P.SNAPSHOT)):
+        s.metagraph_revision()
+
+
+def test_store_path_that_is_a_file_is_a_typed_error(tmp_path, schema):
+    f = tmp_path / "not_a_dir"
+    f.write_text("x")
+    with pytest.raises(StoreError):
+        _open(f, schema)
+    with pytest.raises(StoreError):
+        NetworkxGraphStore(f, schema).write("t1", [Node("C1", "Customer", {})])
+
+
+def test_missing_directory_is_an_empty_store_created_on_write(tmp_path, schema):
+    d = tmp_path / "nowhere" / "graph"
+    s = _open(d, schema)
+    assert s.stats()["nodes"] == 0
+    s.write("t1", [Node("C1", "Customer", {})])
+    assert _open(d, schema).get_node("t1", "C1") is not None
+
+
+# ---- lock held ------------------------------------------------------------------------------
+_HOLDER = r"""
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX if sys.argv[2] == "ex" else fcntl.LOCK_SH)
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.fixture
+def lock_holder(tmp_path):
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def hold(lock_path: Path, mode: str = "ex") -> int:
+        p = subprocess.Popen([sys.executable, "-c", _HOLDER, str(lock_path), mode], stdout=subprocess.PIPE)
+        procs.append(p)
+        assert p.stdout is not None and p.stdout.readline().strip() == b"locked"
+        return p.pid
+
+    yield hold
+    for p in procs:
+        p.kill()
+        p.wait(timeout=10)
+
+
+def test_write_with_lock_held_by_another_process_times_out_typed(tmp_path, schema, lock_holder):
+    d = _built(tmp_path, schema)
+    s = _open(d, schema)
+    pid = lock_holder(d / P.LOCK)
+    t0 = time.monotonic()
+    with pytest.raises(StoreBusyError) as ei:
+        s.write("t1", [Node("C9", "Customer", {})], timeout_s=0.3)
+    took = time.monotonic() - t0
+    assert 0.25 <= took < 2.0
+    assert ei.value.lock_path == str(d / P.LOCK) and str(d / P.LOCK) in str(ei.value)
+    assert ei.value.holder is not None and f"pid {pid}" in ei.value.holder
+    assert s.get_node("t1", "C9") is None
+
+
+def test_store_default_lock_timeout_applies_to_writes_and_loads(tmp_path, schema, lock_holder):
+    d = _built(tmp_path, schema)
+    s = _open(d, schema, lock_timeout_s=0.2)
+    lock_holder(d / P.LOCK)
+    t0 = time.monotonic()
+    with pytest.raises(StoreBusyError):
+        s.write("t1", [Node("C9", "Customer", {})])
+    with pytest.raises(StoreBusyError):
+        s.compact()
+    assert time.monotonic() - t0 < 3.0
+    # a writer never blocks a reader: opening reads the last committed state without the lock
+    assert _open(d, schema, lock_timeout_s=0.2).get_node("t1", "C1") is not None
+
+
+def test_shared_lock_holder_does_not_block_readers(tmp_path, schema, lock_holder):
+    d = _built(tmp_path, schema)
+    lock_holder(d / P.LOCK, "sh")
+    assert _open(d, schema, lock_timeout_s=0.2).get_node("t1", "C1") is not None
+
+
+def test_write_waiting_on_another_thread_times_out(tmp_path, schema):
+    s = _open(tmp_path / "graph", schema)
+    entered, release = threading.Event(), threading.Event()
+
+    def hog() -> None:
+        with s._wlock:
+            entered.set()
+            release.wait(10)
+
+    t = threading.Thread(target=hog)
+    t.start()
+    entered.wait(5)
+    try:
+        with pytest.raises(StoreBusyError):
+            s.write("t1", [Node("C9", "Customer", {})], timeout_s=0.1)
+    finally:
+        release.set()
+        t.join()
+    s.write("t1", [Node("C9", "Customer", {})], timeout_s=1)
+    assert s.get_node("t1", "C9") is not None
+
+
+# ---- corrupt or forged snapshot -----------------------------------------------------------------
+def _rewrite_snapshot(d: Path, mutate: Any, fix_checksum: bool = True) -> None:
+    raw = (d / P.SNAPSHOT).read_bytes()
+    head, payload = raw.split(b"\n", 1)
+    header = json.loads(head)
+    data = json.loads(payload)
+    mutate(data)
+    payload = json.dumps(data).encode()
+    if fix_checksum:
+        header.update(payload_len=len(payload), payload_sha256=hashlib.sha256(payload).hexdigest())
+    (d / P.SNAPSHOT).write_bytes(json.dumps(header).encode() + b"\n" + payload)
+
+
+def _set_tenant(data: dict[str, Any]) -> None:
+    data["node"]["C1"]["tenant_id"] = "../other tenant"
+
+
+def _shared_as_tenant(data: dict[str, Any]) -> None:
+    data["node"]["TIER_Gold"]["tenant_id"] = "t1"
+
+
+def _bad_edge(data: dict[str, Any]) -> None:
+    data["succ"]["C1"]["A1"] = {"HAS_TIER": {}}  # HAS_TIER cannot point at an Account
+
+
+def _dangling(data: dict[str, Any]) -> None:
+    data["succ"]["C1"]["GHOST"] = {"HOLDS": {}}
+
+
+@pytest.mark.parametrize("mutate,needle", [
+    (lambda d: d["node"]["C1"].update(label="Exploit"), "not in the schema"),
+    (_set_tenant, "tenant_id"),
+    (_shared_as_tenant, "tenant_id"),
+    (_bad_edge, "cannot go from Customer to Account"),
+    (_dangling, "missing node"),
+    (lambda d: d.pop("succ"), "node/succ"),
+])
+def test_snapshot_failing_the_schema_is_refused(tmp_path, schema, mutate, needle):
+    d = _built(tmp_path, schema)
+    _rewrite_snapshot(d, mutate)
+    with pytest.raises(StoreCorruptError, match=needle) as ei:
+        _open(d, schema)
+    assert str(d / P.SNAPSHOT) in str(ei.value) and "hopweave load" in str(ei.value)
+
+
+def test_snapshot_damage_is_refused(tmp_path, schema):
+    d = _built(tmp_path, schema)
+    good = (d / P.SNAPSHOT).read_bytes()
+    flipped = bytearray(good)
+    flipped[-5] ^= 0x01
+    cases = {
+        "checksum": bytes(flipped),
+        "truncated": good[: len(good) - 10],
+        "header": b"{not json\n" + good.split(b"\n", 1)[1],
+        "magic": good.replace(P.MAGIC.encode(), b"someone-elses-format", 1),
+        "format": good.replace(b'"format": 2', b'"format": 9', 1),
+        "empty": b"",
+    }
+    for name, raw in cases.items():
+        (d / P.SNAPSHOT).write_bytes(raw)
+        with pytest.raises(StoreCorruptError) as ei:
+            _open(d, schema)
+        assert str(d / P.SNAPSHOT) in str(ei.value), name
+
+
+_MARKER = "pickle-ran.txt"
+
+
+class _Payload:
+    """Unpickling this writes a file: proof that code from the store ran."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+
+    def __reduce__(self) -> Any:
+        return (Path.write_text, (self.target, "pwned"))
+
+
+def test_a_pickle_store_file_is_refused_and_never_executed(tmp_path, schema):
+    d = tmp_path / "graph"
+    d.mkdir()
+    target = tmp_path / _MARKER
+    payload = pickle.dumps(_Payload(target))
+    # the retired format: 512-byte JSON header + pickle
+    header = json.dumps({"magic": P.MAGIC, "format": 1, "last_seq": 0, "payload_len": len(payload)}).encode()
+    (d / P.LEGACY_SNAPSHOT).write_bytes(header + b"\n" + b" " * (511 - len(header)) + payload)
+    with pytest.raises(StoreCorruptError, match="pickle"):
+        _open(d, schema)
+    # the pickle under the new name with a forged, self-consistent header
+    forged = {"magic": P.MAGIC, "format": P.FORMAT, "last_seq": 0, "payload_len": len(payload),
+              "payload_sha256": hashlib.sha256(payload).hexdigest()}
+    (d / P.SNAPSHOT).write_bytes(json.dumps(forged).encode() + b"\n" + payload)
+    with pytest.raises(StoreCorruptError, match="not valid JSON"):
+        _open(d, schema)
+    # ... and as a journal line
+    (d / P.SNAPSHOT).unlink()
+    (d / P.LEGACY_SNAPSHOT).unlink()
+    (d / P.JOURNAL).write_bytes(payload.replace(b"\n", b" ") + b"\n")
+    with pytest.raises(StoreCorruptError):
+        _open(d, schema)
+    assert not target.exists()
+
+
+def test_no_pickle_in_the_store_code():
+    src = Path(P.__file__).resolve().parents[1]
+    offenders = [str(p) for p in src.rglob("*.py") if "import pickle" in p.read_text() or "pickle.load" in p.read_text()]
+    assert offenders == []
+
+
+# ---- corrupt or forged journal ------------------------------------------------------------------
+def _append(d: Path, rec: Any) -> None:
+    with open(d / P.JOURNAL, "ab") as f:
+        f.write((rec if isinstance(rec, str) else json.dumps(rec)).encode() + b"\n")
+
+
+@pytest.mark.parametrize("rec,needle", [
+    ({"seq": 99, "t": "t1", "n": [["X1", "Exploit", {"tenant_id": "t1"}, []]], "e": []}, "Exploit"),
+    ({"seq": 99, "t": "t1", "n": [["X1", "Customer", {"tenant_id": "t1", "tier": 5}, []]], "e": []}, "tier"),
+    ({"seq": 99, "t": "t1", "n": [["X1", "Customer", {"tenant_id": "t1", "evil": "x"}, []]], "e": []}, "evil"),
+    ({"seq": 99, "t": "t1", "n": [["X1", "Customer", {"tenant_id": "t2"}, []]], "e": []}, "tenant"),
+    ({"seq": 99, "t": "t2", "n": [["C1", "Customer", {"tenant_id": "t2", "name": "Mal"}, []]], "e": []}, "tenant"),
+    ({"seq": 99, "t": "t1", "n": [["TIER_Diamond", "Tier", {"tenant_id": "t1"}, []]], "e": []}, "shared"),
+    ({"seq": 99, "t": "t2", "n": [], "e": [["C2", "HOLDS", "A1", {}]]}, "visible"),
+    ({"seq": 99, "t": "t1", "n": [], "e": [["C1", "HAS_TIER", "A1", {}]]}, "HAS_TIER"),
+    ({"seq": 99, "t": "t1", "n": [], "e": [["C1", "HOLDS", "NOPE", {}]]}, "does not exist"),
+    ({"seq": 99, "t": "bad tenant!", "n": [], "e": []}, "tenant"),
+    ({"seq": "99", "t": "t1"}, "seq"),
+    ({"seq": 99, "t": "t1", "n": [["X1", "Customer"]]}, "node entry"),
+    ({"seq": 99, "t": "t1", "e": [{"src": "C1"}]}, "edge entry"),
+    ({"seq": 99, "t": "t1", "x": 1}, "not a journal record"),
+    ([1, 2, 3], "not a journal record"),
+    ("{not json", "not JSON"),
+])
+def test_journal_record_failing_validation_is_refused(tmp_path, schema, rec, needle):
+    d = _built(tmp_path, schema)
+    _append(d, rec)
+    with pytest.raises(StoreCorruptError, match=needle) as ei:
+        _open(d, schema)
+    assert str(d / P.JOURNAL) in str(ei.value) and "byte" in str(ei.value)
+
+
+def test_forged_record_appended_by_another_process_is_refused_on_catch_up(tmp_path, schema):
+    d = _built(tmp_path, schema)
+    s = _open(d, schema)
+    _append(d, {"seq": 99, "t": "t2", "n": [["C1", "Customer", {"tenant_id": "t2"}, []]], "e": []})
+    with pytest.raises(StoreCorruptError):
+        s.write("t1", [Node("C9", "Customer", {})])
+    assert s.get_node("t1", "C1") is not None and s.get_node("t2", "C1") is None
+
+
+def test_valid_journal_with_removals_replays(tmp_path, schema):
+    d = _built(tmp_path, schema, compact=False)
+    s = _open(d, schema)
+    s.write("t1", [Node("C1", "Customer", {"summary": None, "name": "Ann B"})], [Edge("C1", "A1", "HOLDS")])
+    n = _open(d, schema).get_node("t1", "C1")
+    assert n is not None and "summary" not in n.props and n.props["name"] == "Ann B"
+
+
+# ---- SIGKILL during a load --------------------------------------------------------------------
+_LOADER = r"""
+import sys
+from hopweave.graph.base import Node
+from hopweave.graph.networkx_store import NetworkxGraphStore
+d, gen, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+s = NetworkxGraphStore.open(d)
+def items():
+    for i in range(n):
+        if i == 2000:
+            print("midway", flush=True)
+        yield Node(f"{gen}_{i}", "Customer", {"summary": "z" * 40})
+with s.bulk(replace=True) as b:
+    b.write("t1", items())
+print("done", flush=True)
+"""
+
+
+def _load(d: Path, gen: str, n: int, kill_midway: bool, midway: Any = None) -> None:
+    p = subprocess.Popen([sys.executable, "-c", _LOADER, str(d), gen, str(n)], stdout=subprocess.PIPE)
+    assert p.stdout is not None
+    try:
+        if kill_midway:
+            assert p.stdout.readline().strip() == b"midway"
+            if midway is not None:
+                midway()
+            p.kill()
+        assert p.wait(timeout=120) == (-9 if kill_midway else 0)
+    finally:
+        if p.poll() is None:
+            p.kill()
+
+
+def test_sigkill_during_a_graph_load_keeps_the_previous_store_and_a_rerun_completes(tmp_path, schema):
+    d = tmp_path / "graph"
+    _load(d, "A", 3000, kill_midway=False)
+
+    def read_during_the_load() -> None:  # the loader holds the exclusive lock: readers go on
+        t0 = time.monotonic()
+        s = _open(d, schema, lock_timeout_s=0.5)
+        assert len(s.find_nodes("t1", "Customer")) == 3000 and time.monotonic() - t0 < 5
+
+    _load(d, "B", 400_000, kill_midway=True, midway=read_during_the_load)
+    s = _open(d, schema)
+    ids = {n.id for n in s.find_nodes("t1", "Customer")}
+    assert len(ids) == 3000 and all(i.startswith("A_") for i in ids)
+    _load(d, "B", 5000, kill_midway=False)
+    ids = {n.id for n in _open(d, schema).find_nodes("t1", "Customer")}
+    assert len(ids) == 5000 and all(i.startswith("B_") for i in ids)
