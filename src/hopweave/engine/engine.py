@@ -69,6 +69,7 @@ from hopweave.understand.models import Understanding
 from hopweave.understand.understander import UnderstandingStage
 
 T = TypeVar("T")
+D = TypeVar("D")
 __all__ = ["Engine", "EngineConfig"]
 _UNDERSTAND_FALLBACK = "generic retrieval without patterns; clarify"
 
@@ -360,8 +361,8 @@ class Engine:
                                          "degraded": tuple(run.degraded), "recorded": recorded})
 
     def _run_stage(self, degraded: list[Degradation], stage: Stage, work: Callable[[], T] | Future[T], *,
-                   default: T, what: str, fallback: str, timeout: float | None = None,
-                   pool: ThreadPoolExecutor | None = None) -> T:
+                   default: D, what: str, fallback: str, timeout: float | None = None,
+                   pool: ThreadPoolExecutor | None = None) -> T | D:
         """:func:`~hopweave.engine.stages.run_stage` on this engine's stage pool (or ``pool``)."""
         return run_stage(degraded, stage, work, default=default, what=what, fallback=fallback, timeout=timeout,
                          pool=pool or self._pool)

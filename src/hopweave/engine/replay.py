@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Optional
+from typing import Any, Iterable, Literal, Mapping, Optional, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -182,7 +182,7 @@ class _DownUnderstander:
         pass
 
 
-def _engine_for(engine: Engine, faults: list[str]) -> Engine:
+def _engine_for(engine: Engine, faults: Sequence[str]) -> Engine:
     if not faults:
         return engine
     return engine.sibling(index=_DownIndex() if "search_unavailable" in faults else engine.index,
@@ -238,14 +238,14 @@ def check(sc: Scenario, r: RetrievalResult) -> list[str]:
         if s in text:
             f.append(f"text {s!r} must not be in the context")
     in_ctx = [c for c in r.chunks if c.in_context]
-    for c in e.chunks:
-        if not any(chunk_matches(x, c) for x in in_ctx):
-            got = next((x for x in r.chunks if chunk_matches(x, c)), None)
+    for ref in e.chunks:
+        if not any(chunk_matches(x, ref) for x in in_ctx):
+            got = next((x for x in r.chunks if chunk_matches(x, ref)), None)
             why = f"retrieved but left out ({got.omitted_reason})" if got else "not retrieved"
-            f.append(f"chunk {c} not in the context: {why}")
-    for c in e.forbidden_chunks:
-        if any(chunk_matches(x, c) for x in in_ctx):
-            f.append(f"forbidden chunk {c} is in the context")
+            f.append(f"chunk {ref} not in the context: {why}")
+    for ref in e.forbidden_chunks:
+        if any(chunk_matches(x, ref) for x in in_ctx):
+            f.append(f"forbidden chunk {ref} is in the context")
     for field_, bad in e.forbidden_metadata.items():
         for c in in_ctx:
             v = c.metadata.get(field_)

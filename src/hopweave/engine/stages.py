@@ -30,6 +30,7 @@ from hopweave.models.ranking import SearchResult
 from hopweave.search.index_base import CollectionInfo
 
 T = TypeVar("T")
+D = TypeVar("D")
 
 
 @runtime_checkable
@@ -110,12 +111,12 @@ def run_stage(
     stage: Stage,
     work: Callable[[], T] | Future[T],
     *,
-    default: T,
+    default: D,
     what: str,
     fallback: str,
     timeout: float | None = None,
     pool: Executor | None = None,
-) -> T:
+) -> T | D:
     """Run one stage and own its failure: inline (no ``timeout``), on ``pool`` with a timeout
     (seconds), or wait for an already submitted future. Returns the stage's value, or
     ``default`` after appending a :class:`Degradation` (timeout, or any error typed as

@@ -232,12 +232,12 @@ def compile_filter(
         if f not in values and f not in owned:
             clauses.append(IsEmpty(field=f))
     for a in mapping.always_on:
-        v = a.value if a.value is not None else session.attribute(a.session or "")
-        if v is None or v == "":
+        given: Scalar | None = a.value if a.value is not None else session.attribute(a.session or "")
+        if given is None or given == "":
             if a.required:
                 raise TenantError(f"the session has no {a.session}; the {a.field} filter clause is required")
             continue
-        clauses.append(Eq(field=a.field, value=v))
+        clauses.append(Eq(field=a.field, value=given))
     tree = and_(*clauses)
     if tree is None:  # pragma: no cover - tenant_id is always on in any sane mapping
         raise FilterError("the filter mapping produced no clauses; add always-on clauses (tenant_id)")

@@ -209,7 +209,7 @@ class EntityResolver:
                     nodes[n.id] = n
                     pats.extend(_patterns(label, n, nlp.make_doc))
             if pats:
-                ruler.add_patterns(pats)
+                ruler.add_patterns(pats)  # type: ignore[attr-defined]  # spaCy's SpanRuler
             self._cached = (fp, nlp, nodes)
             return self._cached
 

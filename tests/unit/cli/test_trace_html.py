@@ -24,8 +24,6 @@ from hopweave.cli.trace_html import BASE_COLORS, color_of, colors, collect, rend
 from hopweave.graph import open_graph_store
 from hopweave.graph.base import Edge, Node
 from generator.build import deltabank_batches  # noqa: E402
-from hopweave.models.schema import GraphSchema
-from hopweave.paths import default_schema_path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
 from domains import DELTABANK  # noqa: E402
@@ -40,7 +38,6 @@ UTTERANCE = "I want to dispute this $39 late fee, my SSN is 123-45-6789"
 @pytest.fixture(scope="module")
 def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("inspect")
-    schema = GraphSchema.load(default_schema_path())
     store = open_graph_store(root)
     with store.bulk(replace=True) as bulk:
         for tenant, items in deltabank_batches(nodes=1500):

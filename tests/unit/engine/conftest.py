@@ -21,7 +21,7 @@ from hopweave.engine.engine import Engine
 from hopweave.engine.replay import REPLAY_CONFIG
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
-from domains import DELTABANK, DELTABANK_REGISTRY  # noqa: E402
+from domains import DELTABANK, DELTABANK_REGISTRY  # noqa: E402,F401  (DELTABANK: for the test modules)
 
 #: The smallest population that still holds every customer the scenarios name (CUST_1000xx).
 STORE_NODES = 3000

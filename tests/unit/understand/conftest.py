@@ -9,9 +9,6 @@ from typing import Iterator
 
 import pytest
 
-import sys
-from pathlib import Path
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
 
 from generator.build import metagraph_items  # noqa: E402

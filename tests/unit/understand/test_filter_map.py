@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from conftest import AS_OF, MARIA_UTTERANCE
 from domains import DELTABANK
@@ -103,7 +104,7 @@ def test_mapping_is_validated_against_the_schema(bank) -> None:  # type: ignore[
         FilterMapping.model_validate({"version": 1, "entities": [{"entity": "Tier", "field": "colour"}]}).check(bank.schema)
     with pytest.raises(SchemaError):
         FilterMapping.model_validate({"version": 1, "entities": [{"entity": "Planet", "field": "tier"}]}).check(bank.schema)
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         FilterMapping.model_validate({"version": 1, "always_on": [{"field": "status"}]})
 
 
