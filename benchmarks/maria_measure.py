@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from hopweave.deltabank.scale import TENANT, maria_filter, scale_documents
+from generator.scale import TENANT, maria_filter, scale_documents
 from hopweave.search.embedder import Embedder
 
 MARIA_UTTERANCE = "I want to dispute this $39 late fee on my Platinum card."

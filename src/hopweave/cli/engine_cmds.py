@@ -77,12 +77,11 @@ def _print_context(result: "RetrievalResult", first_ms: float | None = None) -> 
 @app.command()
 @handle_errors
 def demo(
-    pack: Path = typer.Argument(Path("examples/deltabank"), help="Domain pack whose demo scenario to run."),
+    pack: Path = typer.Argument(..., help="Domain pack whose demo scenario to run (e.g. the examples/ folders)."),
     store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
 ) -> None:
-    """Run a pack's demo scenario end to end on the embedded store (default: DeltaBank's Maria,
-    seed 004's late-fee dispute).
+    """Run a pack's demo scenario (the first tagged `demo`) end to end on the embedded store.
 
     Loads the pack (graph, metagraph, policy corpus) into the store if it is absent, then prints
     the context block and a stage-timing table.

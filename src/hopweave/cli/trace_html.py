@@ -32,6 +32,13 @@ BASE_COLORS: dict[str, str] = {
     "GoalType": "#F79767",
     "Document": "#ECB5C9",
     "Chunk": "#B0D7F0",
+    # the base schema's procedural and episodic labels (cypher/browser/style.grass)
+    "TraceStep": "#E5C7E0",
+    "Workflow": "#FFE081",
+    "Rule": "#FFE081",
+    "Heuristic": "#FFE081",
+    "CaseType": "#F79767",
+    "CaseState": "#F79767",
 }
 #: A neutral palette for a domain's labels that its pack gives no colour (``domain.styles``):
 #: a label always gets the same one (by a hash of its name).

@@ -498,8 +498,13 @@ def _left(deadline: float) -> float:
 
 def _record_items(rec: dict[str, Any]) -> tuple[list[Node], list[Edge]]:
     """The writes a journal record (already shape-checked) stands for: removed properties
-    become None values, as a writer passes them."""
-    nodes = [Node(nid, label, {**props, **{k: None for k in removed}}) for nid, label, props, removed in rec.get("n", ())]
+    become None values, as a writer passes them. Metagraph nodes in the journal were gated when
+    written; on replay they are re-checked as gated nodes (their definitions go through the
+    bounds and identifier gates again) instead of being refused as direct writes."""
+    from hopweave.graph.write_rules import METAGRAPH_LABELS, GatedNode
+
+    nodes = [(GatedNode if label in METAGRAPH_LABELS else Node)(nid, label, {**props, **{k: None for k in removed}})
+             for nid, label, props, removed in rec.get("n", ())]
     edges = [Edge(src, dst, rel, props) for src, rel, dst, props in rec.get("e", ())]
     return nodes, edges
 

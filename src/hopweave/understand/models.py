@@ -24,7 +24,7 @@ class _Frozen(BaseModel):
 class Entity(_Frozen):
     """A resolved entity the request may use (as a seed binding, a filter clause, a lexical term).
 
-    ``value`` is canonical (a vocabulary node's ``name``, e.g. Product ``"Platinum_Card"``; an
+    ``value`` is canonical (a vocabulary node's ``name``, e.g. ``"Unlimited_Plus"``; an
     identifier upper-cased; an amount as a number). ``text`` is the surface form and ``span`` its
     character offsets in the utterance (None for session- or graph-sourced entities).
     """
@@ -61,7 +61,7 @@ class Mention(_Frozen):
     record: Optional[Scalar] = None
 
     def line(self) -> str:
-        """The mention as one line for the agent ("CUST_4412 named in the utterance: ...")."""
+        """The mention as one line for the agent ("SUB_1002 named in the utterance: ...")."""
         return f"{self.type} {self.value!s} named in the utterance: {self.reason}"
 
 
