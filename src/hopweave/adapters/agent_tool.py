@@ -3,7 +3,8 @@
 The agent chooses the mode (``keyword`` for exact identifiers, ``semantic`` for concepts,
 ``hybrid`` when unsure) and may narrow the scope with filters in the shared vocabulary; it can
 never widen it: the tenant comes from the bound session, the index adds ``tenant_id`` and
-``version = current`` itself, and the tool adds ``status = active``. Filter field names are checked
+``version = current`` itself, and the tool adds ``status = active``. Bound to an ``as_of``, the
+tool searches the documents in force then instead (the domain's ``in_force`` clause). Filter field names are checked
 against the schema's chunk fields (an unknown field is an error the agent can read and fix).
 
 Use :class:`RetrieveTool` directly (a plain callable returning JSON-ready dicts) or
@@ -63,10 +64,19 @@ class RetrieveTool:
     name = "retrieve"
     description = DESCRIPTION
 
-    def __init__(self, engine: "Engine", session: Session | Mapping[str, Any]) -> None:
-        """Raises InputError / TenantError for a malformed session (the engine's boundary)."""
+    def __init__(self, engine: "Engine", session: Session | Mapping[str, Any], as_of: Any = None) -> None:
+        """``as_of`` (optional): search the documents in force then, not the current revisions.
+        Raises InputError / TenantError for a malformed session or as_of (the engine's boundary)."""
         self.engine = engine
         self.session = check_session(session, "the agent tool's session")
+        self.scope: FilterTree = Eq(field="status", value="active")
+        self.documents_at: str | None = None
+        if as_of is not None:
+            from hopweave.understand.filter_map import InForce, instant, read_filter_mapping
+
+            rule = read_filter_mapping(engine.graph, self.session.tenant_id).in_force or InForce(status="status")
+            self.documents_at = instant(as_of)
+            self.scope = rule.clause(self.documents_at)
 
     def __call__(self, query: str, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
                  top_k: int = 10) -> list[dict[str, Any]]:
@@ -85,14 +95,15 @@ class RetrieveTool:
         tree = filters_to_tree(filters)
         if tree is not None:
             check_fields(tree, self.engine.graph.schema.filter_fields())
-        where = and_(Eq(field="status", value="active"), tree)
+        where = and_(self.scope, tree)
         prof = get_profile(MODE_PROFILES[mode])
         vec = space = None
         if prof.uses_semantic:
             vec = self.engine.embedder.embed([query])[0]
             space = self.engine.embedder.space
         res = self.engine.index.search(self.session.tenant_id, query, prof, where=where, limit=top_k,
-                                       query_vector=vec, query_space=space)
+                                       query_vector=vec, query_space=space,
+                                       include_superseded=self.documents_at is not None)
         out = []
         for h in res.hits:
             out.append({

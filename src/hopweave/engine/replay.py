@@ -19,6 +19,9 @@ and what the retrieval must (and must not) produce::
       forbidden_chunks: [waiver-policy-v2.pdf, gold-waiver-policy-v3.pdf#3.2]
       forbidden_metadata: {version: [superseded], tier: [Gold]}     # no context chunk may carry these
       documents: [waiver-policy-v3.pdf]
+      revisions: {waiver-policy: v3}      # the context cites this document at this revision only
+      found_by: [semantic, lexical]       # each `chunks` entry was ranked by these channels
+      in_force: true                      # every retrieved chunk was in force at as_of
       precedent: [TRACE_8514, TRACE_8702, TRACE_8108]
       degraded: [search]            # stages that must report a degradation
       entities: {Tier: Platinum}
@@ -86,6 +89,9 @@ class Expect(BaseModel):
     entities: dict[str, Any] = Field(default_factory=dict)
     max_tokens: Optional[int] = None
     truncated_patterns: list[str] = Field(default_factory=list)
+    revisions: dict[str, str] = Field(default_factory=dict)
+    found_by: list[Literal["semantic", "lexical"]] = Field(default_factory=list)
+    in_force: bool = False
 
 
 class Scenario(BaseModel):
@@ -279,6 +285,32 @@ def check(sc: Scenario, r: RetrievalResult) -> list[str]:
     for p in e.truncated_patterns:
         if p not in trunc:
             f.append(f"pattern {p} should be truncated (truncated: {sorted(trunc)})")
+    return f + _time_checks(e, r, in_ctx)
+
+
+def _time_checks(e: Expect, r: RetrievalResult, in_ctx: Sequence[ChunkItem]) -> list[str]:
+    """The issue-14 expectations: ``revisions``, ``found_by``, ``in_force``."""
+    from hopweave.models.filters import matches
+    from hopweave.understand.filter_map import InForce, instant
+
+    f: list[str] = []
+    for doc_id, rev in e.revisions.items():
+        seen = sorted({c.revision for c in in_ctx if c.document_id == doc_id})
+        if seen != [rev]:
+            f.append(f"document {doc_id}: expected revision {rev} only, the context cites {seen or 'none'}")
+    for ref in e.chunks:
+        for c in (x for x in r.chunks if chunk_matches(x, ref)):
+            got = {ch.channel for ch in c.channels}
+            missing = [ch for ch in e.found_by if ch not in got]
+            if missing:
+                f.append(f"chunk {ref} was not ranked by the {', '.join(missing)} channel (ranked by {sorted(got)})")
+    if e.in_force:
+        clause = InForce(status="status").clause(instant(r.as_of))
+        for c in r.chunks:
+            if not matches(clause, c.metadata):
+                f.append(f"chunk {c.chunk_id} ({c.revision}) was not in force at {r.as_of}: valid "
+                         f"{c.metadata.get('valid_from')} .. {c.metadata.get('valid_until') or 'open'}, "
+                         f"status {c.metadata.get('status')}")
     return f
 
 

@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict
 
 from hopweave.errors import EmbeddingSpaceError, InputError, StoreError, TenantError
 from hopweave.models.common import check_tenant
-from hopweave.models.documents import CURRENT
-from hopweave.models.filters import Eq, FilterTree, and_, check_fields, matches, parse_filter
+from hopweave.models.documents import CURRENT, SUPERSEDED
+from hopweave.models.filters import Eq, FilterTree, In, and_, check_fields, matches, parse_filter
 from hopweave.models.ranking import Coverage, Hit, RankingProfile, SearchResult
 from hopweave.models.schema import GraphSchema
 from hopweave.search.embedder import EmbeddingSpace
@@ -355,7 +355,8 @@ class VectorIndex(ABC):
             where: extra filter in the shared vocabulary.
             limit: hits to return.
             query_vector: the query embedding, in ``query_space``; None skips the semantic channel.
-            include_superseded: also search superseded revisions (audit); default current only.
+            include_superseded: also search superseded revisions (documents in force at a past
+                as_of, audit); default current only. Staging points are never searched.
 
         Returns:
             SearchResult with hits sorted by fused score then chunk id.
@@ -368,6 +369,8 @@ class VectorIndex(ABC):
             raise InputError("limit must be >= 1")
         info = self.require_info()
         scoped = self.scoped_filter(tenant_id, where, not include_superseded)
+        if include_superseded:  # every loaded revision, never a half-written (staging) one
+            scoped = and_(scoped, In(field="version", values=(CURRENT, SUPERSEDED))) or scoped
         space = query_space or info.space
         space_tree = and_(scoped, Eq(field=SPACE_FIELD, value=space.key))
         assert space_tree is not None

@@ -135,6 +135,9 @@ class Understanding(_Frozen):
     mentions: tuple[Mention, ...] = ()
     #: The chunk filter: entity clauses (from the FilterMapping node) AND the always-on clauses.
     filter: FilterTree
+    #: The instant the filter's in-force clause was evaluated at (documents in force then, every
+    #: revision searched); None: the mapping has none and only current revisions are searched.
+    documents_at: Optional[str] = None
     lexical: LexicalPlan
     #: Human-readable remarks (e.g. "utterance looks non-English; the classifier is English-only").
     notes: tuple[str, ...] = ()

@@ -14,7 +14,7 @@ from hopweave.errors import InputError
 from hopweave.models.common import Session, check_tenant, to_datetime
 from hopweave.models.domain import DomainSettings
 from hopweave.understand.classifier import GoalClassifier
-from hopweave.understand.filter_map import compile_filter, read_filter_mapping
+from hopweave.understand.filter_map import compile_filter, instant, read_filter_mapping
 from hopweave.understand.lexical_plan import _stop_words, build_lexical_plan
 from hopweave.understand.models import Understanding
 from hopweave.understand.resolver import EntityResolver
@@ -118,7 +118,7 @@ class Understander:
         res = self.resolver.resolve(text, session, when)
         mapping = read_filter_mapping(self.store, session.tenant_id)
         tree, fnotes = compile_filter(mapping, res.entities, session, self.store, self.store.schema,
-                                      unscoped=res.unscoped)
+                                      unscoped=res.unscoped, as_of=when)
         notes.extend(res.notes)
         notes.extend(fnotes)
         if res.unscoped:
@@ -136,6 +136,7 @@ class Understander:
             entities=tuple(res.entities),
             mentions=tuple(res.mentions),
             filter=tree,
+            documents_at=instant(when) if mapping.in_force is not None else None,
             lexical=lexical,
             notes=tuple(notes),
             revisions={
