@@ -32,6 +32,7 @@ from hopweave.models.documents import Document
 from hopweave.models.schema import GraphSchema
 from hopweave.search.edge_index import (
     COMPLETE_FILE,
+    INCOMPLETE_FILE,
     LOCK_FILE,
     PREVIOUS_DIR,
     STAGING_DIR,
@@ -77,7 +78,10 @@ def rebuild_index(
 
     Returns:
         {"documents", "chunks", "embedded", "points", "inputs_sha256", "incremental",
-        "seconds", "report"} (``report``: the IngestReport as a dict).
+        "previous", "kept_previous", "seconds", "report"}: ``previous`` is what was in
+        ``vectors`` before ("none", "complete", or "incomplete": an interrupted or pre-marker
+        index, which an incremental rebuild cannot trust and so starts afresh: ``kept_previous``
+        False); ``report`` is the IngestReport as a dict.
 
     Raises:
         InputError: the documents are inconsistent (nothing is swapped in).
@@ -92,7 +96,8 @@ def rebuild_index(
         staging = store / STAGING_DIR
         _remove(staging)
         live = store / VECTORS_DIR
-        if incremental and (live / COMPLETE_FILE).is_file():
+        previous = _previous_state(live)
+        if incremental and previous == "complete":
             shutil.copytree(live, staging)
         report = _build(staging, schema, documents, embedder, optimize, progress, ingest_options)
         marker = read_marker(staging) or {}
@@ -100,7 +105,8 @@ def rebuild_index(
     return {
         "documents": report.documents, "chunks": report.chunks_written, "embedded": report.chunks_embedded,
         "points": marker.get("points"), "inputs_sha256": marker.get("inputs_sha256"),
-        "incremental": incremental, "seconds": round(time.perf_counter() - t0, 2), "report": report.as_dict(),
+        "incremental": incremental, "previous": previous, "kept_previous": incremental and previous == "complete",
+        "seconds": round(time.perf_counter() - t0, 2), "report": report.as_dict(),
     }
 
 
@@ -137,6 +143,14 @@ def _build(
     finally:
         index.close()
     return report
+
+
+def _previous_state(live: Path) -> str:
+    if not live.exists():
+        return "none"
+    if (live / COMPLETE_FILE).is_file() and not (live / INCOMPLETE_FILE).exists():
+        return "complete"
+    return "incomplete"
 
 
 def swap_in(store: Path) -> None:

@@ -60,7 +60,7 @@ def test_rebuild_swaps_in_a_complete_index_with_a_marker(tmp_path, schema, hash_
     assert _doc_ids(tmp_path, schema) == {"b-0", "b-1"}
     # incremental keeps the existing points
     out = rebuild_index(tmp_path, schema, _docs("c", 1), hash_embedder, incremental=True)
-    assert _doc_ids(tmp_path, schema) == {"b-0", "b-1", "c-0"} and out["incremental"]
+    assert _doc_ids(tmp_path, schema) == {"b-0", "b-1", "c-0"} and out["kept_previous"]
 
 
 _KILLED = r"""
@@ -124,7 +124,8 @@ def test_sigkill_during_an_in_place_ingest_is_refused_typed(tmp_path, schema, ha
     assert (tmp_path / "vectors" / INCOMPLETE_FILE).exists()
     with pytest.raises(StoreIncompleteError, match="re-run"):
         EdgeIndex(tmp_path, schema).count("t1")
-    rebuild_index(tmp_path, schema, _docs("b", 2), hash_embedder)
+    out = rebuild_index(tmp_path, schema, _docs("b", 2), hash_embedder, incremental=True)
+    assert out["previous"] == "incomplete" and not out["kept_previous"]  # never built on a torn index
     assert _doc_ids(tmp_path, schema) == {"b-0", "b-1"}
 
 
