@@ -190,7 +190,7 @@ def read_snapshot(directory: Path, schema: GraphSchema) -> Snapshot | None:
             raise StoreCorruptError(
                 f"{legacy}: a snapshot in the retired pickle format, which hopweave no longer reads "
                 "(reading it could run code from the file); rebuild the store with `hopweave load`"
-            )
+            ) from None
         return None
     except OSError as exc:
         raise io_error(exc, path, "opening") from exc
