@@ -234,6 +234,10 @@ def _dangling(data: dict[str, Any]) -> None:
     (_bad_edge, "cannot go from Customer to Account"),
     (_dangling, "missing node"),
     (lambda d: d.pop("succ"), "node/succ"),
+    (lambda d: d["node"]["C1"].update(evil="x"), "'evil' is undeclared"),
+    (lambda d: d["node"]["C1"].update(name={"$gt": ""}), "'name' is undeclared or not of its declared type"),
+    (lambda d: d["node"]["A1"].update(balance="10"), "'balance'"),
+    (lambda d: d["node"]["E1"].update(year=True), "'year'"),
 ])
 def test_snapshot_failing_the_schema_is_refused(tmp_path, schema, mutate, needle):
     d = _built(tmp_path, schema)
