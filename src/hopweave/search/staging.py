@@ -87,7 +87,8 @@ def rebuild_index(
         InputError: the documents are inconsistent (nothing is swapped in).
         StoreBusyError: another rebuild holds the lock past ``lock_timeout_s``.
         StoreIOError: the disk is full or failing (the previous index stays in place).
-        StoreIncompleteError / StoreCorruptError: ``incremental`` and the current index is damaged.
+        StoreError: the vector backend failed while writing (the previous index stays in place).
+        A failed rebuild removes its staging directory (freeing the space it took).
     """
     t0 = time.perf_counter()
     store = Path(store_dir)
@@ -97,11 +98,15 @@ def rebuild_index(
         _remove(staging)
         live = store / VECTORS_DIR
         previous = _previous_state(live)
-        if incremental and previous == "complete":
-            shutil.copytree(live, staging)
-        report = _build(staging, schema, documents, embedder, optimize, progress, ingest_options)
-        marker = read_marker(staging) or {}
-        swap_in(store)
+        try:
+            if incremental and previous == "complete":
+                shutil.copytree(live, staging)
+            report = _build(staging, schema, documents, embedder, optimize, progress, ingest_options)
+            marker = read_marker(staging) or {}
+            swap_in(store)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     return {
         "documents": report.documents, "chunks": report.chunks_written, "embedded": report.chunks_embedded,
         "points": marker.get("points"), "inputs_sha256": marker.get("inputs_sha256"),
@@ -200,7 +205,7 @@ def _io(store: Path) -> Iterator[None]:
         yield
     except OSError as exc:
         where = exc.filename or store
-        hint = "the disk is full: free space and" if exc.errno in (28, 122) else f"{exc.strerror}:"
+        hint = "the disk is full: free space and" if exc.errno in (28, 122) else f"{exc.strerror or exc}:"
         raise StoreIOError(f"rebuilding the vector index of {store} failed at {where} ({hint} re-run the load); "
                            "the previous index is still in place", path=str(where), errno=exc.errno) from exc
 

@@ -199,6 +199,7 @@ def test_rebuild_failure_keeps_the_previous_index(tmp_path, schema, hash_embedde
     with pytest.raises(StoreIOError, match="disk is full") as ei:
         rebuild_index(tmp_path, schema, _docs("b", 2), hash_embedder)
     assert ei.value.errno == errno.ENOSPC
+    assert not (tmp_path / STAGING_DIR).exists()  # the failed build's space is given back
     monkeypatch.undo()
     assert _doc_ids(tmp_path, schema) == {"a-0", "a-1"}  # the previous index was put back
 
