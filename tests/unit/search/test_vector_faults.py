@@ -78,7 +78,7 @@ class Slow(HashEmbedder):
     def embed(self, texts, batch_size=64):
         return super().embed(texts, batch_size)
 docs = [Document(document_id=f"k-{i}", tenant_id="t1", title=f"k {i}", text=f"killed ingest document {i}",
-                 metadata={"tier": "Gold"}) for i in range(3000)]
+                 metadata={"tier": "Gold"}) for i in range(400)]
 def progress(stage, done, total):
     if stage == "writing" and done >= 64:
         print("writing", flush=True)
