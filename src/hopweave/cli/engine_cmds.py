@@ -21,26 +21,23 @@ if TYPE_CHECKING:  # pragma: no cover
 trace_app = typer.Typer(help="Inspect recorded retrievals (DecisionTrace nodes).", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 
-DEMO_SCENARIO = "01_maria_late_fee.yaml"
 
 
 def _store(store: Optional[Path]) -> Path:
     return store_path(store)
 
 
-def _example_dir() -> Path:
-    from hopweave.paths import repo_root
+def _demo_scenario(pack: Path) -> Path:
+    """The pack's demo scenario: the first (by file name) tagged ``demo``, else the first one."""
+    from hopweave.fileio import read_yaml
+    from hopweave.pack.manifest import read_manifest
 
-    env = os.environ.get("HOPWEAVE_EXAMPLES")
-    if env:
-        return Path(env) / "deltabank"
-    root = repo_root()
-    if root is None:
-        raise ConfigError(
-            "cannot find examples/deltabank: run from a source checkout (pip install -e .) or set "
-            "HOPWEAVE_EXAMPLES to the examples folder"
-        )
-    return root / "examples" / "deltabank"
+    m = read_manifest(pack)
+    files = sorted((pack / (m.scenarios or "scenarios")).glob("*.yaml"))
+    if not files:
+        raise InputError(f"pack {pack} has no scenarios to demo: add one under {m.scenarios or 'scenarios'}/")
+    tagged = [f for f in files if "demo" in ((read_yaml(f, "scenario") or {}).get("tags") or [])]
+    return (tagged or files)[0]
 
 
 def _open_engine(store: Path, **config: Any) -> "Engine":
@@ -81,20 +78,22 @@ def _print_context(result: "RetrievalResult", first_ms: float | None = None) -> 
 @app.command()
 @handle_errors
 def demo(
+    pack: Path = typer.Argument(Path("examples/deltabank"), help="Domain pack whose demo scenario to run."),
     store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
 ) -> None:
-    """Run Maria's late-fee dispute (seed 004) end to end on the embedded store.
+    """Run a pack's demo scenario end to end on the embedded store (default: DeltaBank's Maria,
+    seed 004's late-fee dispute).
 
-    Loads the example pack (graph, metagraph, policy corpus) into the store if it is absent,
-    then prints the context block and a stage-timing table.
+    Loads the pack (graph, metagraph, policy corpus) into the store if it is absent, then prints
+    the context block and a stage-timing table.
     """
     import time
 
     from hopweave.engine.replay import check, load_scenario, run_scenario
 
+    example = pack
     store_dir = _store(store)
-    example = _example_dir()
     if not (store_dir / "graph").exists():
         from hopweave.pack.loader import load_pack
 
@@ -102,7 +101,7 @@ def demo(
         typer.echo(f"loading the example pack {example} into {store_dir} ...", err=True)
         load_pack(example, store_dir)
         typer.echo(f"loaded in {time.perf_counter() - t:.1f} s", err=True)
-    sc = load_scenario(example / "scenarios" / DEMO_SCENARIO)
+    sc = load_scenario(_demo_scenario(example))
     engine = _open_engine(store_dir)
     try:
         warm = engine.warmup()

@@ -107,6 +107,7 @@ def parse_session(data: Any, source: str = "session") -> Session:
         raise InputError(f"{source} must be a Session or a mapping of its fields "
                          f"(tenant_id, customer_id, ...), not {type(data).__name__}")
     fields = {k: v for k, v in data.items() if k != "as_of"}
+    check_tenant(fields.get("tenant_id"))  # a missing tenant is a tenant error, not a field error
     try:
         return Session.model_validate(fields)
     except ValidationError as exc:

@@ -78,7 +78,10 @@ def test_retrieve_replay_and_trace_diff_after_a_pattern_edit(cli_store: Path) ->
 
 
 def test_demo_loads_a_fresh_store_and_prints_the_block(tmp_path: Path) -> None:
-    res = _ok(["demo", "--store", str(tmp_path / "store"), "--nodes", "1500"])
+    from generator.build import sized_pack  # the pack's generator step (conftest puts it on sys.path)
+
+    pack = sized_pack(tmp_path, nodes=1500, seed=4421)  # a small copy of the example pack
+    res = _ok(["demo", str(pack), "--store", str(tmp_path / "store")])
     out = res.stdout
     for s in ("[Customer]", "[Event]", "[Payment history]", "[Waiver history]",
               "[Applicable policy — waiver-policy-v3.pdf, section 3.2]",
