@@ -59,6 +59,7 @@ def rebuild_index(
     optimize: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+    report: IngestReport | None = None,
     **ingest_options: Any,
 ) -> dict[str, Any]:
     """(Re)build ``<store_dir>/vectors`` from ``documents`` and swap it in atomically.
@@ -74,6 +75,7 @@ def rebuild_index(
         optimize: build HNSW / payload indexes before the swap.
         progress: ``progress(stage, done, total)`` callback.
         lock_timeout_s: longest wait for another rebuild of this store.
+        report: an IngestReport to fill in (e.g. the one :func:`load_documents` returned).
         ingest_options: passed to :class:`~hopweave.search.ingest.Ingestor` (max_words, batch_size, ...).
 
     Returns:
@@ -101,7 +103,7 @@ def rebuild_index(
         try:
             if incremental and previous == "complete":
                 shutil.copytree(live, staging)
-            report = _build(staging, schema, documents, embedder, optimize, progress, ingest_options)
+            report = _build(staging, schema, documents, embedder, optimize, progress, ingest_options, report)
             marker = read_marker(staging) or {}
             swap_in(store)
         except BaseException:
@@ -130,13 +132,14 @@ def _build(
     optimize: bool,
     progress: Callable[[str, int, int], None] | None,
     options: dict[str, Any],
+    report: IngestReport | None = None,
 ) -> IngestReport:
     index = EdgeIndex(root.parent, schema, root=root)
     try:
         ingestor = Ingestor(index, embedder, **options)
         index.begin_ingest()
         try:
-            report = ingestor.ingest(documents, progress=progress)
+            report = ingestor.ingest(documents, progress=progress, report=report)
             if optimize:
                 index.optimize()
         except BaseException:
