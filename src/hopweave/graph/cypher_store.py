@@ -31,7 +31,7 @@ from hopweave.graph.cypher import (
     compile_pattern,
     compile_seed_query,
 )
-from hopweave.graph.cypher_schema import ddl_for, load_schema_items
+from hopweave.graph.cypher_schema import ddl_for, schema_items
 from hopweave.graph.write_rules import LABEL_KEY, WriteValidator
 from hopweave.models.common import Bindings, PatternResult, Row
 from hopweave.models.filters import FilterTree
@@ -72,10 +72,13 @@ class CypherGraphStore(GraphStore):
 
     # ---- schema -----------------------------------------------------------------------------
     def ensure_schema(self) -> int:
-        """Create the constraints and indexes of ``cypher/schema.cypher`` (idempotent).
-        Returns the number of statements that created something."""
+        """Create the unique-id constraints and the indexes of the store's schema (idempotent):
+        the items of :func:`~hopweave.graph.cypher_schema.schema_items`, which for the default
+        schema are exactly ``cypher/schema.cypher`` (a unit test keeps them in sync); a store of
+        another pack's schema gets that schema's items. Returns the number of statements that
+        created something."""
         created = 0
-        for item in load_schema_items(self.schema):
+        for item in schema_items(self.schema):
             for stmt in ddl_for(item, self.caps, self.schema, self.graph_name):
                 try:
                     if len(stmt) == 1:
