@@ -367,7 +367,7 @@ def traversal_modes(engine: Any, runs: int) -> dict[str, Any]:
     from hopweave.graph.traverse import run_goal_patterns
     from hopweave.models.common import Bindings, Session, to_datetime
 
-    patterns = [p for p in engine.graph.patterns() if p.goal == "LateFeeDispute"]
+    patterns = engine.graph.patterns("LateFeeDispute")
     ents = {"Tier": "Platinum", "Product": "Platinum_Card", "Region": "US"}
     b = Bindings(session=Session.model_validate(MARIA_SESSION), as_of=to_datetime(AS_OF), goal="LateFeeDispute",
                  entities=ents)
