@@ -92,6 +92,9 @@ def read_store_settings(store_dir: str | Path) -> StoreSettings | None:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+    except UnicodeDecodeError as exc:
+        raise StoreCorruptError(f"{path} is not a valid hopweave store settings file (not UTF-8 text at byte "
+                                f"{exc.start}); re-run `hopweave load PACK --store DIR` to rewrite it") from None
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
