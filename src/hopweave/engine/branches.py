@@ -34,8 +34,11 @@ def search_documents(index: DocumentIndex, embedder: Embedder, tenant_id: str, p
     if profile.uses_semantic:
         vec = embedder.embed([plan.dense_query])[0]
         space = embedder.space
+    # the goal's document scope feeds a feature profile's ``scope`` feature (issue 17)
+    extra = ({"scope": dict(plan.goal.document_scope)}
+             if profile.features is not None and plan.goal is not None and plan.goal.document_scope else {})
     res = index.search(tenant_id, plan.lexical_query, profile, where=plan.filter, limit=limit, query_vector=vec,
-                       query_space=space)
+                       query_space=space, **extra)
     skipped = []
     if res.coverage.semantic_skipped_reason and profile.uses_semantic:
         skipped.append(("semantic channel", res.coverage.semantic_skipped_reason))
