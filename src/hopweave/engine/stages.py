@@ -72,6 +72,9 @@ def open_index(store_dir: str | Path) -> DocumentIndex | None:
     from hopweave.models.store_settings import read_store_settings
     from hopweave.search.edge_index import EdgeIndex
 
+    from hopweave.search.staging import recover
+
+    recover(Path(store_dir))  # a crash between the staged index's two renames: put it back
     if not (Path(store_dir) / "vectors").is_dir():
         return None
     stored = read_store_settings(store_dir)
