@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from hopweave.models.case import CaseSpec
 from hopweave.models.schema import check_identifier
 
 Scalar = Union[str, int, float, bool]
@@ -268,6 +269,9 @@ class GoalType(_Frozen):
     #: PII properties (``Label.property``) this goal's owner lets its patterns return, filter on
     #: or order by; a pattern's ``pii_allowed`` must be granted here (see graph/gate_rules.py).
     pii_grants: tuple[str, ...] = ()
+    #: How the goal's procedure applies to the case: case facts, state, rule patterns
+    #: (:mod:`hopweave.models.case`). None = rules are listed, not evaluated.
+    case: CaseSpec | None = None
 
     @field_validator("name")
     @classmethod
