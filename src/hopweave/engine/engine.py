@@ -344,8 +344,9 @@ class Engine:
         plan = self._plan(run)
         chunks, prof, facts, prec_items = self._search_and_traverse(run, plan)
         t = time.perf_counter()
+        facts, template_values = self._apply_case(run, plan, facts)
         assembly = assemble(
-            plan.sections, facts, chunks, prec_items, as_of=req.as_of, entities=plan.entity_values,
+            plan.sections, facts, chunks, prec_items, as_of=req.as_of, entities=template_values,
             budget_tokens=req.token_budget or self.config.token_budget, counter=self.counter,
             provenance=self.config.provenance_inline, notes=agent_notes(plan),
         )
@@ -443,6 +444,20 @@ class Engine:
         run.degraded.extend(pattern_degradations(facts))
         run.timings["search_and_traverse"] = _ms(t)
         return chunks, prof, facts, prec_items
+
+    def _apply_case(self, run: Run, plan: Plan, facts: list[PatternResult]) -> tuple[list[PatternResult], dict[str, Any]]:
+        """The goal's procedure applied to the case (:func:`hopweave.engine.rules.apply_case`);
+        the case state's patterns re-run on the graph when the state is not the default."""
+        from hopweave.engine.rules import apply_case
+        from hopweave.graph.traverse import run_goal_patterns
+
+        def rerun(pats: list[TraversalPattern], entities: dict[str, Any]) -> list[PatternResult]:
+            b = Bindings(session=run.req.session, as_of=run.req.as_of, goal=plan.goal.name if plan.goal else None,
+                         entities=entities)
+            return run_goal_patterns(self.graph, run.req.session.tenant_id, pats, b, max_workers=1)
+
+        spec = plan.goal.case if plan.goal is not None else None
+        return apply_case(spec, plan.patterns, facts, plan.entity_values, run.req.session, rerun)
 
     def _record(self, run: Run, result: RetrievalResult) -> bool:
         """Write the trace within the request's remaining budget (at least ``record_min_ms``).
