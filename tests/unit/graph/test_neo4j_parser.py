@@ -133,7 +133,7 @@ def test_collection_covers_every_source(checked: dict[str, Any]) -> None:
     assert counts["browser queries"] >= 8
     queries = [s.query for s in checked["collection"].items]
     for needle in ("UNWIND $rows AS r CREATE", "UNWIND $rows AS r MERGE", "FOREACH (r IN", "CALL (n) {",
-                   "`DecisionTrace`", "CREATE CONSTRAINT", "CREATE INDEX", "min(path + ["):
+                   "`DecisionTrace`", "CREATE CONSTRAINT", "CREATE INDEX", "CALL (frontier) {"):
         assert any(needle in q for q in queries), f"no statement contains {needle!r}"
 
 
