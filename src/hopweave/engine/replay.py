@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Optional, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -51,6 +51,9 @@ from hopweave.models.ranking import RankingProfile, SearchResult
 from hopweave.search.embedder import EmbeddingSpace
 from hopweave.search.index_base import CollectionInfo
 from hopweave.understand.models import Understanding
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.engine.pins import AsRecorded
 
 Fault = Literal["search_unavailable", "understand_unavailable"]
 _UNSET = object()
@@ -168,7 +171,11 @@ class _DownIndex:
     def search(self, tenant_id: str, query: str, profile: RankingProfile,
                where: FilterTree | Mapping[str, object] | None = None, limit: int = 10,
                query_vector: np.ndarray | None = None, query_space: EmbeddingSpace | None = None,
-               include_superseded: bool = False) -> SearchResult:
+               include_superseded: bool = False, scope: Mapping[str, Sequence[object]] | None = None) -> SearchResult:
+        raise StoreUnavailableError("the vector index is unreachable (scenario fault: search_unavailable)")
+
+    def fetch(self, tenant_id: str, where: FilterTree | Mapping[str, object] | None = None,
+              current_only: bool = False, limit: int | None = None) -> list[dict[str, object]]:
         raise StoreUnavailableError("the vector index is unreachable (scenario fault: search_unavailable)")
 
     def require_info(self) -> CollectionInfo:
@@ -329,26 +336,43 @@ def replay(engine: Engine, paths: Iterable[str | Path], *, record: bool = True) 
     return out
 
 
+def as_recorded(engine: Engine, tenant_id: str, trace_id: str) -> "AsRecorded":
+    """The context of a recorded retrieval rebuilt from what its trace pinned (chunk texts from
+    the index by id and text hash, the rest from the trace) and checked against its hash: it
+    does not re-run anything, so later document, pattern or metagraph changes cannot alter it.
+
+    Raises:
+        NotFoundError: unknown trace (or another tenant's). InputError: a trace without pins.
+    """
+    from hopweave.engine.pins import rebuild
+
+    return rebuild(trace_record.load(engine.graph, tenant_id, trace_id), engine.index, engine.graph, tenant_id)
+
+
 def replay_trace(
-    engine: Engine, tenant_id: str, trace_id: str, *, record: bool = True
+    engine: Engine, tenant_id: str, trace_id: str, *, record: bool = True, as_of: Any = None
 ) -> tuple[RetrievalResult, trace_record.TraceDiff]:
-    """Re-run a recorded retrieval (its utterance, session and as_of) on the store as it is now
-    and diff it against the recording. Returns (new result, TraceDiff); the diff is empty when
-    nothing changed. Raises NotFoundError for an unknown trace (or another tenant's)."""
+    """Re-run a recorded retrieval (its utterance and session, at its as_of or at ``as_of`` when
+    given: ``replay --as-of-now``) on the store as it is now and diff it against the recording.
+    Returns (new result, TraceDiff); the diff is empty when nothing changed. Raises
+    NotFoundError for an unknown trace (or another tenant's)."""
     old = trace_record.load(engine.graph, tenant_id, trace_id)
     if not old.utterance or not old.as_of:
         raise InputError(f"trace {trace_id} has no utterance/as_of recorded: it cannot be replayed")
     session = parse_session(old.session or {"tenant_id": tenant_id}, f"trace {trace_id}: session")
-    r = engine.retrieve(old.utterance, session=session, as_of=old.as_of, record=record)
+    r = engine.retrieve(old.utterance, session=session, as_of=as_of if as_of is not None else old.as_of,
+                        record=record)
     if record and r.recorded:
         new = trace_record.load(engine.graph, tenant_id, r.trace_id)
     else:  # compare against the result itself without writing it
         nodes, _ = trace_record.build(r, session, engine.graph, engine.settings_for(tenant_id).subject)
         props = nodes[0].props
         new = old.model_copy(update={
-            "trace_id": r.trace_id, "goal": r.goal, "goal_version": r.goal_version, "chunk_ids": props["chunk_ids"],
+            "trace_id": r.trace_id, "as_of": r.as_of.isoformat(), "goal": r.goal, "goal_version": r.goal_version,
+            "chunk_ids": props["chunk_ids"],
             "fact_ids": props["fact_ids"], "precedent_ids": props["precedent_ids"],
             "patterns": props["patterns_json"], "context_hash": r.context.hash, "context_text": r.context.text,
             "tokens": r.context.tokens, "store_revision": r.store_revision,
-            "metagraph_revision": r.metagraph_revision, "filter": r.filter or {}})
+            "metagraph_revision": r.metagraph_revision, "filter": r.filter or {}, "pins": props["pins_json"],
+            "context_skeleton": props.get("context_skeleton")})
     return r, trace_record.diff(old, new)
