@@ -187,8 +187,9 @@ def redact_props(props: dict[str, Any]) -> dict[str, Any]:
             out[key] = REDACTED
     if out.get("entities_json") is not None:
         out["entities_json"] = redact_entities(_json(out["entities_json"], []))
-    if isinstance(out.get("context_text"), str):
-        out["context_text"] = redact_context(out["context_text"])
+    for key in ("context_text", "context_skeleton"):
+        if isinstance(out.get(key), str):
+            out[key] = redact_context(out[key])
     return out
 
 
@@ -233,6 +234,7 @@ class RecordedTrace(BaseModel):
             "search_query": REDACTED if self.search_query else None,
             "entities": redact_entities(self.entities),
             "context_text": redact_context(self.context_text),
+            "context_skeleton": redact_context(self.context_skeleton) if self.context_skeleton else None,
         })
 
 
