@@ -243,3 +243,16 @@ def time_windows(text: str, as_of: datetime) -> list[TimeWindow]:
                               end=d.end if future else end, future=future,
                               cut=not future and not open_ended and end < d.end))
     return out
+
+
+def window_bounds(windows: "list[TimeWindow] | tuple[TimeWindow, ...]", as_of: datetime) -> tuple[str, str] | None:
+    """One (from, until) over the utterance's windows for the patterns (``entity.DateFrom`` /
+    ``entity.DateUntil``): the union of the windows not after as_of, else the first (empty) one;
+    None without windows."""
+    if not windows:
+        return None
+    past = [w for w in windows if not w.future]
+    if not past:
+        return windows[0].bounds(as_of)
+    bounds = [w.bounds(as_of) for w in past]
+    return min(b[0] for b in bounds), max(b[1] for b in bounds)

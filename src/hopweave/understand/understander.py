@@ -17,6 +17,7 @@ from hopweave.understand.classifier import GoalClassifier
 from hopweave.understand.filter_map import FilterMapping, compile_filter, instant, read_filter_mapping
 from hopweave.understand.lexical_plan import _stop_words, build_lexical_plan
 from hopweave.understand.models import Understanding
+from hopweave.understand.temporal import time_windows
 from hopweave.understand.resolver import EntityResolver
 from hopweave.understand.text import MAX_CHARS, check_utterance, looks_non_english
 
@@ -134,6 +135,8 @@ class Understander:
                                       unscoped=res.unscoped, as_of=when)
         notes.extend(res.notes)
         notes.extend(fnotes)
+        windows = tuple(time_windows(text, when))
+        notes.extend(w.note(when) for w in windows)
         if res.unscoped:
             notes.append(f"no {', '.join(res.unscoped)} on record for this session: only documents that are "
                          "not specific to one are searched")
@@ -159,6 +162,7 @@ class Understander:
                 "calibration": cls.calibration_id,
             },
             domain=self.settings.name,
+            time_windows=windows,
         )
 
 

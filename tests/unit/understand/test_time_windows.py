@@ -74,3 +74,14 @@ def test_this_month_is_cut_at_as_of() -> None:
 def test_no_date_no_window() -> None:
     assert time_windows("I want to dispute this $39 late fee", MAY12) == []
     assert time_windows("you may waive it on the card", MAY12) == []
+
+
+def test_the_understanding_carries_the_window_to_the_patterns(understander, maria) -> None:  # type: ignore[no-untyped-def]
+    u = understander.understand("Why was I charged the late fee from March?", maria, "2026-05-12")
+    (w,) = u.time_windows
+    assert (w.text, w.span, w.start, w.end) == ("March", (36, 41), date(2026, 3, 1), date(2026, 3, 31))
+    b = u.entity_bindings()
+    assert (b["DateFrom"], b["DateUntil"]) == ("2026-03-01T00:00:00", "2026-03-31T23:59:59")
+    assert "'March' (characters 36-41) -> events from 2026-03-01 to 2026-03-31" in u.notes
+    none = understander.understand("I want to dispute this late fee", maria, "2026-05-12")
+    assert none.time_windows == () and "DateFrom" not in none.entity_bindings()  # the pattern binds nothing
