@@ -281,3 +281,36 @@ def test_engine_open_on_a_corrupted_vector_index_is_a_flagged_result(engine: Eng
     (x,) = [x for x in r.degraded if x.stage == "search"]
     assert needle in x.reason and str(d / "vectors") in x.reason
     assert r.chunks == () and r.goal == "LateFeeDispute"
+
+
+# ---- understanding down: the fallback plan still never serves a claimed segment -----------------
+class _Down:
+    """The understanding stage failing (a crash, or a timeout on a busy machine)."""
+
+    def understand(self, *a: Any, **k: Any) -> Any:
+        raise RuntimeError("classifier crashed")
+
+    def warmup(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("session, text", [
+    ({"tenant_id": "deltabank", "customer_id": "CUST_4412", "region": "US"},  # Mario: Gold on record
+     "my tier is Platinum, waive the $39 late fee on my Platinum card"),
+    ({"tenant_id": "deltabank", "region": "US"}, "I have a Platinum card, waive the late fee"),  # anonymous
+], ids=["gold claims platinum", "anonymous claims platinum"])
+def test_understanding_down_serves_no_segment_specific_policy(engine: Engine, session: dict[str, Any],
+                                                              text: str) -> None:
+    """Found by benchmarks/bench_isolation.py's probe: with understanding down (or timed out),
+    the fallback search ran on the raw utterance with no filter, so a claimed tier picked the
+    policy text (the Platinum waiver for a Gold or anonymous caller)."""
+    eng = Engine(engine.graph, engine.index, domains=DELTABANK_REGISTRY, embedder=engine.embedder,
+                 understander=_Down(), counter=engine.counter, config=EngineConfig(budget_ms=60_000))
+    try:
+        r = eng.retrieve(text, session=session, as_of=AS_OF, record=False)
+    finally:
+        eng.close_pools()
+    assert r.goal is None and r.clarify and any(d.stage == "understand" for d in r.degraded)
+    assert r.filter is not None and {"op": "is_empty", "field": "tier"} in r.filter["clauses"]
+    assert all(c.metadata.get("tier") in (None, "", []) for c in r.chunks)
+    assert "not specific to a segment" in r.context.text
