@@ -45,7 +45,7 @@ from hopweave.engine.assemble import assemble
 from hopweave.engine.boundary import Request, check_request, check_session_attributes
 from hopweave.engine.branches import graph_branch, pattern_degradations, search_documents
 from hopweave.engine.config import EngineConfig, Run, make_result
-from hopweave.engine.plan import Plan, agent_notes, build_plan
+from hopweave.engine.plan import NEUTRAL_NOTE, Plan, agent_notes, build_plan, neutral_filter
 from hopweave.engine.query_vectors import SharedEmbedder, bound
 from hopweave.engine.result import ChunkItem, Degradation, RetrievalResult, Stage
 from hopweave.engine.stages import (
@@ -59,9 +59,10 @@ from hopweave.engine.stages import (
     warm_index,
 )
 from hopweave.engine.tokens import TokenCounter, default_counter
-from hopweave.errors import ConfigError, InputError, PatternValidationError
+from hopweave.errors import ConfigError, HopweaveError, InputError, PatternValidationError
 from hopweave.graph.base import GraphStore
 from hopweave.models.common import Bindings, PatternResult, Session
+from hopweave.models.filters import FilterTree, IsEmpty
 from hopweave.models.domain import DomainRegistry, DomainSettings
 from hopweave.models.metagraph import GoalType, TraversalPattern
 from hopweave.models.ranking import RankingProfile
@@ -386,6 +387,9 @@ class Engine:
         _, goals, pats = self._goals()
         plan, why = build_plan(u, goals, pats, utterance=req.utterance, min_confidence=self.config.min_confidence,
                                profile=req.profile, default_profile=self.config.default_profile)
+        if u is None:
+            plan.filter = self._neutral_filter(run)
+            plan.notes = (*plan.notes, NEUTRAL_NOTE)
         if why:
             run.degraded.append(Degradation(stage="understand", what="goal", reason=why,
                                             fallback=_UNDERSTAND_FALLBACK))
@@ -395,6 +399,20 @@ class Engine:
             plan.patterns = [p.model_copy(update={"budget_ms": max(1, int(p.budget_ms * scale))}) for p in plan.patterns]
         run.timings["understand"] = _ms(t)
         return plan
+
+    def _neutral_filter(self, run: Run) -> FilterTree:
+        """The failed understanding's fallback filter (:func:`~hopweave.engine.plan.neutral_filter`);
+        when even the filter mapping cannot be read, one that matches no document (fail closed)."""
+        from hopweave.understand.filter_map import read_filter_mapping
+
+        try:
+            mapping = read_filter_mapping(self.graph, run.req.session.tenant_id)
+            return neutral_filter(mapping, run.req.session, [a.entity for a in run.settings.authoritative],
+                                  self.graph)
+        except HopweaveError as exc:
+            run.degraded.append(Degradation(stage="search", what="segment scoping", reason=str(exc),
+                                            fallback="no policy documents"))
+            return IsEmpty(field="tenant_id")  # every chunk has a tenant: nothing matches
 
     def _override(self, p: TraversalPattern, fields: Mapping[str, Any] | None,
                   goal: GoalType | None) -> TraversalPattern:
