@@ -85,7 +85,7 @@ def vocabulary() -> Iterator[Record]:
     for name, aliases in POLICY_TYPES:
         yield node(f"POLICYTYPE_{name}", "PolicyType", name=name, aliases=aliases, summary=f"Policy type {name}")
     for code, aliases in REGIONS:
-        yield node(f"REGION_{code}", "Region", name=code, code=code, aliases=aliases,
+        yield node(f"TEL_REGION_{code}", "Region", name=code, code=code, aliases=aliases,
                    summary=f"Region {code} ({aliases[0]})")
     concepts = sorted({c for pair in SYNONYMS for c in pair})
     for c in concepts:
@@ -96,7 +96,7 @@ def vocabulary() -> Iterator[Record]:
 
 
 def concept_id(name: str) -> str:
-    return "CONCEPT_" + "_".join(name.lower().split())
+    return "TEL_CONCEPT_" + "_".join(name.lower().split())
 
 
 # ---- procedural memory (per tenant) ------------------------------------------------------------
@@ -184,7 +184,7 @@ def subscriber(sid: str, name: str, plan: str, since: str, region: str, area: st
     yield node(sid, "Subscriber", name=name, email=email, plan=plan, plan_since=since, region=region,
                market="consumer", summary=f"{sid}, {plan} plan since {since}, region {region}")
     yield edge("ON_PLAN", sid, f"PLAN_{plan}")
-    yield edge("LOCATED_IN", sid, f"REGION_{region}")
+    yield edge("LOCATED_IN", sid, f"TEL_REGION_{region}")
     yield edge("IN_AREA", sid, area)
 
 

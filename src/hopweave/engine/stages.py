@@ -15,7 +15,7 @@ from __future__ import annotations
 from concurrent.futures import Executor, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import Callable, Mapping, Protocol, TypeVar, runtime_checkable
+from typing import Callable, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -47,6 +47,7 @@ class DocumentIndex(Protocol):
         query_vector: np.ndarray | None = None,
         query_space: EmbeddingSpace | None = None,
         include_superseded: bool = False,
+        scope: Mapping[str, Sequence[object]] | None = None,
     ) -> SearchResult:
         """Hits for one tenant. Raises TenantError, FilterError, InputError, StoreError."""
         ...

@@ -260,6 +260,11 @@ class EdgeIndex(VectorIndex):
                 "the disk and re-run the load or ingest"
             ) from exc
 
+    def _with_ids(self, flt: Any, chunk_ids: Sequence[str]) -> Any:
+        q = _q()
+        ids = q.HasIdCondition({point_id(c) for c in chunk_ids})
+        return q.Filter(must=[flt, ids] if flt is not None else [ids])
+
     def _count(self, flt: Any) -> int:
         return int(self._open().count(_q().CountRequest(exact=True, filter=flt)))
 
@@ -305,7 +310,7 @@ class EdgeIndex(VectorIndex):
                     limit=r.limit,
                     query=q.Query.Nearest(vec, using=r.channel),
                     filter=r.filter,
-                    with_payload=q.PayloadSelector.Include(list(_CANDIDATE_FIELDS)),
+                    with_payload=q.PayloadSelector.Include(list(dict.fromkeys(_CANDIDATE_FIELDS + r.fields))),
                     params=params,
                 )
             )
