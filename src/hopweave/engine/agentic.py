@@ -171,7 +171,19 @@ def run_rounds(inp: LoopInputs, chunks: Sequence[ChunkItem]) -> tuple[tuple[Chun
             break
     if len(rounds) > 1:
         notes.insert(0, _summary(rounds))
+        pool = comparable(pool)
     return tuple(pool), rounds, notes
+
+
+def comparable(chunks: Sequence[ChunkItem]) -> list[ChunkItem]:
+    """Chunks of several rounds with comparable scores: each round's fused score is normalised
+    per query, so a pool of several rounds is ranked by the semantic (cosine) score where a
+    chunk has one (its fused score otherwise)."""
+    out = []
+    for c in chunks:
+        sem = next((ch.score for ch in c.channels if ch.channel == "semantic"), None)
+        out.append(c if sem is None else c.model_copy(update={"score": round(sem, 6)}))
+    return out
 
 
 def _summary(rounds: Sequence[RoundItem]) -> str:
