@@ -24,7 +24,7 @@ import dataclasses
 import functools
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from hopweave.engine.plan import Plan
 from hopweave.engine.result import ChunkItem, RoundItem
@@ -35,7 +35,6 @@ from hopweave.understand.text import content_words
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.config import Run
-    from hopweave.engine.engine import Engine
 
 #: Terms a round's expansion adds at most.
 MAX_EXPANSION_TERMS = 8
@@ -276,7 +275,7 @@ def expansion_terms(chunks: Sequence[ChunkItem], facts: Sequence[PatternResult],
     return words[:limit]
 
 
-def rounds_for(engine: "Engine", run: "Run", plan: Plan, chunks: tuple[ChunkItem, ...],
+def rounds_for(engine: Any, run: "Run", plan: Plan, chunks: tuple[ChunkItem, ...],
                facts: Sequence[PatternResult]) -> tuple[tuple[ChunkItem, ...], list[RoundItem], list[str]]:
     """The engine's rounds for one request: the first pass alone for a single-pass goal (no
     cost), else :func:`run_rounds` with the engine's search (through its stage wrapper: a
@@ -293,7 +292,7 @@ def rounds_for(engine: "Engine", run: "Run", plan: Plan, chunks: tuple[ChunkItem
     return pool, rounds, notes
 
 
-def _loop_inputs(engine: "Engine", run: "Run", plan: Plan, policy: EscalationPolicy,
+def _loop_inputs(engine: Any, run: "Run", plan: Plan, policy: EscalationPolicy,
                  facts: Sequence[PatternResult]) -> LoopInputs:
     from hopweave.engine.branches import search_documents
     from hopweave.engine.query_vectors import bound

@@ -31,7 +31,6 @@ from hopweave.errors import HopweaveError
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.boundary import Request
-    from hopweave.engine.engine import Engine
 
 #: Conjunctions that add a request (a clause after one of them may be a new, goal-less intent).
 ADDITIVE = re.compile(r"\b(?:and also|also|by the way|besides|while you're at it|and can you|and could you)\b",
@@ -74,7 +73,7 @@ def clause_spans(utterance: str, separators: re.Pattern[str], min_words: int) ->
     return out if len(out) > 1 else []
 
 
-def split_intents(engine: "Engine", req: "Request") -> list[tuple[Span, str | None]] | None:
+def split_intents(engine: Any, req: "Request") -> list[tuple[Span, str | None]] | None:
     """The request's parts as (span, goal or None), or None for a single-intent request."""
     if not (ADDITIVE.search(req.utterance) or _SENTENCES.search(req.utterance.rstrip())):
         return None  # commas alone never split: single-intent requests pay nothing
@@ -107,7 +106,7 @@ def split_intents(engine: "Engine", req: "Request") -> list[tuple[Span, str | No
     return parts[:MAX_PARTS]
 
 
-def retrieve_parts(engine: "Engine", req: "Request", parts: Sequence[tuple[Span, str | None]]) -> RetrievalResult:
+def retrieve_parts(engine: Any, req: "Request", parts: Sequence[tuple[Span, str | None]]) -> RetrievalResult:
     """Each part retrieved under its own goal within the request's one token budget; one
     combined result (see the module docstring)."""
     budget = req.token_budget or engine.config.token_budget
@@ -123,7 +122,7 @@ def retrieve_parts(engine: "Engine", req: "Request", parts: Sequence[tuple[Span,
     return combine(engine, req, parts, headers, results, budget)
 
 
-def combine(engine: "Engine", req: "Request", parts: Sequence[tuple[Span, str | None]], headers: Sequence[str],
+def combine(engine: Any, req: "Request", parts: Sequence[tuple[Span, str | None]], headers: Sequence[str],
             results: Sequence[RetrievalResult], budget: int) -> RetrievalResult:
     """One result: the parts' context blocks under their headers, in utterance order."""
     blocks, lines, omitted, sections = [], [], [], []

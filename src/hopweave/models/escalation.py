@@ -9,8 +9,8 @@ explicit budget of rounds, tokens and time (seed 000, "Beyond hybrid").
       token_budget: 1200         # tokens of policy text the later rounds may add, in all
       latency_ms: 400            # wall-clock budget of the later rounds, in all
       min_score: 0.7             # the score cliff: the best chunk's semantic (cosine) score must reach it
-      needs_entities: [Tier]     # entities the goal needs bound
-      steps: [expand, relax:product, relax:tier]   # what a later round may do, in this order
+      needs_entities: [Segment]     # entities the goal needs bound
+      steps: [expand, relax:product, relax:segment]   # what a later round may do, in this order
 
 ``expand`` widens the lexical query with vocabulary from the first round (the titles of the
 chunks it found, fact values, the utterance's content words); ``relax:<field>`` drops the
