@@ -321,24 +321,26 @@ def _hop_lines(
     ``expanded`` (what the hop adds to the visit count) and ``reached`` (the qualifying nodes
     with their smallest path). Every distinct neighbour of every frontier node counts; at the
     last hop a qualifying target counts once however many frontier nodes reach it (the
-    walker skips targets it already found)."""
+    walker skips targets it already found). Paths at one hop have one length, so the smallest
+    ``path + [id]`` is the smallest ``path`` plus ``[id]`` (one list built per node, not per
+    edge: FalkorDB copies every list it projects)."""
     step = pattern.edge_sequence[k - 1]
     rel = cypher_identifier(schema, "rel", step.type)
     left, right = {"out": ("-", "->"), "in": ("<-", "-"), "both": ("-", "-")}[step.direction]
     prev, cur = f"n{k - 1}", f"n{k}"
     if len(labels) == 1:  # several labels: _node_where already tests them
         conds = [f"{cur}:{cypher_identifier(schema, 'label', labels[0])}", *conds]
-    count = "CASE WHEN ok THEN 1 ELSE seen END" if last else "seen"
+    ok = f"({' AND '.join(conds)})"
+    count = f"CASE WHEN {ok} THEN 1 ELSE seen END" if last else "seen"
     return [
         caps.subquery_open.format(vars="frontier"),
         "  UNWIND frontier AS f",
         f"  WITH f[0] AS {prev}, f[1] AS path",
         f"  MATCH ({prev}){left}[:{rel}]{right}({cur})",
-        f"  WITH {cur}, count(DISTINCT {prev}) AS seen, min(path + [{cur}.`id`]) AS path",
-        f"  WITH {cur}, seen, path, ({' AND '.join(conds)}) AS ok",
-        f"  RETURN sum({count}) AS expanded, collect(CASE WHEN ok THEN [{cur}, path] END) AS reached",
+        f"  WITH {cur}, count(DISTINCT {prev}) AS seen, min(path) AS path",
+        f"  RETURN sum({count}) AS expanded, "
+        f"collect(CASE WHEN {ok} THEN [{cur}, path + [{cur}.`id`]] END) AS reached",
         "}",
-        "WITH visited + expanded AS visited, seed_id, reached",
     ]
 
 
@@ -378,17 +380,23 @@ def compile_pattern(
         f"WITH n0, ({' AND '.join(seed_ok)}) AS ok",
         "WITH count(n0) AS visited, min(CASE WHEN ok THEN n0.`id` END) AS seed_id, "
         "collect(CASE WHEN ok THEN [n0, [n0.`id`]] END) AS reached",
+        f"WITH visited, seed_id, CASE WHEN visited > {max_visited} THEN [] ELSE reached END AS frontier",
     ]
+    total = "visited + expanded"  # the count after a hop
     for k in range(1, n + 1):
-        lines.append(f"WITH visited, seed_id, CASE WHEN visited > {max_visited} THEN [] ELSE reached END AS frontier")
         conds = _node_where(k, labels[k], by_node.get(k, []), bindings, schema, params, tenants, caps)
         lines += _hop_lines(k, k == n, pattern, labels[k], conds, schema, caps)
+        if k < n:  # one projection per hop (the frontier list is copied by every projection)
+            lines.append(
+                f"WITH {total} AS visited, seed_id, "
+                f"CASE WHEN {total} > {max_visited} THEN [] ELSE reached END AS frontier"
+            )
 
     t = f"n{n}"
     target = labels[n][0]
     lines += [
-        f"UNWIND CASE WHEN visited > {max_visited} OR size(reached) = 0 THEN [null] ELSE reached END AS t",
-        f"WITH visited, seed_id, t[0] AS {t}, t[1] AS path",
+        f"UNWIND CASE WHEN {total} > {max_visited} OR size(reached) = 0 THEN [null] ELSE reached END AS t",
+        f"WITH {total} AS visited, seed_id, t[0] AS {t}, t[1] AS path",
     ]
     order = []
     for ob in pattern.order_by:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hopweave.errors import StoreCorruptError, StoreError
+from hopweave.fileio import fsync_dir
 from hopweave.models.domain import DomainRegistry, DomainSettings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -118,11 +119,7 @@ def write_store_settings(store_dir: str | Path, settings: StoreSettings) -> Path
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_dir(path.parent)
     except OSError as exc:
         raise StoreError(f"cannot write {path}: {exc.strerror or exc}; check free space and permissions") from exc
     return path

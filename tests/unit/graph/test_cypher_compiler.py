@@ -87,6 +87,10 @@ def test_every_shipped_pattern_compiles_to_its_expected_query(schema: GraphSchem
 def test_recent_transactions_exact_string(schema: GraphSchema) -> None:
     p = {p.name: p for p in shipped_patterns(schema)}["recent_transactions"]
     q, params = compile_pattern(p, MARIA, schema)
+    target_ok = (
+        "(n2:`Event` AND n2.`tenant_id` IN $tenants AND n2.`type` = $type"
+        " AND n2.`timestamp` >= $timestamp AND n2.`timestamp` <= $timestamp_1)"
+    )
     assert q == (
         "MATCH (n0:`Customer` {`id`: $seed})\n"
         "WITH n0, (n0.`tenant_id` IN $tenants) AS ok\n"
@@ -97,25 +101,22 @@ def test_recent_transactions_exact_string(schema: GraphSchema) -> None:
         "  UNWIND frontier AS f\n"
         "  WITH f[0] AS n0, f[1] AS path\n"
         "  MATCH (n0)-[:`HOLDS`]->(n1)\n"
-        "  WITH n1, count(DISTINCT n0) AS seen, min(path + [n1.`id`]) AS path\n"
-        "  WITH n1, seen, path, (n1:`Account` AND n1.`tenant_id` IN $tenants) AS ok\n"
-        "  RETURN sum(seen) AS expanded, collect(CASE WHEN ok THEN [n1, path] END) AS reached\n"
+        "  WITH n1, count(DISTINCT n0) AS seen, min(path) AS path\n"
+        "  RETURN sum(seen) AS expanded, collect(CASE WHEN (n1:`Account` AND n1.`tenant_id` IN $tenants) "
+        "THEN [n1, path + [n1.`id`]] END) AS reached\n"
         "}\n"
-        "WITH visited + expanded AS visited, seed_id, reached\n"
-        "WITH visited, seed_id, CASE WHEN visited > $max_visited THEN [] ELSE reached END AS frontier\n"
+        "WITH visited + expanded AS visited, seed_id, "
+        "CASE WHEN visited + expanded > $max_visited THEN [] ELSE reached END AS frontier\n"
         "CALL (frontier) {\n"
         "  UNWIND frontier AS f\n"
         "  WITH f[0] AS n1, f[1] AS path\n"
         "  MATCH (n1)-[:`HAS_EVENT`]->(n2)\n"
-        "  WITH n2, count(DISTINCT n1) AS seen, min(path + [n2.`id`]) AS path\n"
-        "  WITH n2, seen, path, (n2:`Event` AND n2.`tenant_id` IN $tenants AND n2.`type` = $type"
-        " AND n2.`timestamp` >= $timestamp AND n2.`timestamp` <= $timestamp_1) AS ok\n"
-        "  RETURN sum(CASE WHEN ok THEN 1 ELSE seen END) AS expanded, "
-        "collect(CASE WHEN ok THEN [n2, path] END) AS reached\n"
+        "  WITH n2, count(DISTINCT n1) AS seen, min(path) AS path\n"
+        f"  RETURN sum(CASE WHEN {target_ok} THEN 1 ELSE seen END) AS expanded, "
+        f"collect(CASE WHEN {target_ok} THEN [n2, path + [n2.`id`]] END) AS reached\n"
         "}\n"
-        "WITH visited + expanded AS visited, seed_id, reached\n"
-        "UNWIND CASE WHEN visited > $max_visited OR size(reached) = 0 THEN [null] ELSE reached END AS t\n"
-        "WITH visited, seed_id, t[0] AS n2, t[1] AS path\n"
+        "UNWIND CASE WHEN visited + expanded > $max_visited OR size(reached) = 0 THEN [null] ELSE reached END AS t\n"
+        "WITH visited + expanded AS visited, seed_id, t[0] AS n2, t[1] AS path\n"
         "ORDER BY n2.`timestamp` IS NULL, n2.`timestamp` DESC, n2.`id` ASC\n"
         "LIMIT $limit\n"
         "RETURN n2.`id` AS id, labels(n2)[0] AS label, {`id`: n2.`id`, `tenant_id`: n2.`tenant_id`, "
@@ -162,14 +163,17 @@ def test_max_visited_is_counted_per_hop(schema: GraphSchema) -> None:
     lines = q.split("\n")
     assert lines[0] == "MATCH (n0:`Customer` {`id`: $seed})"  # no tenant filter: candidates count
     assert lines[2].startswith("WITH count(n0) AS visited, ")
-    assert lines.count(
-        "WITH visited, seed_id, CASE WHEN visited > $max_visited THEN [] ELSE reached END AS frontier"
-    ) == 2
-    assert "  RETURN sum(seen) AS expanded, collect(CASE WHEN ok THEN [n1, path] END) AS reached" in lines
+    assert "WITH visited, seed_id, CASE WHEN visited > $max_visited THEN [] ELSE reached END AS frontier" in lines
     assert (
-        "  RETURN sum(CASE WHEN ok THEN 1 ELSE seen END) AS expanded, "
-        "collect(CASE WHEN ok THEN [n2, path] END) AS reached"
+        "WITH visited + expanded AS visited, seed_id, "
+        "CASE WHEN visited + expanded > $max_visited THEN [] ELSE reached END AS frontier"
     ) in lines
+    assert "  RETURN sum(seen) AS expanded, collect(CASE WHEN (n1:`Account` AND n1.`tenant_id` IN $tenants) " \
+        "THEN [n1, path + [n1.`id`]] END) AS reached" in lines
+    assert "  RETURN sum(CASE WHEN (n2:`Event` AND n2.`tenant_id` IN $tenants) THEN 1 ELSE seen END) AS expanded, " \
+        "collect(CASE WHEN (n2:`Event` AND n2.`tenant_id` IN $tenants) THEN [n2, path + [n2.`id`]] END) AS reached" \
+        in lines
+    assert lines[-5].startswith("UNWIND CASE WHEN visited + expanded > $max_visited OR size(reached) = 0")
     assert "  MATCH (n0)-[:`HOLDS`]->(n1)" in lines  # unlabelled: every neighbour is a visit
     assert q.endswith(" AS props, path, visited, seed_id")
 
@@ -211,8 +215,8 @@ def test_directions_via_types_and_label_disjunction(schema: GraphSchema) -> None
     assert "  MATCH (n1)<-[:`HOLDS`]-(n2)" in lines
     assert "  MATCH (n2)<-[:`SAW_FACT`]-(n3)" in lines
     assert "  MATCH (n3)-[:`RESULTED_IN`]-(n4)" in lines
-    assert "  WITH n2, seen, path, (n2:`Customer` AND n2.`tenant_id` IN $tenants) AS ok" in lines
-    assert "  WITH n4, seen, path, (n4:`CustomerProfile` AND n4.`tenant_id` IN $tenants) AS ok" in lines
+    assert "CASE WHEN (n2:`Customer` AND n2.`tenant_id` IN $tenants) THEN [n2, path" in q
+    assert "CASE WHEN (n4:`CustomerProfile` AND n4.`tenant_id` IN $tenants) THEN [n4, path" in q
     # an intermediate node reachable with several labels gets them all, in schema order
     p2 = _pattern(
         edge_sequence=(
@@ -228,7 +232,7 @@ def test_directions_via_types_and_label_disjunction(schema: GraphSchema) -> None
     assert "  MATCH (n0)-[:`RESULTED_IN`]-(n1)" in q2.split("\n")
     assert (
         "(n1.`tenant_id` IN $tenants AND (n1:`Conversation` OR n1:`Outcome` OR n1:`CustomerProfile` "
-        "OR n1:`DecisionTrace`)) AS ok"
+        "OR n1:`DecisionTrace`)) THEN [n1, path"
     ) in q2
 
 
@@ -246,8 +250,8 @@ def test_predicates_on_seed_and_intermediate_nodes(schema: GraphSchema) -> None:
     )
     q, params = compile_pattern(p, MARIA, schema)
     assert "WITH n0, (n0.`tenant_id` IN $tenants AND n0.`tier` = $tier) AS ok\n" in q
-    assert "(n1:`Account` AND n1.`tenant_id` IN $tenants AND NOT (coalesce(n1.`status` = $status, false))) AS ok\n" in q
-    assert "n2.`amount` IS NOT NULL AND n2.`type` IN $type) AS ok\n" in q
+    assert "(n1:`Account` AND n1.`tenant_id` IN $tenants AND NOT (coalesce(n1.`status` = $status, false))) THEN" in q
+    assert "n2.`amount` IS NOT NULL AND n2.`type` IN $type) THEN [n2, " in q
     assert params["tier"] == "Platinum" and params["status"] == "closed" and params["type"] == ["A", "B"]
 
 
@@ -258,7 +262,7 @@ def test_unbound_values_fail_closed(schema: GraphSchema) -> None:
     assert "seed" not in params
     p = _pattern(predicates=(Predicate(property="status", value=Bind(ref="entity.Missing")),))
     q, _ = compile_pattern(p, MARIA, schema)
-    assert "(n1:`Account` AND n1.`tenant_id` IN $tenants AND false) AS ok\n" in q
+    assert "(n1:`Account` AND n1.`tenant_id` IN $tenants AND false) THEN" in q
     # a predicate beyond the target (the gate rejects it): seeds are candidates, none qualifies
     p = _pattern(predicates=(Predicate(on=5, property="id", value=Literal_(value="x")),))
     assert "\nWITH n0, (n0.`tenant_id` IN $tenants AND false) AS ok\n" in compile_pattern(p, MARIA, schema)[0]
