@@ -282,7 +282,7 @@ def rounds_for(engine: Any, run: "Run", plan: Plan, chunks: tuple[ChunkItem, ...
     failing round degrades, never raises), scope and token counter. Returns (chunks, rounds,
     notes)."""
     policy = plan.goal.escalation if plan.goal is not None else None
-    if policy is None or not policy.multi_round or engine.index is None:
+    if policy is None or not policy.multi_round or engine.index is None or getattr(engine, "single_pass", False):
         return chunks, [first_round(plan, chunks)], []
     if any(d.stage == "search" and d.what == "policy chunks" for d in run.degraded):
         return chunks, [first_round(plan, chunks, ["the search is degraded: no later round"])], []

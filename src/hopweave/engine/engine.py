@@ -345,7 +345,7 @@ class Engine:
         (:mod:`hopweave.engine.multi_intent`), else one run of the pipeline."""
         from hopweave.engine.multi_intent import retrieve_parts, split_intents
 
-        parts = split_intents(self, req)
+        parts = None if self.single_pass else split_intents(self, req)
         return retrieve_parts(self, req, parts) if parts else self._retrieve_one(req)
 
     def _retrieve_one(self, req: Request) -> RetrievalResult:
@@ -477,6 +477,8 @@ class Engine:
     #: An application's writer of later rounds' queries (e.g. its LLM); None = the
     #: deterministic planner. See :mod:`hopweave.engine.agentic`.
     query_writer: "QueryWriter | None" = None
+    #: True: no later rounds and no intent split (the single-pass baseline of `eval scenarios`).
+    single_pass: bool = False
 
     def _rounds(self, run: Run, plan: Plan, chunks: tuple[ChunkItem, ...],
                 facts: list[PatternResult]) -> tuple[tuple[ChunkItem, ...], list[Any], list[str]]:
