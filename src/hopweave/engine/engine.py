@@ -77,6 +77,7 @@ _UNDERSTAND_FALLBACK = "generic retrieval without patterns; clarify"
 
 
 if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.engine.agentic import QueryWriter
     from hopweave.understand.calibration import Calibration
     from hopweave.understand.classifier import ClassifierConfig
 
@@ -341,6 +342,14 @@ class Engine:
         return await loop.run_in_executor(self._request_pool, functools.partial(self._retrieve, req))
 
     def _retrieve(self, req: Request) -> RetrievalResult:
+        """One request: split into parts when it carries several intents
+        (:mod:`hopweave.engine.multi_intent`), else one run of the pipeline."""
+        from hopweave.engine.multi_intent import retrieve_parts, split_intents
+
+        parts = None if self.single_pass else split_intents(self, req)
+        return retrieve_parts(self, req, parts) if parts else self._retrieve_one(req)
+
+    def _retrieve_one(self, req: Request) -> RetrievalResult:
         settings = self.settings_for(req.session.tenant_id)
         check_session_attributes(req.session, settings)
         warm_ms = self._ensure_warm()
@@ -349,10 +358,11 @@ class Engine:
         chunks, prof, facts, prec_items = self._search_and_traverse(run, plan)
         t = time.perf_counter()
         facts, template_values = self._apply_case(run, plan, facts)
+        chunks, rounds, round_notes = self._rounds(run, plan, chunks, facts)
         assembly = assemble(
             plan.sections, facts, chunks, prec_items, as_of=req.as_of, entities=template_values,
             budget_tokens=req.token_budget or self.config.token_budget, counter=self.counter,
-            provenance=self.config.provenance_inline, notes=agent_notes(plan),
+            provenance=self.config.provenance_inline, notes=agent_notes(plan) + round_notes,
         )
         run.timings["assemble"] = _ms(t)
         result = make_result(run, plan, prof, facts, assembly, self.store_revision())
@@ -363,7 +373,8 @@ class Engine:
         if warm_ms is not None:
             run.timings["warmup"] = warm_ms
         return result.model_copy(update={"timings_ms": {k: round(v, 3) for k, v in run.timings.items()},
-                                         "degraded": tuple(run.degraded), "recorded": recorded})
+                                         "degraded": tuple(run.degraded), "recorded": recorded,
+                                         "rounds": tuple(rounds), "escalation": _escalation(plan)})
 
     def _run_stage(self, degraded: list[Degradation], stage: Stage, work: Callable[[], T] | Future[T], *,
                    default: D, what: str, fallback: str, timeout: float | None = None,
@@ -481,6 +492,20 @@ class Engine:
         spec = plan.goal.case if plan.goal is not None else None
         return apply_case(spec, plan.patterns, facts, plan.entity_values, run.req.session, rerun)
 
+    #: An application's writer of later rounds' queries (e.g. its LLM); None = the
+    #: deterministic planner. See :mod:`hopweave.engine.agentic`.
+    query_writer: "QueryWriter | None" = None
+    #: True: no later rounds and no intent split (the single-pass baseline of `eval scenarios`).
+    single_pass: bool = False
+
+    def _rounds(self, run: Run, plan: Plan, chunks: tuple[ChunkItem, ...],
+                facts: list[PatternResult]) -> tuple[tuple[ChunkItem, ...], list[Any], list[str]]:
+        """Later retrieval rounds under the goal's escalation policy (a single-pass goal: its
+        first pass as the only round, at no cost). See :func:`hopweave.engine.agentic.rounds_for`."""
+        from hopweave.engine.agentic import rounds_for
+
+        return rounds_for(self, run, plan, chunks, facts)
+
     def _record(self, run: Run, result: RetrievalResult) -> bool:
         """Write the trace within the request's remaining budget (at least ``record_min_ms``).
         Returns True once written; False (and a Degradation) when it failed or timed out."""
@@ -490,6 +515,11 @@ class Engine:
             run.degraded, "record", lambda: trace_record.record(self.graph, result, session, subject), default=False,
             what="decision trace", fallback="result returned without a recorded trace (recorded=False)",
             timeout=timeout, pool=self._record_pool)
+
+
+def _escalation(plan: Plan) -> str:
+    policy = plan.goal.escalation if plan.goal is not None else None
+    return policy.mode if policy is not None else "single"
 
 
 def _ms(t: float) -> float:
