@@ -39,9 +39,16 @@ class EngineConfig:
     pattern_budget_scale: float = 1.0
     provenance_inline: bool = True
     record: bool = True
-    #: The record stage waits for the request's remaining budget, but at least this long.
+    #: The record stage waits for the request's remaining budget; a group write of queued traces
+    #: waits at least this long for the store's lock (its callers may have stopped waiting).
     record_min_ms: int = 100
     max_workers: int = 8
+    #: Threads running ``aretrieve`` requests (each mostly waits on its stages).
+    max_requests: int = 64
+    #: Requests doing work at once; the others wait for a slot (within their budget).
+    max_active: int = 8
+    #: A request that got no slot this long before its deadline answers degraded at once.
+    deadline_reserve_ms: int = 40
 
 
 @dataclass
