@@ -47,7 +47,9 @@ class EngineConfig:
     max_requests: int = 64
     #: Requests doing work at once; the others wait for a slot (within their budget).
     max_active: int = 8
-    #: A request that got no slot this long before its deadline answers degraded at once.
+    #: Kept free at the end of the budget for what follows the stages (assembly, the result, the
+    #: trace hand-off): stages stop waiting this long before the deadline, and a request that
+    #: got no slot by then answers degraded at once.
     deadline_reserve_ms: int = 40
 
 
@@ -68,8 +70,9 @@ class Run:
     def deadline(self) -> float:
         return self.t_start + self.budget_ms / 1000.0
 
-    def remaining(self) -> float:
-        return max(self.deadline - time.perf_counter(), 0.0)
+    def remaining(self, reserve_ms: float = 0.0) -> float:
+        """Seconds left before the deadline (less ``reserve_ms``), at least 0."""
+        return max(self.deadline - reserve_ms / 1000.0 - time.perf_counter(), 0.0)
 
 
 

@@ -396,13 +396,17 @@ class Engine:
         return result.model_copy(update={"timings_ms": {k: round(v, 3) for k, v in run.timings.items()},
                                          "degraded": tuple(run.degraded), "recorded": recorded})
 
+    def _reserve_ms(self, run: Run) -> float:
+        """The end of the budget kept for assembly: ``deadline_reserve_ms``, at most 10% of it."""
+        return min(float(self.config.deadline_reserve_ms), run.budget_ms * 0.1)
+
     def _admit(self, run: Run) -> bool:
         """Wait for one of ``config.max_active`` request slots, until ``deadline_reserve_ms``
         before the deadline. Returns True with a slot held; False when the budget ran out
         first: the run is then out of time (every stage is skipped and flagged), so a burst far
         beyond capacity gets degraded answers within budget instead of late ones (a few busy
         threads share the GIL fairly; a hundred runnable ones do not)."""
-        wait = run.remaining() - self.config.deadline_reserve_ms / 1000.0
+        wait = run.remaining(self._reserve_ms(run))
         if wait > 0 and self._active.acquire(timeout=wait):
             return True
         run.budget_ms = max(int((time.perf_counter() - run.t_start) * 1000), 0)
@@ -430,7 +434,7 @@ class Engine:
             run.degraded, "understand", bound(run.vectors, lambda: stage.understand(req.utterance, req.session,
                                                                                      req.as_of), run.deadline),
             default=None, what="goal and entities", fallback=_UNDERSTAND_FALLBACK,
-            timeout=min(run.budget_ms * self.config.understand_share / 1000.0, run.remaining()))
+            timeout=min(run.budget_ms * self.config.understand_share / 1000.0, run.remaining(self._reserve_ms(run))))
         _, goals, pats = self._goals()
         plan, why = build_plan(u, goals, pats, utterance=req.utterance, min_confidence=self.config.min_confidence,
                                profile=req.profile, default_profile=self.config.default_profile)
@@ -462,7 +466,7 @@ class Engine:
         """The document search and the graph branch, concurrently, each within the budget."""
         t = time.perf_counter()
         tenant = run.req.session.tenant_id
-        if run.remaining() < MIN_STAGE_S:  # out of time: nothing is started
+        if run.remaining(self._reserve_ms(run)) < MIN_STAGE_S:  # out of time: nothing is started
             return self._out_of_time(run, plan, t)
         f_search = None if self.index is None else self._pool.submit(bound(run.vectors, functools.partial(
             search_documents, self.index, self.embedder, tenant, plan, self.config.search_limit, run.req.utterance),
@@ -479,7 +483,7 @@ class Engine:
                                             fallback="graph-only context"))
         else:
             found = self._run_stage(run.degraded, "search", f_search, default=None, what="policy chunks",
-                                    fallback="graph-only context", timeout=run.remaining())
+                                    fallback="graph-only context", timeout=run.remaining(self._reserve_ms(run)))
             if found is not None:
                 chunks, prof, skipped, run.timings["search"] = found
                 run.degraded.extend(Degradation(stage="search", what=w, reason=r,
@@ -490,7 +494,8 @@ class Engine:
         prec_items: list[precedent.PrecedentItem] = []
         if f_graph is not None:
             branch = self._run_stage(run.degraded, "traverse", f_graph, default=None, what="all patterns",
-                                     fallback="context without graph facts", timeout=run.remaining())
+                                     fallback="context without graph facts",
+                                     timeout=run.remaining(self._reserve_ms(run)))
             if branch is not None:
                 facts, prec_items, prec_degraded, run.timings["precedent"] = branch
                 run.degraded.extend(prec_degraded)
