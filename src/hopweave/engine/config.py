@@ -51,6 +51,8 @@ class EngineConfig:
     #: trace hand-off): stages stop waiting this long before the deadline, and a request that
     #: got no slot by then answers degraded at once.
     deadline_reserve_ms: int = 40
+    #: Added to that reserve per request in flight (a burst wakes together near its deadline).
+    reserve_per_request_ms: float = 1.5
 
 
 @dataclass

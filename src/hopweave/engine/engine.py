@@ -120,6 +120,7 @@ class Engine:
         self._trace_writer: GroupCommitter | None = None
         self._lock = threading.Lock()
         self._active = threading.BoundedSemaphore(self.config.max_active)
+        self._inflight = 0
         self._goal_cache: tuple[str, dict[str, GoalType], dict[str, list[TraversalPattern]]] | None = None
         self._trace_vectors = precedent.TraceVectorCache()
         self._closed = False
@@ -372,13 +373,26 @@ class Engine:
         warm_ms = self._ensure_warm()
         start = time.perf_counter() if t0 is None or warm_ms is not None else t0  # warm-up is outside budgets
         run = Run(req, settings, start, req.budget_ms or self.config.budget_ms, [], {})
-        admitted = self._admit(run)
+        with self._lock:
+            self._inflight += 1
         try:
-            plan = self._plan(run)
-            chunks, prof, facts, prec_items = self._search_and_traverse(run, plan)
+            admitted = self._admit(run)
+            try:
+                plan = self._plan(run)
+                chunks, prof, facts, prec_items = self._search_and_traverse(run, plan)
+            finally:
+                if admitted:
+                    self._active.release()
+            return self._finish(run, plan, chunks, prof, facts, prec_items, warm_ms)
         finally:
-            if admitted:
-                self._active.release()
+            with self._lock:
+                self._inflight -= 1
+
+    def _finish(self, run: Run, plan: Plan, chunks: tuple[ChunkItem, ...], prof: RankingProfile | None,
+                facts: list[PatternResult], prec_items: list[precedent.PrecedentItem],
+                warm_ms: float | None) -> RetrievalResult:
+        """Assemble, make the result, hand the trace to the group commit."""
+        req = run.req
         t = time.perf_counter()
         assembly = assemble(
             plan.sections, facts, chunks, prec_items, as_of=req.as_of, entities=plan.entity_values,
@@ -397,8 +411,11 @@ class Engine:
                                          "degraded": tuple(run.degraded), "recorded": recorded})
 
     def _reserve_ms(self, run: Run) -> float:
-        """The end of the budget kept for assembly: ``deadline_reserve_ms``, at most 10% of it."""
-        return min(float(self.config.deadline_reserve_ms), run.budget_ms * 0.1)
+        """The end of the budget kept for assembly: ``deadline_reserve_ms`` plus
+        ``reserve_per_request_ms`` per request in flight (they assemble one at a time under the
+        GIL), at most 10% + 40% of the budget."""
+        base = min(float(self.config.deadline_reserve_ms), run.budget_ms * 0.1)
+        return base + min(self.config.reserve_per_request_ms * self._inflight, run.budget_ms * 0.4)
 
     def _admit(self, run: Run) -> bool:
         """Wait for one of ``config.max_active`` request slots, until ``deadline_reserve_ms``
