@@ -2,9 +2,10 @@
 
 The agent chooses the mode (``keyword`` for exact identifiers, ``semantic`` for concepts,
 ``hybrid`` when unsure) and may narrow the scope with filters in the shared vocabulary; it can
-never widen it: the tenant comes from the bound session, the index adds ``tenant_id`` and
-``version = current`` itself, and the tool adds ``status = active``. Bound to an ``as_of``, the
-tool searches the documents in force then instead (the domain's ``in_force`` clause). Filter field names are checked
+never widen it: the tenant comes from the bound session, and every query carries the session's
+always-on clauses (tenant, ``status = active``, ``version = current``, the session's region...)
+exactly as ``Engine.retrieve`` applies them (:mod:`hopweave.engine.scope`, one code path). Bound to
+an ``as_of``, the tool searches the documents in force then (the domain's ``in_force`` clause). Filter field names are checked
 against the schema's chunk fields (an unknown field is an error the agent can read and fix).
 
 Use :class:`RetrieveTool` directly (a plain callable returning JSON-ready dicts) or
@@ -17,10 +18,11 @@ from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 from pydantic import ValidationError
 
-from hopweave.engine.boundary import check_session, check_utterance_input
+from hopweave.engine.boundary import check_session, check_session_attributes, check_utterance_input
+from hopweave.engine.scope import scoped
 from hopweave.errors import FilterError, InputError, MissingDependencyError
 from hopweave.models.common import Session
-from hopweave.models.filters import And, Eq, FilterTree, In, and_, check_fields, parse_filter
+from hopweave.models.filters import And, Eq, FilterTree, In, check_fields, parse_filter
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.engine import Engine
@@ -87,18 +89,14 @@ class RetrieveTool:
     description = DESCRIPTION
 
     def __init__(self, engine: "Engine", session: Session | Mapping[str, Any], as_of: Any = None) -> None:
-        """``as_of`` (optional): search the documents in force then, not the current revisions.
+        """``as_of`` (optional): search the documents in force then, not today's current revisions.
         Raises InputError / TenantError for a malformed session or as_of (the engine's boundary)."""
+        from hopweave.models.common import to_datetime
+
         self.engine = engine
         self.session = check_session(session, "the agent tool's session")
-        self.scope: FilterTree = Eq(field="status", value="active")
-        self.documents_at: str | None = None
-        if as_of is not None:
-            from hopweave.understand.filter_map import InForce, instant, read_filter_mapping
-
-            rule = read_filter_mapping(engine.graph, self.session.tenant_id).in_force or InForce(status="status")
-            self.documents_at = instant(as_of)
-            self.scope = rule.clause(self.documents_at)
+        check_session_attributes(self.session, engine.settings_for(self.session.tenant_id))
+        self.as_of = to_datetime(as_of) if as_of is not None else None
 
     def __call__(self, query: str, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
                  top_k: int = 10) -> list[dict[str, Any]]:
@@ -117,15 +115,16 @@ class RetrieveTool:
         tree = filters_to_tree(filters)
         if tree is not None:
             check_fields(tree, self.engine.graph.schema.filter_fields())
-        where = and_(self.scope, tree)
+        # The session's always-on clauses (tenant, status, version, region...) exactly as
+        # Engine.retrieve applies them: one code path (hopweave.engine.scope).
+        where = scoped(self.engine.graph, self.session, tree, self.as_of)
         prof = get_profile(MODE_PROFILES[mode])
         vec = space = None
         if prof.uses_semantic:
             vec = self.engine.embedder.embed([query])[0]
             space = self.engine.embedder.space
         res = self.engine.index.search(self.session.tenant_id, query, prof, where=where, limit=top_k,
-                                       query_vector=vec, query_space=space,
-                                       include_superseded=self.documents_at is not None)
+                                       query_vector=vec, query_space=space, include_superseded=self.as_of is not None)
         out = []
         for h in res.hits:
             out.append({

@@ -24,6 +24,7 @@ _COMMAND_MODULES = (
     "hopweave.cli.engine_cmds",
     "hopweave.cli.audit_cmds",
     "hopweave.cli.server_cmds",
+    "hopweave.cli.serve_cmds",
 )
 
 for _mod in _COMMAND_MODULES:

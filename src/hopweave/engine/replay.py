@@ -95,6 +95,12 @@ class Expect(BaseModel):
     revisions: dict[str, str] = Field(default_factory=dict)
     found_by: list[Literal["semantic", "lexical"]] = Field(default_factory=list)
     in_force: bool = False
+    #: Retrieval rounds (issue 15): exactly ``rounds``, at least ``min_rounds``; each string of
+    #: ``round_actions`` appears in some later round's action; ``intents``: the parts' goals.
+    rounds: Optional[int] = Field(default=None, ge=1)
+    min_rounds: Optional[int] = Field(default=None, ge=1)
+    round_actions: list[str] = Field(default_factory=list)
+    intents: list[Optional[str]] = Field(default_factory=list)
 
 
 class Scenario(BaseModel):
@@ -292,7 +298,7 @@ def check(sc: Scenario, r: RetrievalResult) -> list[str]:
     for p in e.truncated_patterns:
         if p not in trunc:
             f.append(f"pattern {p} should be truncated (truncated: {sorted(trunc)})")
-    return f + _time_checks(e, r, in_ctx)
+    return f + _time_checks(e, r, in_ctx) + _check_rounds(e, r)
 
 
 def _time_checks(e: Expect, r: RetrievalResult, in_ctx: Sequence[ChunkItem]) -> list[str]:
@@ -318,6 +324,20 @@ def _time_checks(e: Expect, r: RetrievalResult, in_ctx: Sequence[ChunkItem]) -> 
                 f.append(f"chunk {c.chunk_id} ({c.revision}) was not in force at {r.as_of}: valid "
                          f"{c.metadata.get('valid_from')} .. {c.metadata.get('valid_until') or 'open'}, "
                          f"status {c.metadata.get('status')}")
+    return f
+
+
+def _check_rounds(e: Expect, r: RetrievalResult) -> list[str]:
+    f: list[str] = []
+    n = len(r.rounds)
+    if e.rounds is not None and n != e.rounds:
+        f.append(f"expected {e.rounds} retrieval round(s), got {n}: " + "; ".join(x.action for x in r.rounds))
+    if e.min_rounds is not None and n < e.min_rounds:
+        f.append(f"expected at least {e.min_rounds} retrieval rounds, got {n}")
+    actions = " | ".join(x.action for x in r.rounds[1:])
+    f += [f"no later round did {a!r} (rounds: {actions or 'none'})" for a in e.round_actions if a not in actions]
+    if e.intents and [p.goal for p in r.parts] != e.intents:
+        f.append(f"expected intents {e.intents}, got {[p.goal for p in r.parts]}")
     return f
 
 

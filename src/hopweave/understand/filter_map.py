@@ -205,6 +205,32 @@ def load_filter_mapping(store: "GraphStore", path: str | Path | None = None) -> 
     return write_filter_mapping(store, read_mapping_file(path))
 
 
+def always_on_clauses(mapping: FilterMapping, session: Session,
+                      as_of: datetime | date | str | None = None) -> list[FilterTree]:
+    """The mapping's always-on clauses for ``session``, in declared order: the one place they are
+    computed, for the engine's filter and for every other entry point (agent tool, agentic
+    rounds). A ``session`` clause whose attribute is empty is skipped unless required. The
+    ``in_force`` clause is evaluated at ``as_of``; without one it keeps today's documents:
+    ``status = active`` (and the index adds ``version = current``).
+
+    Raises TenantError when a required session attribute (the tenant) is missing."""
+    clauses: list[FilterTree] = []
+    for a in mapping.always_on:
+        if a.in_force is not None:
+            if as_of is not None:
+                clauses.append(a.in_force.clause(instant(as_of)))
+            elif a.in_force.status:
+                clauses.append(Eq(field=a.in_force.status, value=a.in_force.active))
+            continue
+        given: Scalar | None = a.value if a.value is not None else session.attribute(a.session or "")
+        if given is None or given == "":
+            if a.required:
+                raise TenantError(f"the session has no {a.session}; the {a.field} filter clause is required")
+            continue
+        clauses.append(Eq(field=str(a.field), value=given))
+    return clauses
+
+
 def read_filter_mapping(store: "GraphStore", tenant_id: str) -> FilterMapping:
     """The FilterMapping node's mapping, as visible to ``tenant_id``.
 
@@ -293,18 +319,9 @@ def compile_filter(
     for f in dict.fromkeys(r.field for r in mapping.entities if r.entity in empty):
         if f not in values and f not in owned:
             clauses.append(IsEmpty(field=f))
-    for a in mapping.always_on:
-        if a.in_force is not None:
-            if as_of is None:
-                raise FilterError("the filter mapping's in_force clause needs the request's as_of")
-            clauses.append(a.in_force.clause(instant(as_of)))
-            continue
-        given: Scalar | None = a.value if a.value is not None else session.attribute(a.session or "")
-        if given is None or given == "":
-            if a.required:
-                raise TenantError(f"the session has no {a.session}; the {a.field} filter clause is required")
-            continue
-        clauses.append(Eq(field=str(a.field), value=given))
+    if mapping.in_force is not None and as_of is None:
+        raise FilterError("the filter mapping's in_force clause needs the request's as_of")
+    clauses.extend(always_on_clauses(mapping, session, as_of))
     tree = and_(*clauses)
     if tree is None:  # pragma: no cover - tenant_id is always on in any sane mapping
         raise FilterError("the filter mapping produced no clauses; add always-on clauses (tenant_id)")
