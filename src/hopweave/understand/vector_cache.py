@@ -40,12 +40,9 @@ def cache_dir_for(store: Any) -> Path:
 
 
 def _texts_sha256(texts: Sequence[str]) -> str:
-    h = hashlib.sha256()
-    for t in texts:
-        b = t.encode("utf-8")
-        h.update(len(b).to_bytes(8, "little"))
-        h.update(b)
-    return h.hexdigest()
+    from hopweave.search.eval.cache import texts_hash
+
+    return texts_hash(texts)
 
 
 def vectors_key(space_key: str, texts: Sequence[str]) -> str:
