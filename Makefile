@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup demo test test-unit test-falkordb bench clean
+.PHONY: setup demo test test-unit test-falkordb cypher-lint bench clean
 
 setup: $(VENV)/.installed
 
@@ -35,6 +35,12 @@ test-unit: setup
 
 test-falkordb:
 	bash .ci/falkordb.sh
+
+# Neo4j's own Cypher parser for tests/unit/graph/test_neo4j_parser.py (Node.js >= 20, npm).
+cypher-lint: tools/cypher-lint/node_modules/.package-lock.json
+
+tools/cypher-lint/node_modules/.package-lock.json: tools/cypher-lint/package-lock.json
+	cd tools/cypher-lint && npm ci --no-audit --no-fund
 
 bench: setup
 	$(PY) benchmarks/bench_maria.py --chunks 5000 --nodes 50000 --concurrency 20

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, Mapping
 
+from pydantic import ValidationError
+
 from hopweave.engine.boundary import check_session, check_utterance_input
-from hopweave.errors import InputError, MissingDependencyError
+from hopweave.errors import FilterError, InputError, MissingDependencyError
 from hopweave.models.common import Session
 from hopweave.models.filters import And, Eq, FilterTree, In, and_, check_fields, parse_filter
 
@@ -36,16 +38,36 @@ DESCRIPTION = (
 
 
 def filters_to_tree(filters: Mapping[str, Any] | None) -> FilterTree | None:
-    """``{field: value | [values]}`` (or a FilterTree dict with ``op``) -> FilterTree."""
+    """``{field: value | [values]}`` (or a FilterTree dict with ``op``) -> FilterTree, or None
+    for no filters. Raises InputError (not a mapping, a non-scalar value) or FilterError (a
+    malformed field name, value or tree)."""
+    if filters is None:
+        return None
+    if not isinstance(filters, Mapping):
+        raise InputError("filters must map field names to a value or a list of values, "
+                          f"not {type(filters).__name__}")
     if not filters:
         return None
     if "op" in filters:
-        return parse_filter(dict(filters))
+        return parse_filter(dict(filters))  # FilterError
+    try:
+        return _flat_tree(filters)
+    except ValidationError as exc:
+        raise FilterError(f"malformed filter: {_first_error(exc)}") from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    e = exc.errors()[0] if exc.errors() else {"loc": (), "msg": str(exc)}
+    return f"{'.'.join(str(x) for x in e.get('loc', ()))}: {e.get('msg', '')}".strip(": ")
+
+
+def _flat_tree(filters: Mapping[str, Any]) -> FilterTree:
+    bad = [k for k in filters if not isinstance(k, str)]
+    if bad:
+        raise InputError(f"filter names must be strings, not {type(bad[0]).__name__}")
     clauses: list[FilterTree] = []
     for k in sorted(filters):
         v = filters[k]
-        if not isinstance(k, str):
-            raise InputError(f"filter names must be strings, not {type(k).__name__}")
         if isinstance(v, (list, tuple)):
             if not v:
                 raise InputError(f"filter {k!r} has an empty list of values")

@@ -2,10 +2,12 @@
 
 ``cypher/schema.cypher`` is the human-facing file (paste it into Neo4j Browser or cypher-shell).
 It is generated from the merged schema (base + pack) by :func:`render_schema_cypher` (a unit test keeps
-the two in sync; regenerate with ``hopweave cypher-schema > cypher/schema.cypher``). The stores
-read the file with :func:`parse_schema_cypher` — a strict parser accepting only the two statement
-shapes it contains — and render each item for their engine with :func:`ddl_for`, using the
-capability table (FalkorDB has no ``IF NOT EXISTS`` and creates constraints by command).
+the two in sync; regenerate with ``hopweave cypher-schema > cypher/schema.cypher``);
+:func:`parse_schema_cypher` reads such a file back strictly (only the two statement shapes it
+contains). The stores create the items of their own schema (:func:`schema_items`: for the default
+schema, exactly the file's; for another pack's schema, that schema's) and render each item for
+their engine with :func:`ddl_for`, using the capability table (FalkorDB has no ``IF NOT EXISTS``
+and creates constraints by command).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from hopweave.graph._locks import DEFAULT_LOCK_TIMEOUT_S, RWLock
 from hopweave.graph._nx_state import State
 from hopweave.graph.base import Edge, GraphStore, Node, visible
 from hopweave.graph.walk import LABEL_KEY, walk
-from hopweave.graph.write_rules import WriteValidator
+from hopweave.graph.write_rules import METAGRAPH_LABELS, GatedNode, WriteValidator
 from hopweave.models.common import Bindings, PatternResult
 from hopweave.models.filters import And, Eq, FilterTree, matches
 from hopweave.models.metagraph import GoalType, TraversalPattern
@@ -498,11 +498,9 @@ def _left(deadline: float) -> float:
 
 def _record_items(rec: dict[str, Any]) -> tuple[list[Node], list[Edge]]:
     """The writes a journal record (already shape-checked) stands for: removed properties
-    become None values, as a writer passes them. Metagraph nodes in the journal were gated when
-    written; on replay they are re-checked as gated nodes (their definitions go through the
-    bounds and identifier gates again) instead of being refused as direct writes."""
-    from hopweave.graph.write_rules import METAGRAPH_LABELS, GatedNode
-
+    become None values, as a writer passes them. Metagraph nodes were gated when written; on
+    replay they are GatedNodes, so the validator re-runs the definition gates (a forged record
+    cannot smuggle a pattern past the bounds)."""
     nodes = [(GatedNode if label in METAGRAPH_LABELS else Node)(nid, label, {**props, **{k: None for k in removed}})
              for nid, label, props, removed in rec.get("n", ())]
     edges = [Edge(src, dst, rel, props) for src, rel, dst, props in rec.get("e", ())]

@@ -100,6 +100,8 @@ class ChannelRequest:
     filter: Any
     limit: int
     idf_filter: Any = None
+    #: Payload fields each candidate carries besides chunk_id and tenant_id (ranking features).
+    fields: tuple[str, ...] = ()
 
 
 @dataclass
@@ -126,4 +128,5 @@ def hit_of(f: Fused, payload: dict[str, Any]) -> Hit:
         lexical=f.lexical,
         semantic=f.semantic,
         rerank=None,
+        features=f.features,
     )

@@ -69,3 +69,21 @@ def test_ddl_per_engine(schema: GraphSchema) -> None:
     ]
     with pytest.raises(UnsafeIdentifierError):
         ddl_for(SchemaItem("index", "Event", "type`) DETACH"), NEO4J, schema)
+
+
+def test_store_creates_the_items_of_its_own_schema() -> None:
+    """A Cypher store of another pack's schema (telecom: no Customer label) creates that schema's
+    constraints and indexes; it used to parse the default cypher/schema.cypher against its own
+    schema and fail with SchemaError."""
+    import cypher_statements as cs
+
+    telecom = cs.pack_schemas()["telecom"].schema
+    out = cs.Collection()
+    store = cs.RecordingStore(telecom, out, "ddl")
+    try:
+        assert store.ensure_schema() == len(schema_items(telecom))
+    finally:
+        store.close()
+    queries = [s.query for s in out.items]
+    assert "CREATE CONSTRAINT subscriber_id_unique IF NOT EXISTS FOR (n:`Subscriber`) REQUIRE n.`id` IS UNIQUE" in queries
+    assert not any("`Customer`" in q for q in queries)

@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -235,6 +234,10 @@ def _dangling(data: dict[str, Any]) -> None:
     (_bad_edge, "cannot go from Customer to Account"),
     (_dangling, "missing node"),
     (lambda d: d.pop("succ"), "node/succ"),
+    (lambda d: d["node"]["C1"].update(evil="x"), "'evil' is undeclared"),
+    (lambda d: d["node"]["C1"].update(name={"$gt": ""}), "'name' is undeclared or not of its declared type"),
+    (lambda d: d["node"]["A1"].update(balance="10"), "'balance'"),
+    (lambda d: d["node"]["E1"].update(year=True), "'year'"),
 ])
 def test_snapshot_failing_the_schema_is_refused(tmp_path, schema, mutate, needle):
     d = _built(tmp_path, schema)
@@ -406,3 +409,25 @@ def test_sigkill_during_a_graph_load_keeps_the_previous_store_and_a_rerun_comple
     _load(d, "B", 5000, kill_midway=False)
     ids = {n.id for n in _open(d, schema).find_nodes("t1", "Customer")}
     assert len(ids) == 5000 and all(i.startswith("B_") for i in ids)
+
+
+# ---- metagraph records in the journal ---------------------------------------------------------
+def test_gated_metagraph_writes_replay_and_a_forged_pattern_record_is_refused(tmp_path, schema):
+    from hopweave.graph.metagraph_io import load_metagraph
+
+    d = tmp_path / "graph"
+    s = _open(d, schema)
+    load_metagraph(s)  # a journal record of gated GoalType/TraversalPattern nodes (+ HAS_PATTERN)
+    want = [p.name for p in s.patterns()]
+    assert want and (d / P.JOURNAL).stat().st_size > 0
+    assert [p.name for p in _open(d, schema).patterns()] == want  # replays through the gates again
+    # forge a journal record: an existing pattern rewritten with depth 50 and a 10M max_visited
+    rec = json.loads((d / P.JOURNAL).read_text().splitlines()[-1])
+    nid, label, props, _removed = next(n for n in rec["n"] if n[1] == "TraversalPattern")
+    definition = json.loads(props["definition"])
+    definition.update(depth=50, budget_ms=10_000, max_visited=10_000_000,
+                      edge_sequence=[{"type": "HAS_TIER", "direction": "both"}] * 50)
+    _append(d, {"seq": rec["seq"] + 1, "t": "_global",
+                "n": [[nid, label, {**props, "definition": json.dumps(definition)}, []]], "e": []})
+    with pytest.raises(StoreCorruptError, match="fails validation"):
+        _open(d, schema)

@@ -60,7 +60,7 @@ def test_rebuild_swaps_in_a_complete_index_with_a_marker(tmp_path, schema, hash_
     assert _doc_ids(tmp_path, schema) == {"b-0", "b-1"}
     # incremental keeps the existing points
     out = rebuild_index(tmp_path, schema, _docs("c", 1), hash_embedder, incremental=True)
-    assert _doc_ids(tmp_path, schema) == {"b-0", "b-1", "c-0"} and out["incremental"]
+    assert _doc_ids(tmp_path, schema) == {"b-0", "b-1", "c-0"} and out["kept_previous"]
 
 
 _KILLED = r"""
@@ -78,7 +78,7 @@ class Slow(HashEmbedder):
     def embed(self, texts, batch_size=64):
         return super().embed(texts, batch_size)
 docs = [Document(document_id=f"k-{i}", tenant_id="t1", title=f"k {i}", text=f"killed ingest document {i}",
-                 metadata={"tier": "Gold"}) for i in range(3000)]
+                 metadata={"tier": "Gold"}) for i in range(400)]
 def progress(stage, done, total):
     if stage == "writing" and done >= 64:
         print("writing", flush=True)
@@ -124,7 +124,8 @@ def test_sigkill_during_an_in_place_ingest_is_refused_typed(tmp_path, schema, ha
     assert (tmp_path / "vectors" / INCOMPLETE_FILE).exists()
     with pytest.raises(StoreIncompleteError, match="re-run"):
         EdgeIndex(tmp_path, schema).count("t1")
-    rebuild_index(tmp_path, schema, _docs("b", 2), hash_embedder)
+    out = rebuild_index(tmp_path, schema, _docs("b", 2), hash_embedder, incremental=True)
+    assert out["previous"] == "incomplete" and not out["kept_previous"]  # never built on a torn index
     assert _doc_ids(tmp_path, schema) == {"b-0", "b-1"}
 
 
@@ -198,6 +199,7 @@ def test_rebuild_failure_keeps_the_previous_index(tmp_path, schema, hash_embedde
     with pytest.raises(StoreIOError, match="disk is full") as ei:
         rebuild_index(tmp_path, schema, _docs("b", 2), hash_embedder)
     assert ei.value.errno == errno.ENOSPC
+    assert not (tmp_path / STAGING_DIR).exists()  # the failed build's space is given back
     monkeypatch.undo()
     assert _doc_ids(tmp_path, schema) == {"a-0", "a-1"}  # the previous index was put back
 
