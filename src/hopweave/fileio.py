@@ -28,3 +28,15 @@ def read_yaml(path: str | Path, what: str) -> Any:
         raise InputError(f"{what} {p} cannot be read: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         raise InputError(f"{what} {p} is not valid YAML: {exc}") from exc
+
+
+def fsync_dir(directory: str | Path) -> None:
+    """fsync a directory (after a rename or a new file in it, so the entry itself is durable).
+    Raises OSError; callers translate it into their store's typed error."""
+    import os
+
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

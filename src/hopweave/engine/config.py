@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hopweave.engine import record as trace_record
 from hopweave.engine.assemble import Assembly
 from hopweave.engine.boundary import Request
 from hopweave.engine.plan import Plan
+from hopweave.engine.query_vectors import RequestVectors
 from hopweave.engine.result import Degradation, RetrievalResult
 from hopweave.models.common import PatternResult
 from hopweave.models.domain import DomainSettings
@@ -53,6 +54,8 @@ class Run:
     budget_ms: int
     degraded: list[Degradation]
     timings: dict[str, float]
+    #: The request's query vectors (one encoder pass for the utterance, shared by the stages).
+    vectors: RequestVectors = field(default_factory=RequestVectors)
 
     @property
     def deadline(self) -> float:

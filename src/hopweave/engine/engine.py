@@ -46,6 +46,7 @@ from hopweave.engine.boundary import Request, check_request, check_session_attri
 from hopweave.engine.branches import graph_branch, pattern_degradations, search_documents
 from hopweave.engine.config import EngineConfig, Run, make_result
 from hopweave.engine.plan import NEUTRAL_NOTE, Plan, agent_notes, build_plan, neutral_filter
+from hopweave.engine.query_vectors import SharedEmbedder, bound
 from hopweave.engine.result import ChunkItem, Degradation, RetrievalResult, Stage
 from hopweave.engine.stages import (
     DocumentIndex,
@@ -174,6 +175,8 @@ class Engine:
     def embedder(self) -> Embedder:
         if self._embedder is None:
             self._embedder = default_embedder()
+        if not isinstance(self._embedder, SharedEmbedder):
+            self._embedder = SharedEmbedder(self._embedder)
         return self._embedder
 
     def settings_for(self, tenant_id: str) -> DomainSettings:
@@ -345,8 +348,9 @@ class Engine:
         plan = self._plan(run)
         chunks, prof, facts, prec_items = self._search_and_traverse(run, plan)
         t = time.perf_counter()
+        facts, template_values = self._apply_case(run, plan, facts)
         assembly = assemble(
-            plan.sections, facts, chunks, prec_items, as_of=req.as_of, entities=plan.entity_values,
+            plan.sections, facts, chunks, prec_items, as_of=req.as_of, entities=template_values,
             budget_tokens=req.token_budget or self.config.token_budget, counter=self.counter,
             provenance=self.config.provenance_inline, notes=agent_notes(plan),
         )
@@ -376,7 +380,8 @@ class Engine:
         req = run.req
         stage = self.understander_for(run.settings)
         u: Understanding | None = self._run_stage(
-            run.degraded, "understand", lambda: stage.understand(req.utterance, req.session, req.as_of),
+            run.degraded, "understand", bound(run.vectors, lambda: stage.understand(req.utterance, req.session,
+                                                                                     req.as_of)),
             default=None, what="goal and entities", fallback=_UNDERSTAND_FALLBACK,
             timeout=run.budget_ms * self.config.understand_share / 1000.0)
         _, goals, pats = self._goals()
@@ -427,13 +432,13 @@ class Engine:
         """The document search and the graph branch, concurrently, each within the budget."""
         t = time.perf_counter()
         tenant = run.req.session.tenant_id
-        f_search = None if self.index is None else self._pool.submit(
-            search_documents, self.index, self.embedder, tenant, plan, self.config.search_limit)
+        f_search = None if self.index is None else self._pool.submit(bound(run.vectors, functools.partial(
+            search_documents, self.index, self.embedder, tenant, plan, self.config.search_limit, run.req.utterance)))
         bindings = Bindings(session=run.req.session, as_of=run.req.as_of,
                             goal=plan.goal.name if plan.goal else None, entities=dict(plan.entity_values))
-        f_graph = None if not plan.patterns else self._pool.submit(
+        f_graph = None if not plan.patterns else self._pool.submit(bound(run.vectors, functools.partial(
             graph_branch, self.graph, self.embedder, self._trace_vectors, plan, bindings, run.req.utterance,
-            self.config.max_workers)
+            self.config.max_workers)))
         chunks: tuple[ChunkItem, ...] = ()
         prof: RankingProfile | None = None
         if f_search is None:
@@ -461,6 +466,20 @@ class Engine:
         run.degraded.extend(pattern_degradations(facts))
         run.timings["search_and_traverse"] = _ms(t)
         return chunks, prof, facts, prec_items
+
+    def _apply_case(self, run: Run, plan: Plan, facts: list[PatternResult]) -> tuple[list[PatternResult], dict[str, Any]]:
+        """The goal's procedure applied to the case (:func:`hopweave.engine.rules.apply_case`);
+        the case state's patterns re-run on the graph when the state is not the default."""
+        from hopweave.engine.rules import apply_case
+        from hopweave.graph.traverse import run_goal_patterns
+
+        def rerun(pats: list[TraversalPattern], entities: dict[str, Any]) -> list[PatternResult]:
+            b = Bindings(session=run.req.session, as_of=run.req.as_of, goal=plan.goal.name if plan.goal else None,
+                         entities=entities)
+            return run_goal_patterns(self.graph, run.req.session.tenant_id, pats, b, max_workers=1)
+
+        spec = plan.goal.case if plan.goal is not None else None
+        return apply_case(spec, plan.patterns, facts, plan.entity_values, run.req.session, rerun)
 
     def _record(self, run: Run, result: RetrievalResult) -> bool:
         """Write the trace within the request's remaining budget (at least ``record_min_ms``).

@@ -15,7 +15,7 @@ from __future__ import annotations
 from concurrent.futures import Executor, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import Callable, Mapping, Protocol, TypeVar, runtime_checkable
+from typing import Callable, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -47,6 +47,7 @@ class DocumentIndex(Protocol):
         query_vector: np.ndarray | None = None,
         query_space: EmbeddingSpace | None = None,
         include_superseded: bool = False,
+        scope: Mapping[str, Sequence[object]] | None = None,
     ) -> SearchResult:
         """Hits for one tenant. Raises TenantError, FilterError, InputError, StoreError."""
         ...
@@ -97,6 +98,9 @@ def open_index(store_dir: str | Path) -> DocumentIndex | None:
     from hopweave.models.store_settings import read_store_settings
     from hopweave.search.edge_index import EdgeIndex
 
+    from hopweave.search.staging import recover
+
+    recover(Path(store_dir))  # a crash between the staged index's two renames: put it back
     if not (Path(store_dir) / "vectors").is_dir():
         return None
     stored = read_store_settings(store_dir)

@@ -91,12 +91,10 @@ def io_guard(path: Path, action: str) -> Iterator[None]:
 
 
 def fsync_dir(directory: Path) -> None:
+    from hopweave import fileio
+
     with io_guard(directory, "syncing"):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fileio.fsync_dir(directory)
 
 
 def _dumps(obj: Any) -> bytes:

@@ -164,7 +164,11 @@ class EdgeIndex(VectorIndex):
 
     def _create(self, info: CollectionInfo) -> None:
         q = _q()
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreIOError(f"cannot create {self.root} ({exc.strerror})", path=str(self.root),
+                               errno=exc.errno) from exc
         cfg = q.EdgeConfig(
             vectors={DENSE: q.EdgeVectorParams(size=info.space.dimensions, distance=q.Distance.Cosine)},
             sparse_vectors={LEXICAL: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
@@ -179,9 +183,7 @@ class EdgeIndex(VectorIndex):
                 shard.update(q.UpdateOperation.create_field_index(name, schema))
             shard.flush()
             self._shard = shard
-            tmp = self.root / (INFO_FILE + ".tmp")
-            tmp.write_text(info.model_dump_json(indent=2))
-            os.replace(tmp, self.root / INFO_FILE)
+            _write_durably(self.root / INFO_FILE, info.model_dump_json(indent=2).encode())
 
     def _index_specs(self) -> list[tuple[str, Any]]:
         q = _q()
@@ -258,6 +260,11 @@ class EdgeIndex(VectorIndex):
                 "the disk and re-run the load or ingest"
             ) from exc
 
+    def _with_ids(self, flt: Any, chunk_ids: Sequence[str]) -> Any:
+        q = _q()
+        ids = q.HasIdCondition({point_id(c) for c in chunk_ids})
+        return q.Filter(must=[flt, ids] if flt is not None else [ids])
+
     def _count(self, flt: Any) -> int:
         return int(self._open().count(_q().CountRequest(exact=True, filter=flt)))
 
@@ -303,7 +310,7 @@ class EdgeIndex(VectorIndex):
                     limit=r.limit,
                     query=q.Query.Nearest(vec, using=r.channel),
                     filter=r.filter,
-                    with_payload=q.PayloadSelector.Include(list(_CANDIDATE_FIELDS)),
+                    with_payload=q.PayloadSelector.Include(list(dict.fromkeys(_CANDIDATE_FIELDS + r.fields))),
                     params=params,
                 )
             )

@@ -42,9 +42,9 @@ DIMENSIONS = 384
 _WEIGHTS_FILE = "model.safetensors"
 #: Calls with at most this many texts run single-threaded (query latency; see embed_uncached).
 SMALL_CALL = 4
-#: The setting that picks the default encoder: ``onnx`` (default) or ``torch``.
+#: The setting that picks the default encoder: ``onnx`` (default), ``onnx-int8`` or ``torch``.
 ENCODER_SETTING = "HOPWEAVE_ENCODER"
-ENCODERS = ("onnx", "torch")
+ENCODERS = ("onnx", "onnx-int8", "torch")
 #: embed() calls of at most this many texts go through the LRU (queries; ingest batches do not).
 CACHED_CALL_MAX = 8
 
@@ -338,6 +338,8 @@ class OnnxEmbedder(CachingEmbedder):
         model_name: name recorded in the embedding space.
         query_cache_size: entries in each LRU cache (see :class:`CachingEmbedder`); 0 disables.
         cache_dir: where the exported graph is kept (default ``onnx_encoder.onnx_cache_dir()``).
+        int8: run the int8 dynamically quantized graph (about 2x less CPU; vectors move, cosine
+            to fp32 >= 0.987 on SciFact claims, so it is a space of its own; see BENCHMARKS.md).
     """
 
     def __init__(
@@ -346,17 +348,19 @@ class OnnxEmbedder(CachingEmbedder):
         model_name: str = MODEL_NAME,
         query_cache_size: int = 1024,
         cache_dir: str | Path | None = None,
+        int8: bool = False,
     ) -> None:
         from hopweave.search.onnx_encoder import space_revision_suffix
 
         super().__init__(model_path, query_cache_size)
         self._cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self._int8 = int8
         self._encoder: Any = None
         self.space = EmbeddingSpace(
             provider=ONNX_PROVIDER,
             model=model_name,
             # the weights, the exporter versions and recipe (the graph) and the runtime (kernels)
-            revision=f"{_weights_revision(str(self._path))}+{space_revision_suffix()}",
+            revision=f"{_weights_revision(str(self._path))}+{space_revision_suffix(int8)}",
             dimensions=self._dims(model_name),
         )
 
@@ -375,8 +379,9 @@ class OnnxEmbedder(CachingEmbedder):
 
                     _set_offline()
                     _quiet_transformers()
-                    path = ensure_exported(self._path, _weights_sha256(str(self._path)), self._cache_dir)
-                    self._encoder = OnnxMiniLM(self._path, path)
+                    path = ensure_exported(self._path, _weights_sha256(str(self._path)), self._cache_dir,
+                                           int8=self._int8)
+                    self._encoder = OnnxMiniLM(self._path, path, per_item=self._int8)
         return self._encoder
 
     def embed_uncached(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
@@ -421,5 +426,7 @@ def default_embedder() -> CachingEmbedder:
     if _DEFAULT is None:
         with _DEFAULT_LOCK:
             if _DEFAULT is None:
-                _DEFAULT = OnnxEmbedder() if encoder_choice() == "onnx" else SentenceTransformerEmbedder()
+                choice = encoder_choice()
+                _DEFAULT = (SentenceTransformerEmbedder() if choice == "torch"
+                            else OnnxEmbedder(int8=choice == "onnx-int8"))
     return _DEFAULT

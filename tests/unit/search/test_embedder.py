@@ -104,6 +104,8 @@ def test_encoder_setting(monkeypatch):
     assert encoder_choice() == "onnx"
     monkeypatch.setenv(emb_mod.ENCODER_SETTING, " Torch ")
     assert encoder_choice() == "torch"
+    monkeypatch.setenv(emb_mod.ENCODER_SETTING, "onnx-int8")
+    assert encoder_choice() == "onnx-int8"
     monkeypatch.setenv(emb_mod.ENCODER_SETTING, "tensorflow")
     with pytest.raises(ConfigError, match="HOPWEAVE_ENCODER"):
         encoder_choice()
@@ -134,3 +136,15 @@ def test_export_is_cached_and_a_corrupt_export_is_redone(tmp_path):
     assert ensure_exported(e._path, meta["weights_sha256"], tmp_path) == onnx_file
     again = OnnxEmbedder(cache_dir=tmp_path, query_cache_size=0).embed_uncached(TEXTS)
     assert again.tobytes() == first.tobytes()
+
+
+@pytest.mark.slow
+def test_int8_variant_is_its_own_space_and_deterministic(onnx_embedder):
+    q8 = OnnxEmbedder(int8=True, query_cache_size=0)
+    assert q8.space.key != onnx_embedder.space.key and "int8" in q8.space.revision
+    whole = q8.embed_uncached(TEXTS)
+    # "a" and the truncated "x" * 5000 have the same token count: alone or together, same bytes
+    assert np.stack([q8.embed_uncached([t])[0] for t in TEXTS]).tobytes() == whole.tobytes()
+    assert q8.embed_uncached(TEXTS * 7).tobytes() == np.concatenate([whole] * 7).tobytes()
+    cos = (whole * onnx_embedder.embed_uncached(TEXTS)).sum(axis=1)
+    assert float(cos.min()) > 0.97  # close, but not the same vectors: hence another space
