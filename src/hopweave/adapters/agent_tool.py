@@ -2,8 +2,9 @@
 
 The agent chooses the mode (``keyword`` for exact identifiers, ``semantic`` for concepts,
 ``hybrid`` when unsure) and may narrow the scope with filters in the shared vocabulary; it can
-never widen it: the tenant comes from the bound session, the index adds ``tenant_id`` and
-``version = current`` itself, and the tool adds ``status = active``. Filter field names are checked
+never widen it: the tenant comes from the bound session, and every query carries the session's
+always-on clauses (tenant, ``status = active``, ``version = current``, the session's region...)
+exactly as ``Engine.retrieve`` applies them (:mod:`hopweave.engine.scope`, one code path). Filter field names are checked
 against the schema's chunk fields (an unknown field is an error the agent can read and fix).
 
 Use :class:`RetrieveTool` directly (a plain callable returning JSON-ready dicts) or
@@ -16,10 +17,11 @@ from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 from pydantic import ValidationError
 
-from hopweave.engine.boundary import check_session, check_utterance_input
+from hopweave.engine.boundary import check_session, check_session_attributes, check_utterance_input
+from hopweave.engine.scope import scoped
 from hopweave.errors import FilterError, InputError, MissingDependencyError
 from hopweave.models.common import Session
-from hopweave.models.filters import And, Eq, FilterTree, In, and_, check_fields, parse_filter
+from hopweave.models.filters import And, Eq, FilterTree, In, check_fields, parse_filter
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.engine import Engine
@@ -89,6 +91,7 @@ class RetrieveTool:
         """Raises InputError / TenantError for a malformed session (the engine's boundary)."""
         self.engine = engine
         self.session = check_session(session, "the agent tool's session")
+        check_session_attributes(self.session, engine.settings_for(self.session.tenant_id))
 
     def __call__(self, query: str, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
                  top_k: int = 10) -> list[dict[str, Any]]:
@@ -107,7 +110,9 @@ class RetrieveTool:
         tree = filters_to_tree(filters)
         if tree is not None:
             check_fields(tree, self.engine.graph.schema.filter_fields())
-        where = and_(Eq(field="status", value="active"), tree)
+        # The session's always-on clauses (tenant, status, version, region...) exactly as
+        # Engine.retrieve applies them: one code path (hopweave.engine.scope).
+        where = scoped(self.engine.graph, self.session, tree)
         prof = get_profile(MODE_PROFILES[mode])
         vec = space = None
         if prof.uses_semantic:

@@ -307,3 +307,41 @@ def trace_used_by(
         v = next((p.get("version") for p in x.patterns if p.get("name") == pattern), None)
         typer.echo(f"{x.trace_id}  as_of={x.as_of}  goal={x.goal}  {pattern}@{v}")
     typer.echo(f"{len(traces)} trace(s) used {pattern}" + (f"@{version}" if version else ""))
+
+
+def _register_eval_scenarios() -> None:
+    """``hopweave eval scenarios PACK``: registered on the ``eval`` group (search_cmds)."""
+    from hopweave.cli.search_cmds import eval_app
+
+    @eval_app.command("scenarios")
+    @handle_errors
+    def eval_scenarios(
+        pack: Path = typer.Argument(..., help="A pack folder (its scenarios/) or a folder of scenarios."),
+        store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+        as_json: bool = typer.Option(False, "--json", help="Print the full report as JSON."),
+    ) -> None:
+        """Goal accuracy, required-fact / required-chunk recall, forbidden-chunk rate, tokens,
+        latency and rounds per goal and per pattern, multi-round against single pass."""
+        from hopweave.engine.replay import REPLAY_CONFIG
+        from hopweave.engine.scenario_eval import METRICS, evaluate
+
+        folder = pack / "scenarios" if (pack / "scenarios").is_dir() else pack
+        engine = _open_engine(_store(store), **REPLAY_CONFIG.__dict__)
+        try:
+            report = evaluate(engine, [folder])
+        finally:
+            engine.close()
+        if as_json:
+            emit_json(report)
+            return
+        for mode in ("single_pass", "multi_round"):
+            typer.echo(f"\n{mode}")
+            for name, agg in [("overall", report[mode]["overall"]), *report[mode]["per_goal"].items()]:
+                cells = "  ".join(f"{m}={agg[m]}" for m in METRICS)
+                typer.echo(f"  {name:24s} n={agg['scenarios']:<3d} {cells}")
+        typer.echo("\none-round scenarios (latency must not grow)")
+        for mode, agg in report["one_round_scenarios"].items():
+            typer.echo(f"  {mode:24s} n={agg['scenarios']:<3d} latency_ms={agg['latency_ms']} tokens={agg['tokens']}")
+
+
+_register_eval_scenarios()

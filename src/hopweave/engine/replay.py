@@ -86,6 +86,12 @@ class Expect(BaseModel):
     entities: dict[str, Any] = Field(default_factory=dict)
     max_tokens: Optional[int] = None
     truncated_patterns: list[str] = Field(default_factory=list)
+    #: Retrieval rounds (issue 15): exactly ``rounds``, at least ``min_rounds``; each string of
+    #: ``round_actions`` appears in some later round's action; ``intents``: the parts' goals.
+    rounds: Optional[int] = Field(default=None, ge=1)
+    min_rounds: Optional[int] = Field(default=None, ge=1)
+    round_actions: list[str] = Field(default_factory=list)
+    intents: list[Optional[str]] = Field(default_factory=list)
 
 
 class Scenario(BaseModel):
@@ -279,6 +285,20 @@ def check(sc: Scenario, r: RetrievalResult) -> list[str]:
     for p in e.truncated_patterns:
         if p not in trunc:
             f.append(f"pattern {p} should be truncated (truncated: {sorted(trunc)})")
+    return f + _check_rounds(e, r)
+
+
+def _check_rounds(e: Expect, r: RetrievalResult) -> list[str]:
+    f: list[str] = []
+    n = len(r.rounds)
+    if e.rounds is not None and n != e.rounds:
+        f.append(f"expected {e.rounds} retrieval round(s), got {n}: " + "; ".join(x.action for x in r.rounds))
+    if e.min_rounds is not None and n < e.min_rounds:
+        f.append(f"expected at least {e.min_rounds} retrieval rounds, got {n}")
+    actions = " | ".join(x.action for x in r.rounds[1:])
+    f += [f"no later round did {a!r} (rounds: {actions or 'none'})" for a in e.round_actions if a not in actions]
+    if e.intents and [p.goal for p in r.parts] != e.intents:
+        f.append(f"expected intents {e.intents}, got {[p.goal for p in r.parts]}")
     return f
 
 

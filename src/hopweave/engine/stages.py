@@ -31,6 +31,8 @@ from hopweave.search.index_base import CollectionInfo
 
 T = TypeVar("T")
 D = TypeVar("D")
+#: A timed stage with less time than this left is not started (it is degraded at once).
+MIN_STAGE_S = 0.002
 
 
 @runtime_checkable
@@ -154,6 +156,10 @@ def run_stage(
     try:
         if isinstance(work, Future):
             return work.result(timeout=max(timeout or 0.0, 0.001))
+        if timeout is not None and timeout < MIN_STAGE_S:  # no time left: do not start it
+            degraded.append(Degradation(stage=stage, what=what, fallback=fallback,
+                                        reason=f"{stage} not started: the request's budget is spent"))
+            return default
         if timeout is None:
             return work()
         if pool is None:

@@ -6,12 +6,12 @@ the patterns whose rows carry rule conditions in the expression language of
 
     case:
       facts:                                   # name -> where its value comes from
-        tier: {entity: Tier}
+        segment: {entity: Segment}
         amount: {pattern: disputed_fee_event, property: amount}          # first row's property
-        waivers_this_year: {pattern: waiver_events_this_year, fn: count}
+        credits_this_year: {pattern: credits_this_year, fn: count}
       states:                                  # the first state whose `when` holds wins
-        - {name: LateFeeDispute_escalated, when: "amount > 50"}
-      default_state: LateFeeDispute_open
+        - {name: Dispute_escalated, when: "amount > 50"}
+      default_state: Dispute_open
       rules: [applicable_rules]                # their rows' `condition` is evaluated
 """
 

@@ -355,6 +355,8 @@ def evaluate(e: Expr | str, facts: Mapping[str, Any]) -> Verdict:
     if isinstance(e, Not):
         v = evaluate(e.item, facts)
         return Verdict(None if v.value is None else not v.value, f"not ({v.reason})")
+    if isinstance(e, Lit) and isinstance(e.value, bool):
+        return Verdict(e.value, "always" if e.value else "never")
     if isinstance(e, (Lit, Name)):
         v = _value(e, facts)
         if v is _MISSING:

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hopweave.models.case import CaseSpec
+from hopweave.models.escalation import EscalationPolicy
 from hopweave.models.schema import check_identifier
 
 Scalar = Union[str, int, float, bool]
@@ -272,6 +273,8 @@ class GoalType(_Frozen):
     #: How the goal's procedure applies to the case: case facts, state, rule patterns
     #: (:mod:`hopweave.models.case`). None = rules are listed, not evaluated.
     case: CaseSpec | None = None
+    #: Single pass (default) or a multi-round loop with its budgets (:mod:`hopweave.models.escalation`).
+    escalation: EscalationPolicy | None = None
 
     @field_validator("name")
     @classmethod

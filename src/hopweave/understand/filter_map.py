@@ -145,6 +145,23 @@ def load_filter_mapping(store: "GraphStore", path: str | Path | None = None) -> 
     return write_filter_mapping(store, read_mapping_file(path))
 
 
+def always_on_clauses(mapping: FilterMapping, session: Session) -> list[FilterTree]:
+    """The mapping's always-on clauses for ``session``, in declared order: the one place they are
+    computed, for the engine's filter and for every other entry point (agent tool, agentic
+    rounds). A ``session`` clause whose attribute is empty is skipped unless required.
+
+    Raises TenantError when a required session attribute (the tenant) is missing."""
+    clauses: list[FilterTree] = []
+    for a in mapping.always_on:
+        given: Scalar | None = a.value if a.value is not None else session.attribute(a.session or "")
+        if given is None or given == "":
+            if a.required:
+                raise TenantError(f"the session has no {a.session}; the {a.field} filter clause is required")
+            continue
+        clauses.append(Eq(field=a.field, value=given))
+    return clauses
+
+
 def read_filter_mapping(store: "GraphStore", tenant_id: str) -> FilterMapping:
     """The FilterMapping node's mapping, as visible to ``tenant_id``.
 
@@ -231,13 +248,7 @@ def compile_filter(
     for f in dict.fromkeys(r.field for r in mapping.entities if r.entity in empty):
         if f not in values and f not in owned:
             clauses.append(IsEmpty(field=f))
-    for a in mapping.always_on:
-        given: Scalar | None = a.value if a.value is not None else session.attribute(a.session or "")
-        if given is None or given == "":
-            if a.required:
-                raise TenantError(f"the session has no {a.session}; the {a.field} filter clause is required")
-            continue
-        clauses.append(Eq(field=a.field, value=given))
+    clauses.extend(always_on_clauses(mapping, session))
     tree = and_(*clauses)
     if tree is None:  # pragma: no cover - tenant_id is always on in any sane mapping
         raise FilterError("the filter mapping produced no clauses; add always-on clauses (tenant_id)")
