@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: setup
-	$(VENV)/bin/hopweave demo
+	$(VENV)/bin/hopweave demo examples/deltabank
 
 # Lint (ruff) and types (mypy, strict on the public API), then the default suite (fast), then the
 # slow suite (deselected by default: pytest.ini_options addopts). Any failure fails .ci/run.

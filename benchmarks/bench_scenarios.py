@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -204,8 +205,8 @@ def markdown(res: dict[str, Any], cmd: str) -> str:
             f"{a['facts_found']} / {b['facts_found']} / {r['facts']} | {a['tokens']} / {b['tokens']} | "
             f"{a['p50_ms']} / {b['p50_ms']} |"
         )
-    lines += ["", "Reproduce: `hopweave demo` (builds `.hopweave/deltabank`), then "
-              "`python benchmarks/bench_scenarios.py --store .hopweave/deltabank --out docs/benchmarks/engine.md`.", ""]
+    lines += ["", "Reproduce: `python benchmarks/bench_scenarios.py --store .hopweave/deltabank "
+              "--out docs/benchmarks/engine.md` (loads the DeltaBank pack into the store when it is empty).", ""]
     return "\n".join(lines)
 
 
@@ -218,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     if not (a.store / "graph").exists():
-        from hopweave.deltabank.load import load_deltabank
+        import deltabank_pack  # noqa: F401  (puts the pack's generator on sys.path)
+        from generator.build import load_deltabank
 
         load_deltabank(a.store, **({"nodes": a.nodes} if a.nodes else {}))
     res = run(a.store, a.runs)

@@ -138,3 +138,8 @@ class MetagraphWriteError(PatternValidationError):
     """A GoalType / TraversalPattern / FilterMapping node was written outside the gated path
     (``hopweave.graph.metagraph_io.write_metagraph`` / ``gated_items``), or its stored
     definition fails the gates."""
+
+
+class RuleExpressionError(InputError):
+    """A rule condition or case-state expression outside the safe expression language
+    (``hopweave.models.expr``): the message says where and what was expected."""

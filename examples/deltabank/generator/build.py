@@ -23,7 +23,7 @@ def default_example_dir() -> Path:
     return PACK_DIR
 
 
-def _sized_pack(tmp: Path, nodes: int, seed: int) -> Path:
+def sized_pack(tmp: Path, nodes: int, seed: int) -> Path:
     """A copy of the pack (without its graph files and generator) with a generated graph."""
     dst = tmp / "deltabank"
     shutil.copytree(PACK_DIR, dst, ignore=shutil.ignore_patterns("graph", "generator", "__pycache__"))
@@ -45,17 +45,22 @@ def load_deltabank(store_dir: str | Path, *, nodes: int = DEFAULT_NODES, seed: i
     if nodes == DEFAULT_NODES and seed == DEFAULT_SEED and (PACK_DIR / "graph").is_dir():
         return load_pack(PACK_DIR, store_dir, with_vectors=with_vectors, progress=progress)
     with tempfile.TemporaryDirectory(prefix="deltabank-pack-") as tmp:
-        pack = _sized_pack(Path(tmp), nodes, seed)
+        pack = sized_pack(Path(tmp), nodes, seed)
         return load_pack(pack, store_dir, with_vectors=with_vectors, progress=progress)
 
 
 def metagraph_items(schema: Any = None) -> list[Any]:
     """The pack's gated GoalType / TraversalPattern nodes, HAS_PATTERN edges and FilterMapping
-    node (as the loader writes them under ``_global``). ``schema`` is ignored (the pack's own)."""
-    from hopweave.pack.loader import metagraph_items as items
-    from hopweave.pack.loader import read_pack
+    node, domain-free (the store-wide ids a hand-built test store without store settings reads);
+    ``hopweave load`` writes the domain-scoped ones. ``schema``: default the pack's merged schema."""
+    from hopweave.graph.metagraph_io import gated_items, load_goal_files
+    from hopweave.models.schema import GraphSchema
+    from hopweave.understand.filter_map import filter_mapping_node, read_mapping_file
 
-    return items(read_pack(PACK_DIR))
+    schema = schema or GraphSchema.load(PACK_DIR / "schema.yaml")
+    goals, raws = load_goal_files(PACK_DIR / "goals")
+    items, _ = gated_items(schema, goals, raws)
+    return [*items, filter_mapping_node(schema, read_mapping_file(PACK_DIR / "filters.yaml"))]
 
 
 def deltabank_batches(nodes: int = DEFAULT_NODES, seed: int = DEFAULT_SEED) -> Iterator[tuple[str, Any]]:
@@ -67,4 +72,4 @@ def deltabank_batches(nodes: int = DEFAULT_NODES, seed: int = DEFAULT_SEED) -> I
         yield from pack_batches(PACK_DIR)
         return
     with tempfile.TemporaryDirectory(prefix="deltabank-pack-") as tmp:
-        yield from pack_batches(_sized_pack(Path(tmp), nodes, seed))
+        yield from pack_batches(sized_pack(Path(tmp), nodes, seed))

@@ -58,9 +58,10 @@ def ingest(
     no_embed: bool = typer.Option(False, "--no-embed", help="Index lexically only (vectors can be added later)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (no progress output)."),
 ) -> None:
-    """Chunk, embed and index documents (idempotent; new revisions supersede old ones)."""
-    from hopweave.search.edge_index import EdgeIndex
-    from hopweave.search.ingest import Ingestor, load_documents, read_records
+    """Chunk, embed and index documents (idempotent; new revisions supersede old ones). The index
+    is updated aside and swapped in atomically: an interrupted ingest leaves the previous one."""
+    from hopweave.search.ingest import load_documents, read_records
+    from hopweave.search.staging import ingest_incremental
 
     if on_error not in ("skip", "reject"):
         raise InputError("--on-error must be skip or reject")
@@ -71,12 +72,9 @@ def ingest(
         from hopweave.search.embedder import default_embedder
 
         embedder = default_embedder()
-    index = EdgeIndex(store_path(store), schema)
-    try:
-        with _progress(not as_json) as cb:
-            report = Ingestor(index, embedder, max_words=max_words).ingest(docs, progress=cb, report=report)
-    finally:
-        index.close()
+    with _progress(not as_json) as cb:
+        ingest_incremental(store_path(store), schema, docs, embedder, progress=cb, report=report,
+                           max_words=max_words)
     data = report.as_dict()
     if as_json:
         emit_json(data)

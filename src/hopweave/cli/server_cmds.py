@@ -15,7 +15,7 @@ from typing import Optional
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import emit_json, handle_errors, store_path
+from hopweave.cli.common import STORE_HELP, emit_json, handle_errors, store_path
 from hopweave.errors import InputError
 
 inspect_app = typer.Typer(help="Look at the graph: decision traces as pictures.", no_args_is_help=True)
@@ -107,6 +107,16 @@ def _ingest_qdrant(pack: Path, url: str, api_key: Optional[str]) -> dict[str, in
     return {"documents": rep.documents, "chunks": rep.chunks_written}
 
 
+def _styles(store: Optional[Path], tenant: str) -> dict[str, str]:
+    """The label colours of the tenant's domain, as the store's settings keep them ({} if none)."""
+    from hopweave.models.store_settings import read_store_settings
+
+    stored = read_store_settings(_engine_store(store))
+    if stored is None or tenant not in stored.tenant_domains():
+        return {}
+    return dict(stored.registry().for_tenant(tenant).styles)
+
+
 @inspect_app.command("trace")
 @handle_errors
 def inspect_trace(
@@ -116,7 +126,7 @@ def inspect_trace(
     html_out: Path = typer.Option(..., "--html", help="Write the picture to this HTML file."),
     tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant id (or $HOPWEAVE_TENANT)."),
     store: Optional[Path] = typer.Option(
-        None, "--store", help="Store directory (default: $HOPWEAVE_STORE or .hopweave/deltabank)."
+        None, "--store", help=STORE_HELP
     ),
     neo4j: Optional[str] = Neo4jOpt,
     falkordb: Optional[Path] = FalkorOpt,
@@ -144,5 +154,5 @@ def inspect_trace(
     finally:
         graph_store.close()
     html_out.parent.mkdir(parents=True, exist_ok=True)
-    html_out.write_text(render(graph), encoding="utf-8")
+    html_out.write_text(render(graph, _styles(store, t)), encoding="utf-8")
     typer.echo(f"wrote {html_out} ({1 + len(graph.nodes)} nodes, {len(graph.edges)} edges)")

@@ -2,7 +2,8 @@
 
 Layout of a graph directory::
 
-    LOCK            flock target: shared while loading, exclusive while writing/compacting
+    LOCK            flock target: exclusive while writing/compacting (readers take none: they
+                    re-read when the snapshot was replaced mid-read)
     graph.snapshot  line 1: JSON header {magic, format, last_seq, nodes, edges, schema_version,
                     payload_len, payload_sha256}; then the payload: one JSON object
                     {"node": {id: {"label": L, prop: value, ...}}, "succ": {src: {dst: {rel: props}}}}
@@ -56,6 +57,9 @@ FORMAT = 2
 _HEADER_MAX = 4096
 _LABEL = "label"
 _RECORD_KEYS = frozenset({"seq", "t", "n", "e"})
+#: The Python type a stored property value has for each schema type (see graph.write_rules).
+_STORED_TYPE: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool, "date": str,
+                                 "datetime": str, "list[str]": list, "json": str}
 _RELOAD = "restore a backup of the store directory or rebuild it with `hopweave load`"
 
 _ERRNO_HINT = {
@@ -87,12 +91,10 @@ def io_guard(path: Path, action: str) -> Iterator[None]:
 
 
 def fsync_dir(directory: Path) -> None:
+    from hopweave import fileio
+
     with io_guard(directory, "syncing"):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fileio.fsync_dir(directory)
 
 
 def _dumps(obj: Any) -> bytes:
@@ -189,7 +191,7 @@ def read_snapshot(directory: Path, schema: GraphSchema) -> Snapshot | None:
             raise StoreCorruptError(
                 f"{legacy}: a snapshot in the retired pickle format, which hopweave no longer reads "
                 "(reading it could run code from the file); rebuild the store with `hopweave load`"
-            )
+            ) from None
         return None
     except OSError as exc:
         raise io_error(exc, path, "opening") from exc
@@ -272,9 +274,12 @@ def _decode(path: Path, header: dict[str, Any], data: Any, schema: GraphSchema) 
 
 
 def _check_nodes(node: dict[str, Any], schema: GraphSchema, fail: Any) -> dict[str, set[str]]:
-    """Every node is a property object with a schema label and a tenant_id valid for it
-    (``_global`` for shared labels, a well-formed tenant id otherwise). Returns label -> ids."""
+    """Every node is a property object with a schema label, only declared properties of their
+    stored types, and a tenant_id valid for the label (``_global`` for shared labels, a
+    well-formed tenant id otherwise). Returns label -> ids."""
     shared = {lab.name: lab.shared for lab in schema.labels}
+    stored = {lab.name: {**{n: _STORED_TYPE[p.type] for n, p in lab.props.items() if n != "id"},
+                         _LABEL: str, "tenant_id": str} for lab in schema.labels}
     by_label: dict[str, set[str]] = {name: set() for name in shared}
     tenants: set[Any] = set()
     for nid, attrs in node.items():
@@ -285,6 +290,11 @@ def _check_nodes(node: dict[str, Any], schema: GraphSchema, fail: Any) -> dict[s
         if ids is None:
             raise fail(f"node {nid!r} has label {label!r}, which is not in the schema")
         ids.add(nid)
+        types = stored[label]  # type: ignore[index]
+        for k, v in attrs.items():
+            t = type(v)
+            if t is not types.get(k) or (t is list and any(type(x) is not str for x in v)):
+                raise fail(f"node {nid!r} ({label}): property {k!r} is undeclared or not of its declared type")
         tenant = attrs.get("tenant_id")
         if shared[label]:  # type: ignore[index]
             if tenant != GLOBAL_TENANT:

@@ -5,8 +5,10 @@
   million-node snapshot); :meth:`compact` rewrites the snapshot atomically and empties the
   journal; :meth:`bulk` loads millions of items in memory and commits them as one snapshot. A
   killed process leaves the previous committed state readable.
-- Several processes may open one directory: writes take an exclusive flock and first catch up
-  with records other processes appended; :meth:`refresh` catches up explicitly.
+- Several processes may open one directory: writes take an exclusive flock (waiting at most
+  ``lock_timeout_s``, then StoreBusyError) and first catch up with records other processes
+  appended; :meth:`refresh` catches up explicitly. Reads take no file lock: a writer, even a long
+  bulk load, never blocks a process opening the store (it reads the last committed state).
 - Threads: reads (walks) run concurrently under a read lock; writes apply under the write lock.
 - The networkx graph (:attr:`graph`) has nodes keyed by id with attributes = properties plus
   ``label``, and one edge per (src, type, dst) with key = the relationship type. Treat it as
@@ -21,7 +23,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator
 
 import networkx as nx
 
@@ -31,7 +33,7 @@ from hopweave.graph._locks import DEFAULT_LOCK_TIMEOUT_S, RWLock
 from hopweave.graph._nx_state import State
 from hopweave.graph.base import Edge, GraphStore, Node, visible
 from hopweave.graph.walk import LABEL_KEY, walk
-from hopweave.graph.write_rules import WriteValidator
+from hopweave.graph.write_rules import METAGRAPH_LABELS, GatedNode, WriteValidator
 from hopweave.models.common import Bindings, PatternResult
 from hopweave.models.filters import And, Eq, FilterTree, matches
 from hopweave.models.metagraph import GoalType, TraversalPattern
@@ -107,25 +109,42 @@ class NetworkxGraphStore(GraphStore):
         if self.directory is None:
             self._st, self._seq, self._journal_offset, self._snap_sig = State(), 0, 0, None
         else:
-            with P.locked(self.directory, exclusive=False, timeout_s=self.lock_timeout_s):
-                self._read_directory()
+            self._read_consistent()
         self._loaded = True
         if len(self._st.node) >= FREEZE_THRESHOLD:
             gc.collect()
             gc.freeze()
 
-    def _read_directory(self) -> None:
-        """Replace the state with the directory's snapshot + journal (a flock is held)."""
+    def _read_consistent(self) -> None:
+        """Read the directory without its lock, so a writer (even a long bulk load) never blocks
+        a reader: retry while a compaction replaced the snapshot mid-read (the old snapshot +
+        the new, emptied journal would miss records). Raises StoreBusyError when the snapshot
+        keeps changing for ``lock_timeout_s``."""
+        deadline = time.monotonic() + self.lock_timeout_s
+        while not self._read_directory():
+            if time.monotonic() >= deadline:
+                raise StoreBusyError(
+                    f"{self.directory}: the snapshot kept being replaced while it was read "
+                    f"(for {self.lock_timeout_s:g}s); retry when the compactions stop"
+                )
+            time.sleep(0.01)
+
+    def _read_directory(self) -> bool:
+        """Replace the state with the directory's snapshot + journal. Returns False (state
+        unchanged) when the snapshot was replaced during the read."""
         assert self.directory is not None
         st, seq = State(), 0
-        snap = P.read_snapshot(self.directory, self.schema)
         sig = P.snapshot_signature(self.directory)
+        snap = P.read_snapshot(self.directory, self.schema)
         if snap is not None:
             st, seq = State(snap), int(snap.header["last_seq"])
         records, off = P.read_journal(self.directory, 0)
+        if P.snapshot_signature(self.directory) != sig:
+            return False
         self._seq = self._replay(st, records, seq)
         self._st, self._journal_offset, self._snap_sig = st, off, sig
         self._meta_version += 1
+        return True
 
     def _replay(self, st: State, records: list[tuple[int, dict[str, Any]]], seq: int) -> int:
         """Apply journal records after ``seq``, each validated against the schema and the tenant
@@ -479,8 +498,11 @@ def _left(deadline: float) -> float:
 
 def _record_items(rec: dict[str, Any]) -> tuple[list[Node], list[Edge]]:
     """The writes a journal record (already shape-checked) stands for: removed properties
-    become None values, as a writer passes them."""
-    nodes = [Node(nid, label, {**props, **{k: None for k in removed}}) for nid, label, props, removed in rec.get("n", ())]
+    become None values, as a writer passes them. Metagraph nodes were gated when written; on
+    replay they are GatedNodes, so the validator re-runs the definition gates (a forged record
+    cannot smuggle a pattern past the bounds)."""
+    nodes = [(GatedNode if label in METAGRAPH_LABELS else Node)(nid, label, {**props, **{k: None for k in removed}})
+             for nid, label, props, removed in rec.get("n", ())]
     edges = [Edge(src, dst, rel, props) for src, rel, dst, props in rec.get("e", ())]
     return nodes, edges
 

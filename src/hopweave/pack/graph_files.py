@@ -8,8 +8,8 @@ Two formats (docs/packs.md, "Graph data"), optionally gzipped (``.gz``):
 * **CSV with neo4j-admin headers**: a node file has an ``:ID`` column (``id:ID`` and
   ``:ID(space)`` too), property columns ``name``, ``balance:float``, ``aliases:string[]``
   (items separated by ``;``) and an optional ``:LABEL`` column; its label is otherwise the file
-  name (``nodes/Customer.csv``). An edge file has ``:START_ID``, ``:END_ID``, property columns
-  and an optional ``:TYPE`` column; its type is otherwise the file name (``edges/HOLDS.csv``).
+  name (``nodes/Member.csv``). An edge file has ``:START_ID``, ``:END_ID``, property columns
+  and an optional ``:TYPE`` column; its type is otherwise the file name (``edges/BILLED.csv``).
   Empty cells are absent properties; ``:IGNORE`` columns are skipped.
 
 Reading streams (generators); memory grows only with the ids seen (id -> label, to check edge
@@ -123,7 +123,7 @@ class _Reader:
     def node(self, line: int, nid: Any, label: Any, raw: Any) -> Node | None:
         if not isinstance(nid, str) or not nid or len(nid) > 256 or not nid.isprintable():
             self.problem(line, f"node id {nid!r} is not a non-empty printable string (at most 256 chars)",
-                         "give every node a string id such as CUST_1001")
+                         "give every node a string id such as MEM_1001")
             return None
         spec = self.schema.label_map.get(label) if isinstance(label, str) else None
         if spec is None:
@@ -226,7 +226,7 @@ def _jsonl(r: _Reader, path: Path) -> Iterator[Item]:
                 continue
             try:
                 rec = json.loads(s)
-            except ValueError as exc:
+            except json.JSONDecodeError as exc:
                 r.problem(no, f"not valid JSON ({exc.msg})", "one JSON object per line; `#` starts a comment")
                 continue
             item = _jsonl_record(r, no, rec)

@@ -190,6 +190,11 @@ class ClientIndex(VectorIndex):
                 break
         return out
 
+    def _with_ids(self, flt: Any, chunk_ids: Sequence[str]) -> Any:
+        m = _models()
+        ids = m.HasIdCondition(has_id=[point_id(c) for c in chunk_ids])
+        return m.Filter(must=[flt, ids] if flt is not None else [ids])
+
     def _query(self, requests: Sequence[ChannelRequest]) -> list[list[Candidate]]:
         m = _models()
         reqs = []
@@ -200,7 +205,7 @@ class ClientIndex(VectorIndex):
             else:
                 query, params = r.vector, None
             reqs.append(
-                m.QueryRequest(query=query, using=r.channel, filter=r.filter, limit=r.limit, with_payload=["chunk_id", "tenant_id"], params=params)
+                m.QueryRequest(query=query, using=r.channel, filter=r.filter, limit=r.limit, with_payload=list(dict.fromkeys(("chunk_id", "tenant_id") + r.fields)), params=params)
             )
         res = self.client.query_batch_points(self.collection, requests=reqs)
         return [

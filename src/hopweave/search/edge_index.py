@@ -164,7 +164,11 @@ class EdgeIndex(VectorIndex):
 
     def _create(self, info: CollectionInfo) -> None:
         q = _q()
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreIOError(f"cannot create {self.root} ({exc.strerror})", path=str(self.root),
+                               errno=exc.errno) from exc
         cfg = q.EdgeConfig(
             vectors={DENSE: q.EdgeVectorParams(size=info.space.dimensions, distance=q.Distance.Cosine)},
             sparse_vectors={LEXICAL: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
@@ -179,9 +183,7 @@ class EdgeIndex(VectorIndex):
                 shard.update(q.UpdateOperation.create_field_index(name, schema))
             shard.flush()
             self._shard = shard
-            tmp = self.root / (INFO_FILE + ".tmp")
-            tmp.write_text(info.model_dump_json(indent=2))
-            os.replace(tmp, self.root / INFO_FILE)
+            _write_durably(self.root / INFO_FILE, info.model_dump_json(indent=2).encode())
 
     def _index_specs(self) -> list[tuple[str, Any]]:
         q = _q()
@@ -231,21 +233,37 @@ class EdgeIndex(VectorIndex):
             shard = self._open()
             self._mark_dirty()
             # A point re-upserted without a dense vector must lose its old one.
-            shard.update(q.UpdateOperation.upsert_points(out))
+            self._update(shard, q.UpdateOperation.upsert_points(out))
 
     def _set_payload(self, flt: Any, payload: dict[str, Any]) -> None:
         with self._lock:
             shard = self._open()
             self._mark_dirty()
-            shard.update(_q().UpdateOperation.set_payload_by_filter(flt, payload))
+            self._update(shard, _q().UpdateOperation.set_payload_by_filter(flt, payload))
 
     def _delete_dense(self, flt: Any) -> None:
         q = _q()
         with self._lock:
             shard = self._open()
             self._mark_dirty()
-            shard.update(q.UpdateOperation.delete_vectors_by_filter(flt, [DENSE]))
-            shard.update(q.UpdateOperation.delete_payload_by_filter(flt, [SPACE_FIELD]))
+            self._update(shard, q.UpdateOperation.delete_vectors_by_filter(flt, [DENSE]))
+            self._update(shard, q.UpdateOperation.delete_payload_by_filter(flt, [SPACE_FIELD]))
+
+    def _update(self, shard: Any, op: Any) -> None:
+        """Apply one update; a backend failure (disk full, I/O) becomes a StoreError and the
+        index stays marked INCOMPLETE."""
+        try:
+            shard.update(op)
+        except Exception as exc:
+            raise StoreError(
+                f"writing to the vector shard at {self.root / SHARD_DIR} failed ({exc}); free space / check "
+                "the disk and re-run the load or ingest"
+            ) from exc
+
+    def _with_ids(self, flt: Any, chunk_ids: Sequence[str]) -> Any:
+        q = _q()
+        ids = q.HasIdCondition({point_id(c) for c in chunk_ids})
+        return q.Filter(must=[flt, ids] if flt is not None else [ids])
 
     def _count(self, flt: Any) -> int:
         return int(self._open().count(_q().CountRequest(exact=True, filter=flt)))
@@ -292,7 +310,7 @@ class EdgeIndex(VectorIndex):
                     limit=r.limit,
                     query=q.Query.Nearest(vec, using=r.channel),
                     filter=r.filter,
-                    with_payload=q.PayloadSelector.Include(list(_CANDIDATE_FIELDS)),
+                    with_payload=q.PayloadSelector.Include(list(dict.fromkeys(_CANDIDATE_FIELDS + r.fields))),
                     params=params,
                 )
             )

@@ -30,6 +30,7 @@ from hopweave.models.filters import Eq, FilterTree, and_, check_fields, matches,
 from hopweave.models.ranking import Coverage, Hit, RankingProfile, SearchResult
 from hopweave.models.schema import GraphSchema
 from hopweave.search.embedder import EmbeddingSpace
+from hopweave.search.features import with_features
 from hopweave.search.fusion import Fused, fuse, rank_channel
 from hopweave.search.lexical import Bm25Encoder, Bm25Params, SparseVec, Tokenizer, TokenizerConfig
 
@@ -103,6 +104,8 @@ class ChannelRequest:
     filter: Any
     limit: int
     idf_filter: Any = None
+    #: Payload fields each candidate carries besides chunk_id and tenant_id (ranking features).
+    fields: tuple[str, ...] = ()
 
 
 @dataclass
@@ -168,6 +171,11 @@ class VectorIndex(ABC):
         """Run the channel requests (one list of candidates each, best first); each candidate's
         payload holds at least ``chunk_id`` and ``tenant_id`` (full payloads are fetched later
         for the returned hits only)."""
+
+    def _with_ids(self, flt: Any, chunk_ids: Sequence[str]) -> Any:
+        """``flt`` AND point id in the points of ``chunk_ids`` (compiled); None when the adapter
+        cannot restrict a query to ids (the lexical channel is then not filled in)."""
+        return None
 
     def close(self) -> None:  # noqa: B027 (optional hook)  # pragma: no cover - adapters override when they hold resources
         """Release the backend."""
@@ -345,6 +353,7 @@ class VectorIndex(ABC):
         query_vector: np.ndarray | None = None,
         query_space: EmbeddingSpace | None = None,
         include_superseded: bool = False,
+        scope: Mapping[str, Sequence[Any]] | None = None,
     ) -> SearchResult:
         """Pre-filtered hybrid search for one tenant.
 
@@ -356,6 +365,8 @@ class VectorIndex(ABC):
             limit: hits to return.
             query_vector: the query embedding, in ``query_space``; None skips the semantic channel.
             include_superseded: also search superseded revisions (audit); default current only.
+            scope: the goal's document scope (field -> values, first = primary), read by a
+                profile's ``scope`` feature; it does not filter.
 
         Returns:
             SearchResult with hits sorted by fused score then chunk id.
@@ -372,12 +383,15 @@ class VectorIndex(ABC):
         space_tree = and_(scoped, Eq(field=SPACE_FIELD, value=space.key))
         assert space_tree is not None
         cap = profile.candidates_per_channel
-        lexical, lexical_reason = self._lexical_request(info, profile, query, self._compile(scoped), cap)
-        dense, semantic_reason = self._dense_request(info, profile, query_vector, query_space, space_tree, cap)
+        fields = profile.features.payload_fields() if profile.features else ()
+        lexical, lexical_reason = self._lexical_request(info, profile, query, self._compile(scoped), cap, fields)
+        dense, semantic_reason = self._dense_request(info, profile, query_vector, query_space, space_tree, cap, fields)
         timings = {"prepare": _ms(t0)}
 
         t1 = time.perf_counter()
         lex, sem = self._run_channels(tenant_id, lexical, dense)
+        if profile.fill_channels:
+            lex, sem = self._fill(tenant_id, lexical, dense, lex, sem, space)
         timings["channels"] = _ms(t1)
 
         t2 = time.perf_counter()
@@ -385,7 +399,8 @@ class VectorIndex(ABC):
         timings["count"] = _ms(t2)
 
         t3 = time.perf_counter()
-        fused, payloads, dropped = self._fuse_checked(tenant_id, scoped, profile, lex, sem, limit)
+        fused, payloads, dropped = self._fuse_checked(tenant_id, scoped, profile, lex, sem, limit,
+                                                      (query, info, scope))
         hits = tuple(_hit(f, payloads[f.chunk_id]) for f in fused)
         timings["fuse"] = _ms(t3)
         timings["total"] = _ms(t0)
@@ -403,7 +418,7 @@ class VectorIndex(ABC):
 
     @staticmethod
     def _lexical_request(
-        info: CollectionInfo, profile: RankingProfile, query: str, base: Any, cap: int
+        info: CollectionInfo, profile: RankingProfile, query: str, base: Any, cap: int, fields: tuple[str, ...] = ()
     ) -> tuple[ChannelRequest | None, str | None]:
         """The BM25 request (IDF over the filtered population), or None and why it is skipped."""
         if not profile.uses_lexical:
@@ -411,7 +426,7 @@ class VectorIndex(ABC):
         sparse = info.encoder().encode_query(query)
         if len(sparse) == 0:
             return None, "the query has no index terms"
-        return ChannelRequest(LEXICAL, sparse, base, cap, idf_filter=base), None
+        return ChannelRequest(LEXICAL, sparse, base, cap, idf_filter=base, fields=fields), None
 
     def _dense_request(
         self,
@@ -421,6 +436,7 @@ class VectorIndex(ABC):
         query_space: EmbeddingSpace | None,
         space_tree: FilterTree,
         cap: int,
+        fields: tuple[str, ...] = (),
     ) -> tuple[ChannelRequest | None, str | None]:
         """The semantic request (points of the query's space only), or None and why it is skipped.
 
@@ -442,7 +458,7 @@ class VectorIndex(ABC):
                 f"query vector has {vec.shape[0]} dimensions, the space {query_space.key} has "
                 f"{query_space.dimensions}"
             )
-        return ChannelRequest(DENSE, vec.tolist(), self._compile(space_tree), cap), None
+        return ChannelRequest(DENSE, vec.tolist(), self._compile(space_tree), cap, fields=fields), None
 
     def _run_channels(
         self, tenant_id: str, *requests: ChannelRequest | None
@@ -490,6 +506,7 @@ class VectorIndex(ABC):
         lex: list[Candidate],
         sem: list[Candidate],
         limit: int,
+        request: tuple[str, CollectionInfo, Mapping[str, Sequence[Any]] | None] | None = None,
     ) -> tuple[list[Fused], dict[str, dict[str, Any]], set[str]]:
         """The top ``limit`` fused candidates whose payloads pass the second wall, their payloads,
         and the chunk ids dropped on the way (re-fused without them until none fails).
@@ -503,7 +520,11 @@ class VectorIndex(ABC):
                 profile,
                 [(c.chunk_id, c.score) for c in lex if c.chunk_id not in dropped],
                 [(c.chunk_id, c.score) for c in sem if c.chunk_id not in dropped],
-            )[:limit]
+            )
+            if profile.features is not None and request is not None:
+                fused = with_features(profile.features, fused, {c.chunk_id: c.payload for c in [*sem, *lex]},
+                                      request[0], request[1].encoder().tokenizer, request[2])
+            fused = fused[:limit]
             payloads = {
                 str(p.get("chunk_id")): p for p, _ in self._retrieve([point_id(f.chunk_id) for f in fused], False)
             }
@@ -514,6 +535,44 @@ class VectorIndex(ABC):
             if not bad:
                 return fused, payloads, dropped
             dropped |= bad
+
+    def _fill(
+        self,
+        tenant_id: str,
+        lexical: ChannelRequest | None,
+        dense: ChannelRequest | None,
+        lex: list[Candidate],
+        sem: list[Candidate],
+        space: EmbeddingSpace,
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """Both channels' exact scores for every candidate either found (``fill_channels``):
+        the cosine of the stored vectors of lexical-only candidates (in the query's space), the
+        filtered-IDF BM25 of semantic-only ones. Returns (lexical, semantic), best first.
+
+        Raises:
+            TenantError: a point of another tenant came back.
+        """
+        by_id = {c.chunk_id: c.payload for c in [*lex, *sem]}
+        if dense is not None:
+            have = {c.chunk_id for c in sem}
+            need = sorted({c.chunk_id for c in lex} - have)
+            if need:
+                vecs = self.dense_vectors(tenant_id, need, space)
+                q = np.asarray(dense.vector, dtype=np.float32)
+                q = q / (float(np.linalg.norm(q)) or 1.0)
+                for cid, v in sorted(vecs.items()):
+                    sem.append(Candidate(cid, float(v @ q / (float(np.linalg.norm(v)) or 1.0)), by_id[cid]))
+        if lexical is not None:
+            need = sorted({c.chunk_id for c in sem} - {c.chunk_id for c in lex})
+            restricted = self._with_ids(lexical.filter, need) if need else None
+            if restricted is not None:
+                extra = self._query([replace(lexical, filter=restricted, limit=len(need))])[0]
+                for c in extra:
+                    if c.payload.get("tenant_id") != tenant_id:
+                        raise TenantError(f"the index returned chunk {c.chunk_id!r} of another tenant: refusing")
+                lex = lex + extra
+        key = lambda c: (-c.score, c.chunk_id)  # noqa: E731
+        return sorted(lex, key=key), sorted(sem, key=key)
 
     def _query_exact(self, requests: Sequence[ChannelRequest]) -> list[list[Candidate]]:
         """Run the requests and make each list deterministic under score ties.
@@ -560,4 +619,5 @@ def _hit(f: Fused, payload: dict[str, Any]) -> Hit:
         lexical=f.lexical,
         semantic=f.semantic,
         rerank=None,
+        features=f.features,
     )

@@ -32,6 +32,7 @@ from hopweave.models.documents import Document
 from hopweave.models.schema import GraphSchema
 from hopweave.search.edge_index import (
     COMPLETE_FILE,
+    INCOMPLETE_FILE,
     LOCK_FILE,
     PREVIOUS_DIR,
     STAGING_DIR,
@@ -58,6 +59,7 @@ def rebuild_index(
     optimize: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+    report: IngestReport | None = None,
     **ingest_options: Any,
 ) -> dict[str, Any]:
     """(Re)build ``<store_dir>/vectors`` from ``documents`` and swap it in atomically.
@@ -73,17 +75,22 @@ def rebuild_index(
         optimize: build HNSW / payload indexes before the swap.
         progress: ``progress(stage, done, total)`` callback.
         lock_timeout_s: longest wait for another rebuild of this store.
+        report: an IngestReport to fill in (e.g. the one :func:`load_documents` returned).
         ingest_options: passed to :class:`~hopweave.search.ingest.Ingestor` (max_words, batch_size, ...).
 
     Returns:
         {"documents", "chunks", "embedded", "points", "inputs_sha256", "incremental",
-        "seconds", "report"} (``report``: the IngestReport as a dict).
+        "previous", "kept_previous", "seconds", "report"}: ``previous`` is what was in
+        ``vectors`` before ("none", "complete", or "incomplete": an interrupted or pre-marker
+        index, which an incremental rebuild cannot trust and so starts afresh: ``kept_previous``
+        False); ``report`` is the IngestReport as a dict.
 
     Raises:
         InputError: the documents are inconsistent (nothing is swapped in).
         StoreBusyError: another rebuild holds the lock past ``lock_timeout_s``.
         StoreIOError: the disk is full or failing (the previous index stays in place).
-        StoreIncompleteError / StoreCorruptError: ``incremental`` and the current index is damaged.
+        StoreError: the vector backend failed while writing (the previous index stays in place).
+        A failed rebuild removes its staging directory (freeing the space it took).
     """
     t0 = time.perf_counter()
     store = Path(store_dir)
@@ -92,15 +99,21 @@ def rebuild_index(
         staging = store / STAGING_DIR
         _remove(staging)
         live = store / VECTORS_DIR
-        if incremental and (live / COMPLETE_FILE).is_file():
-            shutil.copytree(live, staging)
-        report = _build(staging, schema, documents, embedder, optimize, progress, ingest_options)
-        marker = read_marker(staging) or {}
-        swap_in(store)
+        previous = _previous_state(live)
+        try:
+            if incremental and previous == "complete":
+                shutil.copytree(live, staging)
+            report = _build(staging, schema, documents, embedder, optimize, progress, ingest_options, report)
+            marker = read_marker(staging) or {}
+            swap_in(store)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     return {
         "documents": report.documents, "chunks": report.chunks_written, "embedded": report.chunks_embedded,
         "points": marker.get("points"), "inputs_sha256": marker.get("inputs_sha256"),
-        "incremental": incremental, "seconds": round(time.perf_counter() - t0, 2), "report": report.as_dict(),
+        "incremental": incremental, "previous": previous, "kept_previous": incremental and previous == "complete",
+        "seconds": round(time.perf_counter() - t0, 2), "report": report.as_dict(),
     }
 
 
@@ -119,13 +132,14 @@ def _build(
     optimize: bool,
     progress: Callable[[str, int, int], None] | None,
     options: dict[str, Any],
+    report: IngestReport | None = None,
 ) -> IngestReport:
     index = EdgeIndex(root.parent, schema, root=root)
     try:
         ingestor = Ingestor(index, embedder, **options)
         index.begin_ingest()
         try:
-            report = ingestor.ingest(documents, progress=progress)
+            report = ingestor.ingest(documents, progress=progress, report=report)
             if optimize:
                 index.optimize()
         except BaseException:
@@ -139,6 +153,14 @@ def _build(
     return report
 
 
+def _previous_state(live: Path) -> str:
+    if not live.exists():
+        return "none"
+    if (live / COMPLETE_FILE).is_file() and not (live / INCOMPLETE_FILE).exists():
+        return "complete"
+    return "incomplete"
+
+
 def swap_in(store: Path) -> None:
     """Make the complete staging index the live one (the rebuild lock is held)."""
     staging, live, prev = store / STAGING_DIR, store / VECTORS_DIR, store / PREVIOUS_DIR
@@ -146,7 +168,12 @@ def swap_in(store: Path) -> None:
     _remove(prev)
     if live.exists():
         os.rename(live, prev)
-    os.rename(staging, live)
+    try:
+        os.rename(staging, live)
+    except OSError:
+        if prev.exists() and not live.exists():
+            os.rename(prev, live)  # put the previous index back before reporting the failure
+        raise
     _fsync(store)
     _remove(prev)
 
@@ -181,7 +208,7 @@ def _io(store: Path) -> Iterator[None]:
         yield
     except OSError as exc:
         where = exc.filename or store
-        hint = "the disk is full: free space and" if exc.errno in (28, 122) else f"{exc.strerror}:"
+        hint = "the disk is full: free space and" if exc.errno in (28, 122) else f"{exc.strerror or exc}:"
         raise StoreIOError(f"rebuilding the vector index of {store} failed at {where} ({hint} re-run the load); "
                            "the previous index is still in place", path=str(where), errno=exc.errno) from exc
 
@@ -192,11 +219,9 @@ def _remove(path: Path) -> None:
 
 
 def _fsync(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    from hopweave.fileio import fsync_dir
+
+    fsync_dir(directory)
 
 
 def _fsync_tree(root: Path) -> None:

@@ -8,15 +8,23 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+import sys
+from pathlib import Path
+
 from hopweave.cli import app
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
+from generator.build import sized_pack  # noqa: E402
 
 runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    d = tmp_path_factory.mktemp("cli") / "store"
-    r = runner.invoke(app, ["load", "--store", str(d), "--nodes", "3000", "--no-vectors", "--json"])
+    tmp = tmp_path_factory.mktemp("cli")
+    d = tmp / "store"
+    pack = sized_pack(tmp / "pack", 3000, 4421)  # the DeltaBank pack with a 3,000-node graph
+    r = runner.invoke(app, ["load", str(pack), "--store", str(d), "--no-vectors", "--json"])
     assert r.exit_code == 0, r.output
     summary = json.loads(r.stdout)
     assert summary["goals"] == 4 and summary["nodes"] > 2500

@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -165,10 +164,10 @@ def test_store_default_lock_timeout_applies_to_writes_and_loads(tmp_path, schema
     with pytest.raises(StoreBusyError):
         s.write("t1", [Node("C9", "Customer", {})])
     with pytest.raises(StoreBusyError):
-        _open(d, schema, lock_timeout_s=0.2)  # a load waits for the writer's exclusive lock
-    with pytest.raises(StoreBusyError):
         s.compact()
     assert time.monotonic() - t0 < 3.0
+    # a writer never blocks a reader: opening reads the last committed state without the lock
+    assert _open(d, schema, lock_timeout_s=0.2).get_node("t1", "C1") is not None
 
 
 def test_shared_lock_holder_does_not_block_readers(tmp_path, schema, lock_holder):
@@ -235,6 +234,10 @@ def _dangling(data: dict[str, Any]) -> None:
     (_bad_edge, "cannot go from Customer to Account"),
     (_dangling, "missing node"),
     (lambda d: d.pop("succ"), "node/succ"),
+    (lambda d: d["node"]["C1"].update(evil="x"), "'evil' is undeclared"),
+    (lambda d: d["node"]["C1"].update(name={"$gt": ""}), "'name' is undeclared or not of its declared type"),
+    (lambda d: d["node"]["A1"].update(balance="10"), "'balance'"),
+    (lambda d: d["node"]["E1"].update(year=True), "'year'"),
 ])
 def test_snapshot_failing_the_schema_is_refused(tmp_path, schema, mutate, needle):
     d = _built(tmp_path, schema)
@@ -375,12 +378,14 @@ print("done", flush=True)
 """
 
 
-def _load(d: Path, gen: str, n: int, kill_midway: bool) -> None:
+def _load(d: Path, gen: str, n: int, kill_midway: bool, midway: Any = None) -> None:
     p = subprocess.Popen([sys.executable, "-c", _LOADER, str(d), gen, str(n)], stdout=subprocess.PIPE)
     assert p.stdout is not None
     try:
         if kill_midway:
             assert p.stdout.readline().strip() == b"midway"
+            if midway is not None:
+                midway()
             p.kill()
         assert p.wait(timeout=120) == (-9 if kill_midway else 0)
     finally:
@@ -391,10 +396,38 @@ def _load(d: Path, gen: str, n: int, kill_midway: bool) -> None:
 def test_sigkill_during_a_graph_load_keeps_the_previous_store_and_a_rerun_completes(tmp_path, schema):
     d = tmp_path / "graph"
     _load(d, "A", 3000, kill_midway=False)
-    _load(d, "B", 400_000, kill_midway=True)
+
+    def read_during_the_load() -> None:  # the loader holds the exclusive lock: readers go on
+        t0 = time.monotonic()
+        s = _open(d, schema, lock_timeout_s=0.5)
+        assert len(s.find_nodes("t1", "Customer")) == 3000 and time.monotonic() - t0 < 5
+
+    _load(d, "B", 400_000, kill_midway=True, midway=read_during_the_load)
     s = _open(d, schema)
     ids = {n.id for n in s.find_nodes("t1", "Customer")}
     assert len(ids) == 3000 and all(i.startswith("A_") for i in ids)
     _load(d, "B", 5000, kill_midway=False)
     ids = {n.id for n in _open(d, schema).find_nodes("t1", "Customer")}
     assert len(ids) == 5000 and all(i.startswith("B_") for i in ids)
+
+
+# ---- metagraph records in the journal ---------------------------------------------------------
+def test_gated_metagraph_writes_replay_and_a_forged_pattern_record_is_refused(tmp_path, schema):
+    from hopweave.graph.metagraph_io import load_metagraph
+
+    d = tmp_path / "graph"
+    s = _open(d, schema)
+    load_metagraph(s)  # a journal record of gated GoalType/TraversalPattern nodes (+ HAS_PATTERN)
+    want = [p.name for p in s.patterns()]
+    assert want and (d / P.JOURNAL).stat().st_size > 0
+    assert [p.name for p in _open(d, schema).patterns()] == want  # replays through the gates again
+    # forge a journal record: an existing pattern rewritten with depth 50 and a 10M max_visited
+    rec = json.loads((d / P.JOURNAL).read_text().splitlines()[-1])
+    nid, label, props, _removed = next(n for n in rec["n"] if n[1] == "TraversalPattern")
+    definition = json.loads(props["definition"])
+    definition.update(depth=50, budget_ms=10_000, max_visited=10_000_000,
+                      edge_sequence=[{"type": "HAS_TIER", "direction": "both"}] * 50)
+    _append(d, {"seq": rec["seq"] + 1, "t": "_global",
+                "n": [[nid, label, {**props, "definition": json.dumps(definition)}, []]], "e": []})
+    with pytest.raises(StoreCorruptError, match="fails validation"):
+        _open(d, schema)

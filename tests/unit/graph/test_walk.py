@@ -243,14 +243,13 @@ def test_hub_max_visited_cut_is_exact_and_deterministic(schema):
 
 
 def test_budget_holds_on_a_hub(schema):
-    """The issue-12 defect: a 10 ms pattern on a 100k-edge node ran ~200 ms."""
+    """The issue-12 defect: a 10 ms pattern on a 100k-edge node ran ~200 ms, because the walker
+    read, de-duplicated and sorted the whole adjacency before its first deadline check. With a
+    deadline already past, the walker must stop within its first adjacency chunk: no wall-clock
+    assertion here (benchmarks/bench_hub.py measures elapsed against budget)."""
     s = _hub(schema, 60_000)
     p = pattern(edge_sequence=(EdgeStep(type="HOLDS"),), target_type="Account", budget_ms=10,
                 max_visited=1_000_000, order_by=(OrderBy(property="balance"),))
-    times = []
-    for _ in range(5):
-        t = time.perf_counter()
-        r = s.run_pattern("t1", p, bindings())
-        times.append((time.perf_counter() - t) * 1000)
-        assert r.truncated_reason == "budget_ms"
-    assert sorted(times)[2] < 10 * 1.5, times  # the benchmark measures the 20% target
+    r = s.run_pattern("t1", p, bindings(), deadline=time.perf_counter())
+    assert r.truncated and r.truncated_reason == "budget_ms"
+    assert r.visited <= 2 * 1024, r.visited  # one adjacency chunk, not the 60,000 neighbours

@@ -3,18 +3,20 @@ built from the real DeltaBank generator, vocabulary, goal files and filter mappi
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Iterator
 
 import pytest
-
-import sys
-from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
 
 from generator.build import metagraph_items  # noqa: E402
 from generator.generate import generate  # noqa: E402
 from generator.vocabulary import vocabulary  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
+from domains import DELTABANK  # noqa: E402
+
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.common import Session
 from hopweave.models.schema import GLOBAL_TENANT
@@ -59,7 +61,7 @@ def fresh_store() -> Iterator[NetworkxGraphStore]:
 
 @pytest.fixture(scope="session")
 def understander(bank: NetworkxGraphStore, embedder) -> Understander:  # type: ignore[no-untyped-def]
-    return Understander(bank, embedder)
+    return Understander(bank, embedder, settings=DELTABANK)
 
 
 @pytest.fixture(scope="session")

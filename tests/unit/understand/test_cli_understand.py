@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import MARIA_UTTERANCE, _metagraph
+from conftest import MARIA_UTTERANCE
 from hopweave.cli import app
-from generator.generate import generate  # the pack's generator (conftest puts it on sys.path)
-from hopweave.graph import open_graph_store
+from generator.build import load_deltabank  # the pack's generator (conftest puts it on sys.path)
 from hopweave.paths import repo_root
 
 SESSIONS = (repo_root() or Path(".")) / "examples" / "deltabank" / "sessions"
@@ -20,12 +19,7 @@ SESSIONS = (repo_root() or Path(".")) / "examples" / "deltabank" / "sessions"
 @pytest.fixture(scope="module")
 def store_dir(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
     d = tmp_path_factory.mktemp("store")
-    s = open_graph_store(d)
-    with s.bulk(replace=True) as b:
-        for tenant, items in generate(nodes=1500, seed=4421):
-            b.write(tenant, items)
-    _metagraph(s)
-    s.close()
+    load_deltabank(d, nodes=1500, seed=4421, with_vectors=False)  # the pack loader: settings kept with the store
     return d
 
 
@@ -83,5 +77,5 @@ def test_calibrate_is_deterministic(store_dir: Path, tmp_path: Path) -> None:
         assert code == 0, err
         outs.append(json.loads(target.read_text()))
     assert outs[0]["coef"] == outs[1]["coef"] and outs[0]["intercept"] == outs[1]["intercept"]
-    shipped = json.loads((repo_root() / "metagraph" / "classifier_calibration.json").read_text())  # type: ignore[operator]
+    shipped = json.loads((repo_root() / "examples" / "deltabank" / "classifier_calibration.json").read_text())  # type: ignore[operator]
     assert outs[0]["coef"] == pytest.approx(shipped["coef"], abs=1e-3)

@@ -1,0 +1,92 @@
+"""The engine's budgets and thresholds (:class:`EngineConfig`), one request's run state
+(:class:`Run`) and the typed result it ends in (:func:`make_result`)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from hopweave.engine import record as trace_record
+from hopweave.engine.assemble import Assembly
+from hopweave.engine.boundary import Request
+from hopweave.engine.plan import Plan
+from hopweave.engine.query_vectors import RequestVectors
+from hopweave.engine.result import Degradation, RetrievalResult
+from hopweave.models.common import PatternResult
+from hopweave.models.domain import DomainSettings
+from hopweave.models.filters import to_display
+from hopweave.models.ranking import RankingProfile
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Budgets and thresholds (plain data; every field can be overridden per request)."""
+
+    #: Wall-clock budget of one retrieval, split across stages below.
+    budget_ms: int = 800
+    #: Fraction of the budget the understanding stage may take.
+    understand_share: float = 0.35
+    #: Minimum goal confidence to run the goal's plan (else the fallback plan + clarify). Stricter
+    #: than the classifier's own abstain threshold: running a wrong goal's patterns pulls
+    #: unrelated customer facts into the context (see docs/benchmarks/engine.md).
+    min_confidence: float = 0.75
+    token_budget: int = 2000
+    search_limit: int = 10
+    #: Ranking profile used when neither the request nor the goal names one.
+    default_profile: str | None = None
+    #: Multiplier on each pattern's own budget_ms (replays use a large one so a busy machine
+    #: cannot truncate a walk by time; max_visited cuts stay deterministic).
+    pattern_budget_scale: float = 1.0
+    provenance_inline: bool = True
+    record: bool = True
+    #: The record stage waits for the request's remaining budget, but at least this long.
+    record_min_ms: int = 100
+    max_workers: int = 8
+
+
+@dataclass
+class Run:
+    """One request in flight: its validated inputs, domain, clock and what went wrong."""
+
+    req: Request
+    settings: DomainSettings
+    t_start: float
+    budget_ms: int
+    degraded: list[Degradation]
+    timings: dict[str, float]
+    #: The request's query vectors (one encoder pass for the utterance, shared by the stages).
+    vectors: RequestVectors = field(default_factory=RequestVectors)
+
+    @property
+    def deadline(self) -> float:
+        return self.t_start + self.budget_ms / 1000.0
+
+    def remaining(self) -> float:
+        return max(self.deadline - time.perf_counter(), 0.0)
+
+
+
+
+def make_result(run: Run, plan: Plan, prof: RankingProfile | None, facts: list[PatternResult],
+                assembly: Assembly, store_rev: str) -> RetrievalResult:
+    """The typed result of a run (its trace id: a hash of the inputs and what was seen)."""
+    req = run.req
+    goal = None if plan.clarify else (plan.goal.name if plan.goal else None)
+    trace_id = trace_record.trace_id_for(
+        tenant_id=req.session.tenant_id, utterance=req.utterance, session=req.session, as_of=req.as_of,
+        store_revision=store_rev, goal=goal, patterns=[(f.pattern, f.version) for f in facts],
+        chunk_ids=[c.chunk_id for c in assembly.chunks if c.in_context], context_hash=assembly.block.hash,
+    )
+    return RetrievalResult(
+        trace_id=trace_id, tenant_id=req.session.tenant_id, utterance=req.utterance, as_of=req.as_of,
+        as_of_defaulted=req.as_of_defaulted, goal=goal,
+        goal_version=plan.goal.version if plan.goal and not plan.clarify else None,
+        confidence=round(plan.confidence, 6), clarify=plan.clarify, entities=plan.entities,
+        mentions=plan.mentions, notes=plan.notes, domain=run.settings.name,
+        filter=plan.filter.model_dump(mode="json") if plan.filter is not None else None,
+        filter_display=to_display(plan.filter), search_query=plan.dense_query,
+        ranking_profile=prof.name if prof else plan.profile,
+        ranking_profile_version=prof.version if prof else None,
+        chunks=assembly.chunks, facts=tuple(facts), precedent=assembly.precedent, context=assembly.block,
+        degraded=tuple(run.degraded), store_revision=store_rev, metagraph_revision=store_rev.split(":")[0],
+    )

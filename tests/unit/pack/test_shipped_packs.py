@@ -1,0 +1,46 @@
+"""Every shipped example pack validates clean; the telecom pack (a second field, so generality is
+tested every run) loads into a fresh store and passes all its scenarios twice, byte-identically.
+DeltaBank's scenarios run on a sized copy of its pack in tests/unit/engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hopweave.engine.engine import Engine
+from hopweave.engine.replay import replay, scenario_paths
+from hopweave.pack.loader import load_pack
+from hopweave.pack.validate import validate_pack
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+PACKS = sorted(p.parent for p in EXAMPLES.glob("*/hopweave.yaml"))
+
+
+def test_both_example_packs_ship() -> None:
+    assert {p.name for p in PACKS} >= {"deltabank", "telecom"}
+
+
+@pytest.mark.parametrize("pack", PACKS, ids=[p.name for p in PACKS])
+def test_shipped_pack_validates_clean(pack: Path) -> None:
+    assert [str(p) for p in validate_pack(pack)] == []
+
+
+@pytest.fixture(scope="module")
+def telecom_engine(tmp_path_factory: pytest.TempPathFactory):
+    store = tmp_path_factory.mktemp("telecom") / "store"
+    load_pack(EXAMPLES / "telecom", store)
+    engine = Engine.open(store)
+    yield engine
+    engine.close()
+
+
+def test_telecom_scenarios_pass_twice_byte_identically(telecom_engine: Engine) -> None:
+    paths = scenario_paths([EXAMPLES / "telecom" / "scenarios"])
+    assert len(paths) >= 12
+    first = replay(telecom_engine, paths)
+    failed = {o.scenario: o.failures for o in first if not o.passed}
+    assert not failed, failed
+    second = replay(telecom_engine, paths)
+    assert [(o.scenario, o.context_hash, o.trace_id) for o in first] == \
+        [(o.scenario, o.context_hash, o.trace_id) for o in second]
