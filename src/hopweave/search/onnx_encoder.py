@@ -103,6 +103,10 @@ def _export(model_dir: Path, dest: Path) -> None:
     except ImportError as exc:
         raise MissingDependencyError(
             getattr(exc, "name", None) or "torch", "embed", "exporting the bundled MiniLM to ONNX") from exc
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # JSON-mode stderr stays clean
+    hf_logging.set_verbosity_error()
     bert = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager")
     bert.eval()
 
