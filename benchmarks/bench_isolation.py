@@ -12,11 +12,12 @@ against the raw store (the networkx graph, read without tenant scoping):
   context text that the utterance did not contain; every recorded trace edge's target -- each is
   the session's tenant's own, or shared vocabulary / metagraph of the tenant's domain;
 - identity: every filter clause and entity on an authoritative attribute (tier, plan, region)
-  carries the session's / record's value, never the utterance's claim; chunks of a confident
-  goal never carry another segment's value. Chunks of the *fallback* plan (understanding failed
-  or unsure) that carry a claimed segment are counted separately (``fallback_segment_chunks``).
+  carries the session's / record's value, never the utterance's claim; no chunk in the context
+  carries another segment's value -- also on the fallback plan (goal unclear), and on the
+  ``--down-n`` slice run with the understanding stage failing (a crash or a timeout on a busy
+  machine), where nothing checked the claim against the record.
 
-    python benchmarks/bench_isolation.py --store /tmp/iso/store --n 10000 --record-n 500
+    python benchmarks/bench_isolation.py --store /tmp/iso/store --n 10000 --record-n 500 --down-n 500
 
 ``--store`` is built (both packs loaded) when it does not exist. Writes a JSON report (--out).
 This is a benchmark, not a CI test: it takes minutes.
@@ -162,8 +163,8 @@ class Tally:
     items_checked: Counter = field(default_factory=Counter)
     cross_tenant: Counter = field(default_factory=Counter)
     overrides: Counter = field(default_factory=Counter)
-    fallback_segment_chunks: int = 0
     fallback_results: int = 0
+    down_results: int = 0
     errors: Counter = field(default_factory=Counter)
     degraded: Counter = field(default_factory=Counter)
     latencies_ms: list[float] = field(default_factory=list)
@@ -287,10 +288,8 @@ def check_identity(tenant: Tenant, session: dict[str, Any], expected: dict[str, 
             got = ch.metadata.get(fld)
             if fld in free or got in (None, "", [], want) or (isinstance(got, list) and want in got):
                 continue
-            if fallback:
-                tally.fallback_segment_chunks += 1
-            else:
-                tally.bad(tally.overrides, f"chunk.{fld}", case, f"{ch.chunk_id} {fld}={got!r} vs {want!r}")
+            where = "fallback " if fallback else ""
+            tally.bad(tally.overrides, f"{where}chunk.{fld}", case, f"{ch.chunk_id} {fld}={got!r} vs {want!r}")
 
 
 def check_trace(g: Any, world: World, session: dict[str, Any], r: RetrievalResult, tally: Tally) -> None:
@@ -306,6 +305,16 @@ def check_trace(g: Any, world: World, session: dict[str, Any], r: RetrievalResul
         tally.items_checked["trace_edge"] += 1
         if owned(g, tenant, dst) is not True:
             tally.bad(tally.cross_tenant, "trace_edge", case, f"{rel}->{dst}")
+
+
+class _Down:
+    """An understanding stage that fails on every request (as a crash or a timeout would)."""
+
+    def understand(self, *a: Any, **k: Any) -> Any:
+        raise RuntimeError("understanding unavailable (benchmark fault)")
+
+    def warmup(self) -> None:
+        pass
 
 
 # ---- run ------------------------------------------------------------------------------------------
@@ -332,13 +341,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         engine.warmup()
         g = engine.graph.graph  # type: ignore[attr-defined]
         world = build_world(engine, rng)
+        down = engine.sibling(index=engine.index, understander=_Down())
         t0 = time.perf_counter()
-        for i in range(args.n):
+        for i in range(args.n + args.down_n):
             session, utterance, as_of = world.case(rng)
-            record = i >= args.n - args.record_n
+            record = args.n - args.record_n <= i < args.n
+            eng = engine if i < args.n else down
             t = time.perf_counter()
             try:
-                r = engine.retrieve(utterance, session=session, as_of=as_of, record=record)
+                r = eng.retrieve(utterance, session=session, as_of=as_of, record=record)
             except HopweaveError as exc:
                 tally.errors[type(exc).__name__] += 1
                 continue
@@ -348,6 +359,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             finally:
                 tally.latencies_ms.append((time.perf_counter() - t) * 1000)
             tally.retrievals += 1
+            tally.down_results += eng is down
             for d in r.degraded:
                 tally.degraded[f"{d.stage}: {d.what}"] += 1
             check(g, world, session, utterance, r, tally)
@@ -357,9 +369,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 else:
                     tally.errors["not recorded"] += 1
             if args.progress and (i + 1) % args.progress == 0:
-                print(f"{i + 1}/{args.n} {time.perf_counter() - t0:.0f}s cross={sum(tally.cross_tenant.values())} "
+                print(f"{i + 1}/{args.n + args.down_n} {time.perf_counter() - t0:.0f}s cross={sum(tally.cross_tenant.values())} "
                       f"overrides={sum(tally.overrides.values())}", file=sys.stderr, flush=True)
         wall = time.perf_counter() - t0
+        down.close_pools()
     lat = sorted(tally.latencies_ms)
     q = statistics.quantiles(lat, n=100) if len(lat) > 1 else [0.0] * 99
     return {
@@ -369,13 +382,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "store": {"path": str(store), "load_s": round(load_s, 1), "tenants": sorted(world.tenants),
                   "sessions": {t: len(x.sessions) for t, x in sorted(world.tenants.items())},
                   "utterance_texts": {d: len(v) for d, v in sorted(world.texts.items())}},
-        "config": {"n": args.n, "seed": args.seed, "record_n": args.record_n, "budget_ms": args.budget_ms,
+        "config": {"n": args.n, "seed": args.seed, "record_n": args.record_n, "down_n": args.down_n,
+                   "budget_ms": args.budget_ms,
                    "pattern_budget_scale": args.pattern_scale},
         "retrievals": tally.retrievals, "recorded_checked": tally.recorded,
         "items_checked": dict(sorted(tally.items_checked.items())),
         "cross_tenant_items": sum(tally.cross_tenant.values()), "cross_tenant_by_kind": dict(tally.cross_tenant),
         "identity_overrides": sum(tally.overrides.values()), "overrides_by_kind": dict(tally.overrides),
-        "fallback_results": tally.fallback_results, "fallback_segment_chunks": tally.fallback_segment_chunks,
+        "fallback_results": tally.fallback_results, "understanding_down_results": tally.down_results,
         "errors": dict(tally.errors), "degraded": dict(tally.degraded.most_common()),
         "latency_ms": {"p50": round(q[49], 1), "p99": round(q[98], 1), "max": round(lat[-1], 1) if lat else 0.0},
         "wall_s": round(wall, 1), "examples": tally.examples,
@@ -388,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--record-n", type=int, default=300, help="the last N retrievals record a trace (checked)")
+    ap.add_argument("--down-n", type=int, default=500,
+                    help="then N more retrievals with the understanding stage failing (the fallback plan)")
     ap.add_argument("--budget-ms", type=int, default=60_000,
                     help="request budget (large: no stage times out on a busy machine, every path is exercised)")
     ap.add_argument("--pattern-scale", type=float, default=100.0)

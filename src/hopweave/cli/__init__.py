@@ -23,6 +23,7 @@ _COMMAND_MODULES = (
     "hopweave.cli.understand_cmds",
     "hopweave.cli.engine_cmds",
     "hopweave.cli.server_cmds",
+    "hopweave.cli.serve_cmds",
 )
 
 for _mod in _COMMAND_MODULES:

@@ -126,6 +126,23 @@ def _fallback_plan(utterance: str, profile: str | None) -> Plan:
                 lexical_query=utterance, dense_query=utterance, sections=FALLBACK_SECTIONS, profile=profile)
 
 
+#: [Note] line of a fallback plan whose understanding failed (no identity to scope policy by).
+NEUTRAL_NOTE = ("understanding failed: only policy documents not specific to a segment were searched "
+                "(the customer's own tier/plan could not be checked)")
+
+
+def neutral_filter(mapping: Any, session: Any, authoritative: Sequence[str], graph: Any = None) -> FilterTree:
+    """The filter of a fallback plan whose understanding failed: the mapping's always-on clauses
+    (tenant, status, session region...) and ``is_empty`` on every authoritative attribute's field
+    (tier, plan...), as for an anonymous session: the utterance's words cannot pick a segment's
+    policy when nobody checked them against the record. Raises what ``compile_filter`` raises."""
+    from hopweave.understand.filter_map import compile_filter
+
+    tree, _ = compile_filter(mapping, [], session, graph, graph.schema if graph is not None else None,
+                             unscoped=authoritative)
+    return tree
+
+
 def scope_filter(tree: FilterTree | None, scope: Mapping[str, Sequence[Any]]) -> FilterTree | None:
     """``tree`` with the goal's document scope: top-level clauses on a scoped field are replaced
     by ``field in scope[field]`` (the goal owns those fields)."""

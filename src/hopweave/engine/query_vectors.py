@@ -20,11 +20,13 @@ alone), and the calls of a request come in a fixed order, so replays stay byte-i
 from __future__ import annotations
 
 import threading
+import time
 from contextvars import ContextVar
 from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
+from hopweave.errors import DeadlineError
 from hopweave.search.embedder import Embedder, EmbeddingSpace
 
 T = TypeVar("T")
@@ -52,11 +54,15 @@ class RequestVectors:
             self.encoded += len(texts)
 
 
-def bound(memo: RequestVectors, work: Callable[[], T]) -> Callable[[], T]:
+def bound(memo: RequestVectors, work: Callable[[], T], deadline: float | None = None) -> Callable[[], T]:
     """``work`` run with ``memo`` as the current request's vectors (for a pool thread).
-    Returns a callable that returns what ``work`` returns."""
+    Returns a callable that returns what ``work`` returns, and raises DeadlineError when it
+    starts after ``deadline`` (``time.perf_counter()`` clock): a queued stage whose request
+    has already answered does no work."""
 
     def run() -> T:
+        if deadline is not None and time.perf_counter() >= deadline:
+            raise DeadlineError("the stage started after its request's deadline; skipped")
         token = _CURRENT.set(memo)
         try:
             return work()

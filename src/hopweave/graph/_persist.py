@@ -46,7 +46,7 @@ from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
 try:  # orjson is ~5x faster on a million-node snapshot; the format is plain JSON either way
     import orjson as _orjson
 except ImportError:  # pragma: no cover - exercised only without orjson
-    _orjson = None
+    _orjson = None  # type: ignore[assignment]
 
 SNAPSHOT = "graph.snapshot"
 LEGACY_SNAPSHOT = "snapshot.pkl"

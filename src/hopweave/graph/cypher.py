@@ -39,7 +39,7 @@ Row semantics (the contract shared with ``hopweave.graph.walk``; the congruence 
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 from hopweave.graph.capabilities import NEO4J, Capabilities
 from hopweave.graph.predicates import EXISTS, NOTHING, predicate_tree
@@ -51,6 +51,7 @@ from hopweave.models.schema import (
     GLOBAL_TENANT,
     SAFE_IDENTIFIER,
     GraphSchema,
+    PropType,
     check_identifier,
     cypher_identifier,
 )
@@ -109,7 +110,7 @@ def hop_labels(pattern: TraversalPattern, schema: GraphSchema) -> list[tuple[str
     return out
 
 
-def _prop_spec(schema: GraphSchema, labels: Iterable[str], prop: str) -> tuple[str, str, set[str]]:
+def _prop_spec(schema: GraphSchema, labels: Iterable[str], prop: str) -> tuple[str, PropType, set[PropType]]:
     """(escaped identifier, type on the first label declaring it, all declared types) of
     ``prop`` over the candidate labels (in schema order). Raises SchemaError if none declares it."""
     labels = tuple(labels)
@@ -229,7 +230,8 @@ def _node_where(
         if tree is NOTHING or tree is EXISTS:  # EXISTS only comes from op 'exists', handled above
             conds.append("false")
             continue
-        conds.append(_filter(tree, var, schema, labels, params, caps, negated=False))
+        # the sentinels (NOTHING, EXISTS) are handled above: what is left is a FilterTree
+        conds.append(_filter(cast(FilterTree, tree), var, schema, labels, params, caps, negated=False))
     return conds
 
 
