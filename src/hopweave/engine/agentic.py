@@ -301,15 +301,19 @@ def _loop_inputs(engine: Any, run: "Run", plan: Plan, policy: EscalationPolicy,
     from hopweave.engine.branches import search_documents
     from hopweave.engine.query_vectors import bound
     from hopweave.engine.scope import scope_filter, scoped
+    from hopweave.models.filters import fields as tree_fields
     from hopweave.understand.lexical_plan import _stop_words
 
     session, tenant = run.req.session, run.req.session.tenant_id
+
     reserve = getattr(engine, "_reserve_ms", None)
 
     def time_left() -> float:
         return run.remaining(reserve(run)) if reserve is not None else run.remaining()
 
-    fields = frozenset(getattr(c, "field", "") for c in _clauses(scope_filter(engine.graph, session))) - {""}
+    # every field an always-on clause names (the in-force clause's dates and status included)
+    scope = scope_filter(engine.graph, session, run.req.as_of)
+    fields = frozenset(tree_fields(scope)) if scope is not None else frozenset()
 
     def search(p: Plan, reuse: bool) -> tuple[ChunkItem, ...]:
         work = bound(run.vectors, functools.partial(search_documents, engine.index, engine.embedder, tenant, p,
@@ -319,8 +323,9 @@ def _loop_inputs(engine: Any, run: "Run", plan: Plan, policy: EscalationPolicy,
         return found[0] if found is not None else ()
 
     return LoopInputs(policy=policy, plan=plan, utterance=run.req.utterance, facts=tuple(facts), scope_fields=fields,
-                      rescope=lambda w: scoped(engine.graph, session, w), search=search, count=engine.counter.count,
-                      stop_words=_stop_words(), writer=engine.query_writer, time_left=time_left)
+                      rescope=lambda w: scoped(engine.graph, session, w, run.req.as_of), search=search,
+                      count=engine.counter.count, stop_words=_stop_words(), writer=engine.query_writer,
+                      time_left=time_left)
 
 
 __all__ = ["LoopInputs", "QueryWriter", "RoundQuery", "RoundRequest", "assess", "expansion_terms",
