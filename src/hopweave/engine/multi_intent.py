@@ -35,8 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Conjunctions that add a request (a clause after one of them may be a new, goal-less intent).
 ADDITIVE = re.compile(r"\b(?:and also|also|by the way|besides|while you're at it|and can you|and could you)\b",
                       re.IGNORECASE)
-#: More than one sentence (a separator mark followed by more text).
-_SENTENCES = re.compile(r"[.?!;]\s+\S")
+#: More than one sentence (a separator mark followed by at least three more words).
+_SENTENCES = re.compile(r"[.?!;]\s+[A-Za-z'’]+\s+[A-Za-z'’]+\s+[A-Za-z'’]+")
 #: A clause that asks for something (a goal-less clause after an additive conjunction must).
 _REQUEST = re.compile(r"\?|^\s*(?:tell|what|when|where|how|can|could|would|please|show|give|send|let)\b",
                       re.IGNORECASE)
