@@ -359,13 +359,14 @@ class Engine:
         loop = asyncio.get_running_loop()
         ticket = _Ticket()
         work = loop.run_in_executor(self._request_pool, ticket.wrap(functools.partial(self._retrieve, req, t0)))
-        if not self._warm:  # the first request warms the engine, outside any budget
-            return await work
-        wait = (req.budget_ms or self.config.budget_ms) / 1000.0 - (time.perf_counter() - t0)
-        done, _ = await asyncio.wait({work}, timeout=max(wait, 0.0))
-        if not done and ticket.abandon():  # still queued for a worker: answer degraded, now
-            return self._retrieve(req, t0)
-        return await work  # started: its stages end at its deadline
+        if self._warm:  # (the first request warms the engine, outside any budget)
+            wait = (req.budget_ms or self.config.budget_ms) / 1000.0 - (time.perf_counter() - t0)
+            done, _ = await asyncio.wait({work}, timeout=max(wait, 0.0))
+            if not done and ticket.abandon():  # still queued for a worker: answer degraded, now
+                return self._retrieve(req, t0)
+        result = await work  # started: its stages end at its deadline
+        assert result is not None  # only an abandoned ticket returns None, and that was not awaited
+        return result
 
     def _retrieve(self, req: Request, t0: float | None = None) -> RetrievalResult:
         settings = self.settings_for(req.session.tenant_id)
