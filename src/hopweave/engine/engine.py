@@ -539,7 +539,7 @@ class Engine:
         remaining budget. Returns True once durable; False (and a Degradation) when it failed or is
         still queued (it is written when the queue drains, but never claimed)."""
         session, subject = run.req.session, run.settings.subject
-        timeout = run.remaining()
+        timeout = run.remaining(min(self.config.reserve_per_request_ms * self._inflight, run.budget_ms * 0.4))
         fut = self.trace_writer.submit(
             result.tenant_id, lambda: trace_record.build(result, session, self.graph, subject), run.deadline)
         if timeout < MIN_STAGE_S:  # queued, but no time to wait for it: never claimed
