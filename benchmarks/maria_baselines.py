@@ -32,7 +32,7 @@ def quality(tops: Sequence[Sequence[dict[str, Any]]], topics: Sequence[str], k: 
     for top, topic in zip(tops, topics):
         top = list(top)[:k]
         ok = [matches(flt, dict(p, tenant_id=p.get("tenant_id", TENANT))) for p in top]
-        rel = [o and topic_of_heading(p.get("heading")) == topic for o, p in zip(ok, top)]
+        rel = [o and topic_of_heading(p.get("heading") or p.get("section")) == topic for o, p in zip(ok, top)]
         prec.append(sum(rel) / k)
         viol.append(sum(1 for o in ok if not o) / k)
         kept.append(sum(ok))

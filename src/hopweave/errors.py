@@ -140,6 +140,11 @@ class MetagraphWriteError(PatternValidationError):
     definition fails the gates."""
 
 
+class RuleExpressionError(InputError):
+    """A rule condition or case-state expression outside the safe expression language
+    (``hopweave.models.expr``): the message says where and what was expected."""
+
+
 class DeadlineError(HopweaveError):
     """A stage's work started after its request's deadline had passed, so it was skipped (the
     request is returned degraded within its budget). Raise the request's ``budget_ms``, or add

@@ -31,7 +31,9 @@ from hopweave.models.documents import CURRENT, SUPERSEDED, Document
 from hopweave.models.filters import And, Eq, FilterTree, In
 
 #: Bumped whenever the generated text or metadata changes (benchmark stores are rebuilt).
-GENERATOR_VERSION = 2
+#: 3: every document declares a ``doc_type`` with realistic shares (few authoritative policies,
+#: many FAQs / agent notes / templates restating them), restatements dated over three years.
+GENERATOR_VERSION = 3
 DEFAULT_CHUNKS = 50_000
 DEFAULT_SEED = 4421
 #: Share of the generated chunks that pass Maria's filter (8,000 of 50,000).
@@ -49,6 +51,17 @@ REGION_NAME = {"US": "the United States", "EU": "the European Union", "CA": "Can
 CURRENCY = {"US": "$", "EU": "€", "CA": "C$"}
 POLICY_TITLE = {"LateFeeWaiver": "Late Fee Waiver", "FeeSchedule": "Fee Schedule", "FraudClaim": "Fraud Claims",
                 "CreditLimit": "Credit Limit", "NameChange": "Name Change"}
+
+
+#: Document types and their shares of generated documents: a knowledge base holds few
+#: authoritative documents (policies, fee schedules) and many restatements of them.
+DOC_TYPES: tuple[tuple[str, int], ...] = (("policy", 4), ("fee_schedule", 2), ("procedure", 10), ("faq", 34),
+                                          ("note", 30), ("template", 20))
+#: Title prefix per document type ({p}: policy title, {f}: family number).
+_TYPE_TITLE = {
+    "policy": "{p} Policy {f}", "fee_schedule": "Fee Schedule {f}", "procedure": "{p} Procedure {f}",
+    "faq": "FAQ {f}: {p}", "note": "Agent note {f}: {p}", "template": "Email template {f}: {p}",
+}
 
 
 @dataclass(frozen=True)
@@ -287,21 +300,26 @@ def _sections(rng: random.Random, cell: _Cell, family: int, n: int) -> list[_Sec
 
 
 def _document(cell: _Cell, family: int, revision: int, version: str, sections: list[_Section],
-              kind: str) -> Document:
+              doc_type: str, age: int) -> Document:
+    """One revision of a generated document. Authoritative types (policy, fee schedule,
+    procedure) number their sections ("## 1.2 Heading"); restatements use the bare heading.
+    ``age`` (years, 0-2) dates a restatement back from the current policy year."""
     pt = cell.policy_type
     region = cell.region
     doc_id = f"{PREFIX}-{cell.tenant[:2]}-{pt.lower()}-{cell.tier.lower()}-{region.lower()}-{family:06d}"
     rev = f"v{revision}"
     card = CARD_NAME[cell.product]
-    if kind == "knowledge":
-        title = f"FAQ {family}: {POLICY_TITLE[pt]}, {card} ({region})"
+    kind = "policy" if doc_type in ("policy", "fee_schedule", "procedure") else "knowledge"
+    head = _TYPE_TITLE[doc_type].format(p=POLICY_TITLE[pt], f=family)
+    title = f"{head}: {card}, {cell.tier} ({region})" if kind == "policy" else f"{head}, {card} ({region})"
+    if kind == "policy":
+        body = [f"## {i // 4 + 1}.{i % 4 + 1} {h}\n\n{text}\n" for i, (h, _, _, text) in enumerate(sections)]
     else:
-        title = f"{POLICY_TITLE[pt]} {family}: {card}, {cell.tier} ({region})"
-    body = [f"## {i // 4 + 1}.{i % 4 + 1} {h}\n\n{text}\n" for i, (h, _, _, text) in enumerate(sections)]
-    year = 2026 - (3 - revision if version == SUPERSEDED else 0)
+        body = [f"## {h}\n\n{text}\n" for h, _, _, text in sections]
+    year = 2026 - (3 - revision if version == SUPERSEDED else 0) - age
     meta: dict[str, Any] = {
         "document": f"{doc_id}-{rev}.pdf", "tier": cell.tier, "product": cell.product, "policy_type": pt,
-        "status": cell.status, "region": region, "language": "en", "kind": kind,
+        "status": cell.status, "region": region, "language": "en", "kind": kind, "doc_type": doc_type,
         "valid_from": f"{min(year, 2026) - 1}-{1 + family % 12:02d}-01",
         "source_uri": f"https://docs.{cell.tenant}.example/kb/{doc_id}-{rev}.pdf",
     }
@@ -316,7 +334,8 @@ def _family(rng: random.Random, cell: _Cell, family: int, sections: int, history
     revision is the next newer one with about a third of its sections reworded (different
     amounts / sentences) and sometimes one section fewer, like a real policy history: the
     unchanged sections are byte-identical across revisions (and embed once)."""
-    kind = "knowledge" if rng.random() < 0.4 else "policy"
+    doc_type = rng.choices([t for t, _ in DOC_TYPES], weights=[w for _, w in DOC_TYPES])[0]
+    age = 0 if doc_type in ("policy", "fee_schedule") else rng.choice((0, 0, 1, 2))
     revisions = [_sections(rng, cell, family, sections)]
     for _ in range(history):
         newer = revisions[-1]
@@ -328,7 +347,7 @@ def _family(rng: random.Random, cell: _Cell, family: int, sections: int, history
     revisions.reverse()
     last = len(revisions) - 1
     for i, secs in enumerate(revisions):
-        yield _document(cell, family, i + 1, CURRENT if i == last else SUPERSEDED, secs, kind)
+        yield _document(cell, family, i + 1, CURRENT if i == last else SUPERSEDED, secs, doc_type, age)
 
 
 def count_chunks(doc: Document) -> int:
@@ -393,7 +412,7 @@ def corpus_stats(docs: list[Document]) -> dict[str, Any]:
     chunk counts per tenant / tier / policy type / version / status / region."""
     out: dict[str, Any] = {"documents": len(docs), "chunks": 0, "maria_eligible": 0}
     by: dict[str, dict[str, int]] = {k: {} for k in ("tenant_id", "tier", "policy_type", "version", "status",
-                                                     "region", "kind")}
+                                                     "region", "kind", "doc_type")}
     for d in docs:
         n = count_chunks(d)
         out["chunks"] += n

@@ -45,7 +45,9 @@ from hopweave.engine.assemble import assemble
 from hopweave.engine.boundary import Request, check_request, check_session_attributes
 from hopweave.engine.branches import graph_branch, pattern_degradations, search_documents
 from hopweave.engine.config import EngineConfig, Run, make_result
-from hopweave.engine.plan import Plan, agent_notes, build_plan
+from hopweave.engine.plan import NEUTRAL_NOTE, Plan, agent_notes, build_plan, neutral_filter
+from hopweave.engine.rerank_stage import rerank_chunks
+from hopweave.engine.rules import case_for
 from hopweave.engine.query_vectors import SharedEmbedder, bound
 from hopweave.engine.result import ChunkItem, Degradation, RetrievalResult, Stage
 from hopweave.engine.stages import (
@@ -61,9 +63,10 @@ from hopweave.engine.stages import (
 )
 from hopweave.engine.tokens import TokenCounter, default_counter
 from hopweave.engine.trace_writer import GroupCommitter
-from hopweave.errors import ConfigError, InputError, PatternValidationError
+from hopweave.errors import ConfigError, HopweaveError, InputError, PatternValidationError
 from hopweave.graph.base import GraphStore
 from hopweave.models.common import Bindings, PatternResult, Session
+from hopweave.models.filters import FilterTree, IsEmpty
 from hopweave.models.domain import DomainRegistry, DomainSettings
 from hopweave.models.metagraph import GoalType, TraversalPattern
 from hopweave.models.ranking import RankingProfile
@@ -78,6 +81,7 @@ _UNDERSTAND_FALLBACK = "generic retrieval without patterns; clarify"
 
 
 if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.engine.agentic import QueryWriter
     from hopweave.understand.calibration import Calibration
     from hopweave.understand.classifier import ClassifierConfig
 
@@ -369,6 +373,14 @@ class Engine:
         return result
 
     def _retrieve(self, req: Request, t0: float | None = None) -> RetrievalResult:
+        """One request: split into parts when it carries several intents
+        (:mod:`hopweave.engine.multi_intent`), else one run of the pipeline."""
+        from hopweave.engine.multi_intent import retrieve_parts, split_intents
+
+        parts = None if self.single_pass else split_intents(self, req)
+        return retrieve_parts(self, req, parts) if parts else self._retrieve_one(req, t0)
+
+    def _retrieve_one(self, req: Request, t0: float | None = None) -> RetrievalResult:
         settings = self.settings_for(req.session.tenant_id)
         check_session_attributes(req.session, settings)
         warm_ms = self._ensure_warm()
@@ -395,10 +407,13 @@ class Engine:
         """Assemble, make the result, hand the trace to the group commit."""
         req = run.req
         t = time.perf_counter()
+        facts, template_values = case_for(self, run, plan, facts)  # the procedure applied to the case
+        chunks, rounds, round_notes = self._rounds(run, plan, chunks, facts)
+        chunks = rerank_chunks(self, run, plan, chunks)
         assembly = assemble(
-            plan.sections, facts, chunks, prec_items, as_of=req.as_of, entities=plan.entity_values,
+            plan.sections, facts, chunks, prec_items, as_of=req.as_of, entities=template_values,
             budget_tokens=req.token_budget or self.config.token_budget, counter=self.counter,
-            provenance=self.config.provenance_inline, notes=agent_notes(plan),
+            provenance=self.config.provenance_inline, notes=agent_notes(plan) + round_notes,
         )
         run.timings["assemble"] = _ms(t)
         result = make_result(run, plan, prof, facts, assembly, self.store_revision())
@@ -409,7 +424,8 @@ class Engine:
         if warm_ms is not None:
             run.timings["warmup"] = warm_ms
         return result.model_copy(update={"timings_ms": {k: round(v, 3) for k, v in run.timings.items()},
-                                         "degraded": tuple(run.degraded), "recorded": recorded})
+                                         "degraded": tuple(run.degraded), "recorded": recorded,
+                                         "rounds": tuple(rounds), "escalation": _escalation(plan)})
 
     def _reserve_ms(self, run: Run) -> float:
         """The end of the budget kept for assembly: ``deadline_reserve_ms`` plus
@@ -456,6 +472,9 @@ class Engine:
         _, goals, pats = self._goals()
         plan, why = build_plan(u, goals, pats, utterance=req.utterance, min_confidence=self.config.min_confidence,
                                profile=req.profile, default_profile=self.config.default_profile)
+        if u is None:
+            plan.filter = self._neutral_filter(run)
+            plan.notes = (*plan.notes, NEUTRAL_NOTE)
         if why:
             run.degraded.append(Degradation(stage="understand", what="goal", reason=why,
                                             fallback=_UNDERSTAND_FALLBACK))
@@ -465,6 +484,20 @@ class Engine:
             plan.patterns = [p.model_copy(update={"budget_ms": max(1, int(p.budget_ms * scale))}) for p in plan.patterns]
         run.timings["understand"] = _ms(t)
         return plan
+
+    def _neutral_filter(self, run: Run) -> FilterTree:
+        """The failed understanding's fallback filter (:func:`~hopweave.engine.plan.neutral_filter`);
+        when even the filter mapping cannot be read, one that matches no document (fail closed)."""
+        from hopweave.understand.filter_map import read_filter_mapping
+
+        try:
+            mapping = read_filter_mapping(self.graph, run.req.session.tenant_id)
+            return neutral_filter(mapping, run.req.session, [a.entity for a in run.settings.authoritative],
+                                  self.graph)
+        except HopweaveError as exc:
+            run.degraded.append(Degradation(stage="search", what="segment scoping", reason=str(exc),
+                                            fallback="no policy documents"))
+            return IsEmpty(field="tenant_id")  # every chunk has a tenant: nothing matches
 
     def _override(self, p: TraversalPattern, fields: Mapping[str, Any] | None,
                   goal: GoalType | None) -> TraversalPattern:
@@ -522,6 +555,23 @@ class Engine:
         run.timings["search_and_traverse"] = _ms(t)
         return chunks, prof, facts, prec_items
 
+    #: An application's writer of later rounds' queries (e.g. its LLM); None = the
+    #: deterministic planner. See :mod:`hopweave.engine.agentic`.
+    query_writer: "QueryWriter | None" = None
+    #: True: no later rounds and no intent split (the single-pass baseline of `eval scenarios`).
+    single_pass: bool = False
+    #: Reranker for every goal ("bi_encoder", "cross_encoder", "none"); None = each goal's own
+    #: ``rerank`` (default off). See :mod:`hopweave.engine.rerank_stage`.
+    rerank: str | None = None
+
+    def _rounds(self, run: Run, plan: Plan, chunks: tuple[ChunkItem, ...],
+                facts: list[PatternResult]) -> tuple[tuple[ChunkItem, ...], list[Any], list[str]]:
+        """Later retrieval rounds under the goal's escalation policy (a single-pass goal: its
+        first pass as the only round, at no cost). See :func:`hopweave.engine.agentic.rounds_for`."""
+        from hopweave.engine.agentic import rounds_for
+
+        return rounds_for(self, run, plan, chunks, facts)
+
     def _out_of_time(self, run: Run, plan: Plan, t: float) -> tuple[tuple[ChunkItem, ...], None, list[PatternResult],
                                                                        list[precedent.PrecedentItem]]:
         """The branches of a request whose budget is spent before they start: both flagged."""
@@ -575,6 +625,11 @@ class _Ticket:
             if self._state == "queued":
                 self._state = "abandoned"
             return self._state == "abandoned"
+
+
+def _escalation(plan: Plan) -> str:
+    policy = plan.goal.escalation if plan.goal is not None else None
+    return policy.mode if policy is not None else "single"
 
 
 def _ms(t: float) -> float:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from concurrent.futures import Executor, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import Callable, Mapping, Protocol, TypeVar, runtime_checkable
+from typing import Callable, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -49,6 +49,7 @@ class DocumentIndex(Protocol):
         query_vector: np.ndarray | None = None,
         query_space: EmbeddingSpace | None = None,
         include_superseded: bool = False,
+        scope: Mapping[str, Sequence[object]] | None = None,
     ) -> SearchResult:
         """Hits for one tenant. Raises TenantError, FilterError, InputError, StoreError."""
         ...
@@ -57,14 +58,45 @@ class DocumentIndex(Protocol):
         """The collection's identity (embedding space, BM25 statistics). Raises StoreError."""
         ...
 
+    def fetch(self, tenant_id: str, where: FilterTree | Mapping[str, object] | None = None,
+              current_only: bool = False, limit: int | None = None) -> list[dict[str, object]]:
+        """Payloads of the tenant's chunks matching ``where`` (every revision unless
+        ``current_only``), sorted by chunk id: what ``replay --as-recorded`` reads. Raises StoreError."""
+        ...
+
     def close(self) -> None: ...
 
 
 def open_graph(store_dir: str | Path) -> GraphStore:
-    """The embedded graph of a store directory (``<dir>/graph``). Raises StoreError."""
+    """The embedded graph of a store directory (``<dir>/graph``). Raises InputError (no store
+    there), StoreCorruptError (a loaded store whose graph snapshot is missing, or an unreadable
+    one), StoreError."""
     from hopweave.graph import open_graph_store
 
+    check_store_dir(store_dir)
     return open_graph_store(store_dir)
+
+
+def check_store_dir(store_dir: str | Path) -> None:
+    """Refuse a directory that holds no store, and a store whose settings name loaded packs but
+    whose graph snapshot is gone (it would open as an empty graph: silently lost data).
+    Raises InputError or StoreCorruptError naming the path."""
+    from hopweave.errors import InputError, StoreCorruptError
+    from hopweave.graph import GRAPH_SUBDIR
+    from hopweave.graph._persist import JOURNAL, SNAPSHOT
+    from hopweave.models.store_settings import read_store_settings, settings_path
+
+    root = Path(store_dir)
+    graph = root / GRAPH_SUBDIR
+    if not root.is_dir() or not (graph.is_dir() or settings_path(root).exists()):
+        raise InputError(f"no hopweave store at {root}: run `hopweave load PACK --store {root}` first")
+    stored = read_store_settings(root)  # StoreCorruptError names the settings file
+    if stored is not None and stored.domains and not (graph / SNAPSHOT).exists():
+        missing = graph / SNAPSHOT
+        also = f" (only {graph / JOURNAL} is left)" if (graph / JOURNAL).exists() else ""
+        raise StoreCorruptError(f"{missing} is missing{also}, but {settings_path(root)} says packs "
+                                f"{sorted(stored.domains)} were loaded: restore a backup of the store directory or "
+                                "re-run `hopweave load PACK --store DIR`")
 
 
 def open_index(store_dir: str | Path) -> DocumentIndex | None:
@@ -74,6 +106,9 @@ def open_index(store_dir: str | Path) -> DocumentIndex | None:
     from hopweave.models.store_settings import read_store_settings
     from hopweave.search.edge_index import EdgeIndex
 
+    from hopweave.search.staging import recover
+
+    recover(Path(store_dir))  # a crash between the staged index's two renames: put it back
     if not (Path(store_dir) / "vectors").is_dir():
         return None
     stored = read_store_settings(store_dir)

@@ -28,7 +28,53 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from hopweave.models.embedding import EmbeddingSpace
 
 Method = Literal["rrf", "weighted_rrf", "convex", "dense", "lexical"]
-Normalisation = Literal["none", "minmax"]
+Normalisation = Literal["none", "minmax", "zscore"]
+
+#: Fields added to RankingProfile after profiles were first published: left out of the
+#: fingerprint while they hold their default, so published fingerprints never move.
+_LATER_FIELDS: dict[str, Any] = {"features": None, "fill_channels": False, "dense_feedback": None}
+
+
+class FeatureWeights(BaseModel):
+    """Source-authority and structure features of a hit and what each adds to the fused score.
+
+    Every feature value lies in [0, 1] and contributes ``weight * value`` (``doc_type``: the
+    weight listed for the hit's type, ``doc_type_default`` for an undeclared or unlisted type):
+
+    * ``doc_type``: the document's declared type (front matter ``doc_type``: policy,
+      fee_schedule, procedure, faq, note, template, ...);
+    * ``recency``: ``0.5 ** (age_days / recency_half_life_days)``, the age counted from the
+      newest ``valid_from`` among the candidates (so it depends on the store, never the clock);
+    * ``section_heading``: share of the query's index terms found in the section heading;
+    * ``section_number``: 1 when the query names the hit's section number (``3.2``);
+    * ``scope``: the goal's document scope: 1 for the first value listed for a scoped field,
+      decreasing by position (``1 - i / n``), averaged over the scoped fields.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    doc_type: dict[str, float] = Field(default_factory=dict)
+    doc_type_default: float = 0.0
+    recency: float = 0.0
+    recency_half_life_days: float = Field(default=365.0, gt=0.0)
+    section_heading: float = 0.0
+    section_number: float = 0.0
+    scope: float = 0.0
+
+    def payload_fields(self) -> tuple[str, ...]:
+        """Payload fields the features read (fetched with every candidate)."""
+        return ("doc_type", "valid_from", "section", "heading")
+
+
+class DenseFeedback(BaseModel):
+    """Pseudo-relevance feedback on the semantic channel (Rocchio): the query vector plus
+    ``beta`` times the mean vector of the ``top_k`` best fused candidates, re-normalised, then
+    the semantic channel is scored again with it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    top_k: int = Field(default=3, ge=1, le=50)
+    beta: float = Field(default=0.5, gt=0.0)
 
 
 class RankingProfile(BaseModel):
@@ -48,6 +94,11 @@ class RankingProfile(BaseModel):
     components: dict[str, str] = Field(default_factory=dict)
     experimental: bool = True
     description: str = ""
+    #: Score both channels for every candidate either channel found (a candidate missing from a
+    #: channel's list gets that channel's exact score instead of nothing).
+    fill_channels: bool = False
+    dense_feedback: Optional[DenseFeedback] = None
+    features: Optional[FeatureWeights] = None
 
     @model_validator(mode="after")
     def _coherent(self) -> "RankingProfile":
@@ -88,7 +139,11 @@ class RankingProfile(BaseModel):
 
     def fingerprint(self) -> str:
         """sha256 of the canonical JSON definition (detects an edit of a published profile)."""
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        data = self.model_dump(mode="json")
+        for key, default in _LATER_FIELDS.items():
+            if data.get(key) == default:
+                del data[key]
+        blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -100,6 +155,17 @@ class ChannelScore(BaseModel):
     rank: int = Field(ge=1)
     score: float
     contribution: Optional[float] = None
+
+
+class FeatureScore(BaseModel):
+    """One ranking feature of a hit: its value in [0, 1] and what it added to the score."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    value: float
+    contribution: float
+    detail: str = ""
 
 
 class RerankScore(BaseModel):
@@ -130,6 +196,8 @@ class Hit(BaseModel):
     lexical: Optional[ChannelScore] = None
     semantic: Optional[ChannelScore] = None
     rerank: Optional[RerankScore] = None
+    #: Per-feature values and contributions (profiles with ``features``), name order.
+    features: tuple[FeatureScore, ...] = ()
 
 
 EmbeddingCoverage = Literal["full", "partial", "missing"]

@@ -200,7 +200,7 @@ class ClientIndex(VectorIndex):
             else:
                 query, params = r.vector, None
             reqs.append(
-                m.QueryRequest(query=query, using=r.channel, filter=r.filter, limit=r.limit, with_payload=["chunk_id", "tenant_id"], params=params)
+                m.QueryRequest(query=query, using=r.channel, filter=r.filter, limit=r.limit, with_payload=list(dict.fromkeys(("chunk_id", "tenant_id") + r.fields)), params=params)
             )
         res = self.client.query_batch_points(self.collection, requests=reqs)
         return [

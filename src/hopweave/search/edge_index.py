@@ -60,6 +60,11 @@ INCOMPLETE_FILE = "INCOMPLETE"
 #: The marker the eval runner's frozen indexes carry (written after their own complete build).
 _LEGACY_COMPLETE = "complete"
 _CANDIDATE_FIELDS = ("chunk_id", "tenant_id")
+#: Below this many points passing a filter, the sparse (BM25) channel scores the filtered points
+#: directly instead of walking the inverted index with a filter check per posting (Qdrant's
+#: ``full_scan_threshold`` of the sparse index). None keeps Qdrant's default.
+SPARSE_FULL_SCAN_THRESHOLD: int | None = (int(os.environ["HOPWEAVE_SPARSE_FULL_SCAN"])
+                                          if os.environ.get("HOPWEAVE_SPARSE_FULL_SCAN") else None)
 SHARD_DIR = "shard"
 
 
@@ -171,7 +176,8 @@ class EdgeIndex(VectorIndex):
                                errno=exc.errno) from exc
         cfg = q.EdgeConfig(
             vectors={DENSE: q.EdgeVectorParams(size=info.space.dimensions, distance=q.Distance.Cosine)},
-            sparse_vectors={LEXICAL: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
+            sparse_vectors={LEXICAL: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf,
+                                                              full_scan_threshold=SPARSE_FULL_SCAN_THRESHOLD)},
         )
         with self._lock:
             self._mark_dirty()
@@ -305,7 +311,7 @@ class EdgeIndex(VectorIndex):
                     limit=r.limit,
                     query=q.Query.Nearest(vec, using=r.channel),
                     filter=r.filter,
-                    with_payload=q.PayloadSelector.Include(list(_CANDIDATE_FIELDS)),
+                    with_payload=q.PayloadSelector.Include(list(dict.fromkeys(_CANDIDATE_FIELDS + r.fields))),
                     params=params,
                 )
             )

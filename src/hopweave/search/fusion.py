@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from hopweave.models.ranking import ChannelScore, Method, RankingProfile
+from hopweave.models.ranking import ChannelScore, FeatureScore, Method, RankingProfile
 
 Candidates = Sequence[tuple[str, float]]
 
@@ -29,6 +29,7 @@ class Fused:
     score: float
     lexical: ChannelScore | None
     semantic: ChannelScore | None
+    features: tuple[FeatureScore, ...] = ()
 
 
 def rank_channel(cands: Candidates, limit: int | None = None) -> list[tuple[str, float]]:
@@ -49,6 +50,25 @@ def _minmax(cands: list[tuple[str, float]]) -> dict[str, float]:
     if hi == lo:
         return {cid: 1.0 for cid, _ in cands}
     return {cid: (s - lo) / (hi - lo) for cid, s in cands}
+
+
+def _zscore(cands: list[tuple[str, float]]) -> dict[str, float]:
+    """(score - mean) / sd over the channel's candidates, shifted so the lowest is 0."""
+    if not cands:
+        return {}
+    n = len(cands)
+    mean = sum(s for _, s in cands) / n
+    sd = (sum((s - mean) ** 2 for _, s in cands) / n) ** 0.5
+    if sd == 0.0:
+        return {cid: 1.0 for cid, _ in cands}
+    lo = min(s for _, s in cands)
+    return {cid: (s - lo) / sd for cid, s in cands}
+
+
+NORMALISERS: dict[str, Callable[[list[tuple[str, float]]], dict[str, float]]] = {
+    "minmax": _minmax,
+    "zscore": _zscore,
+}
 
 
 @dataclass(frozen=True)
@@ -84,14 +104,14 @@ SCORERS: dict[Method, Callable[[RankingProfile, _Channel, str], float]] = {
 }
 
 
-def _channel(cands: Candidates, cap: int, used: bool, weight: float, share: float, convex: bool) -> _Channel:
+def _channel(cands: Candidates, cap: int, used: bool, weight: float, share: float, norm: str | None) -> _Channel:
     ranked = rank_channel(cands, cap)
     return _Channel(
         used=used,
         weight=weight,
         share=share,
         ranked={cid: (i + 1, s) for i, (cid, s) in enumerate(ranked)},
-        norm=_minmax(ranked) if convex else {},
+        norm=NORMALISERS[norm](ranked) if norm else {},
     )
 
 
@@ -102,10 +122,13 @@ def fuse(profile: RankingProfile, lexical: Candidates, semantic: Candidates) -> 
     Channels the profile does not use are ignored (their ChannelScore is still reported with
     ``contribution=None`` when the candidate appears in that list).
     """
-    cap, convex, alpha = profile.candidates_per_channel, profile.method == "convex", profile.alpha or 0.0
+    cap, alpha = profile.candidates_per_channel, profile.alpha or 0.0
+    if profile.fill_channels:  # lists hold the exact scores of every candidate: keep them all
+        cap = max(cap, len(lexical), len(semantic))
+    norm = profile.normalisation if profile.method == "convex" else None
     channels = (
-        _channel(lexical, cap, profile.uses_lexical, profile.lexical_weight, 1.0 - alpha, convex),
-        _channel(semantic, cap, profile.uses_semantic, profile.semantic_weight, alpha, convex),
+        _channel(lexical, cap, profile.uses_lexical, profile.lexical_weight, 1.0 - alpha, norm),
+        _channel(semantic, cap, profile.uses_semantic, profile.semantic_weight, alpha, norm),
     )
     scorer = SCORERS[profile.method]
     out: list[Fused] = []

@@ -15,101 +15,41 @@ The semantic channel only compares vectors of the query's embedding space: every
 from __future__ import annotations
 
 import time
-import uuid
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field, replace
-from typing import Any, Final, Iterable, Literal, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from hopweave.errors import EmbeddingSpaceError, InputError, StoreError, TenantError
 from hopweave.models.common import check_tenant
-from hopweave.models.documents import CURRENT
-from hopweave.models.filters import Eq, FilterTree, and_, check_fields, matches, parse_filter
-from hopweave.models.ranking import Coverage, Hit, RankingProfile, SearchResult
+from hopweave.models.documents import CURRENT, SUPERSEDED
+from hopweave.models.filters import Eq, FilterTree, In, and_, check_fields, matches, parse_filter
+from hopweave.models.ranking import Coverage, RankingProfile, SearchResult
 from hopweave.models.schema import GraphSchema
 from hopweave.search.embedder import EmbeddingSpace
+from hopweave.search.features import with_features
 from hopweave.search.fusion import Fused, fuse, rank_channel
-from hopweave.search.lexical import Bm25Encoder, Bm25Params, SparseVec, Tokenizer, TokenizerConfig
+from hopweave.search.index_types import (
+    DENSE,
+    INTERNAL_KEYWORD_FIELDS,
+    LEXICAL,
+    SPACE_FIELD,
+    Candidate,
+    ChannelRequest,
+    CollectionInfo,
+    IndexPoint,
+    hit_of,
+    payload_index_kinds,
+    point_id,
+)
 
-DENSE: Final = "dense"
-LEXICAL: Final = "lexical"
+__all__ = ["DENSE", "INTERNAL_KEYWORD_FIELDS", "LEXICAL", "LEXICAL_TIE_HEADROOM", "SPACE_FIELD", "Candidate",
+           "ChannelRequest", "CollectionInfo", "IndexPoint", "VectorIndex", "payload_index_kinds", "point_id"]
+
 #: The BM25 channel's first fetch is this many times its cap (+1): a refetch costs a whole
 #: filtered-IDF query, and templated corpora tie at the cut often (issue 7: 2 queries per search).
 LEXICAL_TIE_HEADROOM = 4
-#: Payload fields the index itself maintains (beyond the schema's chunk fields).
-SPACE_FIELD = "embedding_space"
-INTERNAL_KEYWORD_FIELDS = (SPACE_FIELD, "text_hash")
-
-
-def payload_index_kinds(schema: "GraphSchema") -> list[tuple[str, str]]:
-    """(field, kind) of every payload index a collection needs: each indexed chunk field of the
-    schema by its type (``tenant`` for tenant_id, then ``datetime``/``integer``/``float``/``bool``/
-    ``keyword``) plus the internal keyword fields. Adapters map a kind to their own index type."""
-    by_type = {"date": "datetime", "datetime": "datetime", "int": "integer", "float": "float", "bool": "bool"}
-    kinds = [
-        (f.name, "tenant" if f.name == "tenant_id" else by_type.get(f.type, "keyword"))
-        for f in schema.chunk_fields
-        if f.indexed
-    ]
-    return kinds + [(name, "keyword") for name in INTERNAL_KEYWORD_FIELDS]
-_POINT_NS = uuid.UUID("5b1f0c3e-8d4a-4f7e-9a57-2c1e6b0d9f11")
-
-
-def point_id(chunk_id: str) -> str:
-    """Deterministic Qdrant point id (UUIDv5) of a chunk id."""
-    return str(uuid.uuid5(_POINT_NS, chunk_id))
-
-
-class CollectionInfo(BaseModel):
-    """What a collection was built with; recorded with the collection and checked on open."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    format: int = 1
-    space: EmbeddingSpace
-    k1: float = 1.2
-    b: float = 0.75
-    avg_len: float = 256.0
-    title_weight: int = 1
-    tokenizer: dict[str, Any] = {}
-
-    def encoder(self) -> Bm25Encoder:
-        """The BM25 encoder that produced (and must query) this collection's sparse vectors."""
-        return Bm25Encoder(
-            Bm25Params(self.k1, self.b, self.avg_len),
-            Tokenizer(TokenizerConfig(**self.tokenizer)),
-            self.title_weight,
-        )
-
-
-@dataclass
-class IndexPoint:
-    """A point to upsert: chunk id, payload, BM25 vector and (optionally) its dense vector."""
-
-    chunk_id: str
-    payload: dict[str, Any]
-    sparse: SparseVec
-    dense: np.ndarray | None = None
-
-
-@dataclass(frozen=True)
-class ChannelRequest:
-    """One candidate query handed to an adapter (filters already compiled for it)."""
-
-    channel: Literal["dense", "lexical"]
-    vector: Any  # list[float] for dense, SparseVec for lexical
-    filter: Any
-    limit: int
-    idf_filter: Any = None
-
-
-@dataclass
-class Candidate:
-    chunk_id: str
-    score: float
-    payload: dict[str, Any] = field(default_factory=dict)
 
 
 class VectorIndex(ABC):
@@ -345,6 +285,7 @@ class VectorIndex(ABC):
         query_vector: np.ndarray | None = None,
         query_space: EmbeddingSpace | None = None,
         include_superseded: bool = False,
+        scope: Mapping[str, Sequence[Any]] | None = None,
     ) -> SearchResult:
         """Pre-filtered hybrid search for one tenant.
 
@@ -355,7 +296,10 @@ class VectorIndex(ABC):
             where: extra filter in the shared vocabulary.
             limit: hits to return.
             query_vector: the query embedding, in ``query_space``; None skips the semantic channel.
-            include_superseded: also search superseded revisions (audit); default current only.
+            include_superseded: also search superseded revisions (documents in force at a past
+                as_of, audit); default current only. Staging points are never searched.
+            scope: the goal's document scope (field -> values, first = primary), read by a
+                profile's ``scope`` feature; it does not filter.
 
         Returns:
             SearchResult with hits sorted by fused score then chunk id.
@@ -368,16 +312,22 @@ class VectorIndex(ABC):
             raise InputError("limit must be >= 1")
         info = self.require_info()
         scoped = self.scoped_filter(tenant_id, where, not include_superseded)
+        if include_superseded:  # every loaded revision, never a half-written (staging) one
+            scoped = and_(scoped, In(field="version", values=(CURRENT, SUPERSEDED))) or scoped
         space = query_space or info.space
         space_tree = and_(scoped, Eq(field=SPACE_FIELD, value=space.key))
         assert space_tree is not None
         cap = profile.candidates_per_channel
-        lexical, lexical_reason = self._lexical_request(info, profile, query, self._compile(scoped), cap)
-        dense, semantic_reason = self._dense_request(info, profile, query_vector, query_space, space_tree, cap)
+        fields = profile.features.payload_fields() if profile.features else ()
+        lexical, lexical_reason = self._lexical_request(info, profile, query, self._compile(scoped), cap, fields)
+        dense, semantic_reason = self._dense_request(info, profile, query_vector, query_space, space_tree, cap, fields)
         timings = {"prepare": _ms(t0)}
 
         t1 = time.perf_counter()
-        lex, sem = self._run_channels(tenant_id, lexical, dense)
+        deep: dict[str, list[Candidate]] = {}
+        lex, sem = self._run_channels(tenant_id, lexical, dense, deep=deep)
+        if profile.fill_channels:
+            lex, sem = self._fill(tenant_id, lexical, dense, lex, sem, space, deep.get(LEXICAL, []))
         timings["channels"] = _ms(t1)
 
         t2 = time.perf_counter()
@@ -385,8 +335,9 @@ class VectorIndex(ABC):
         timings["count"] = _ms(t2)
 
         t3 = time.perf_counter()
-        fused, payloads, dropped = self._fuse_checked(tenant_id, scoped, profile, lex, sem, limit)
-        hits = tuple(_hit(f, payloads[f.chunk_id]) for f in fused)
+        fused, payloads, dropped = self._fuse_checked(tenant_id, scoped, profile, lex, sem, limit,
+                                                      (query, info, scope))
+        hits = tuple(hit_of(f, payloads[f.chunk_id]) for f in fused)
         timings["fuse"] = _ms(t3)
         timings["total"] = _ms(t0)
         return SearchResult(
@@ -403,7 +354,7 @@ class VectorIndex(ABC):
 
     @staticmethod
     def _lexical_request(
-        info: CollectionInfo, profile: RankingProfile, query: str, base: Any, cap: int
+        info: CollectionInfo, profile: RankingProfile, query: str, base: Any, cap: int, fields: tuple[str, ...] = ()
     ) -> tuple[ChannelRequest | None, str | None]:
         """The BM25 request (IDF over the filtered population), or None and why it is skipped."""
         if not profile.uses_lexical:
@@ -411,7 +362,7 @@ class VectorIndex(ABC):
         sparse = info.encoder().encode_query(query)
         if len(sparse) == 0:
             return None, "the query has no index terms"
-        return ChannelRequest(LEXICAL, sparse, base, cap, idf_filter=base), None
+        return ChannelRequest(LEXICAL, sparse, base, cap, idf_filter=base, fields=fields), None
 
     def _dense_request(
         self,
@@ -421,6 +372,7 @@ class VectorIndex(ABC):
         query_space: EmbeddingSpace | None,
         space_tree: FilterTree,
         cap: int,
+        fields: tuple[str, ...] = (),
     ) -> tuple[ChannelRequest | None, str | None]:
         """The semantic request (points of the query's space only), or None and why it is skipped.
 
@@ -442,14 +394,15 @@ class VectorIndex(ABC):
                 f"query vector has {vec.shape[0]} dimensions, the space {query_space.key} has "
                 f"{query_space.dimensions}"
             )
-        return ChannelRequest(DENSE, vec.tolist(), self._compile(space_tree), cap), None
+        return ChannelRequest(DENSE, vec.tolist(), self._compile(space_tree), cap, fields=fields), None
 
     def _run_channels(
-        self, tenant_id: str, *requests: ChannelRequest | None
+        self, tenant_id: str, *requests: ChannelRequest | None, deep: dict[str, list[Candidate]] | None = None
     ) -> tuple[list[Candidate], list[Candidate]]:
-        """(lexical, dense) candidates, best first. Raises TenantError for another tenant's point."""
+        """(lexical, dense) candidates, best first; ``deep`` receives every point each channel
+        fetched (beyond its cap). Raises TenantError for another tenant's point."""
         todo = [r for r in requests if r is not None]
-        by_channel = {r.channel: res for r, res in zip(todo, self._query_exact(todo))}
+        by_channel = {r.channel: res for r, res in zip(todo, self._query_exact(todo, deep))}
         lex, sem = by_channel.get(LEXICAL, []), by_channel.get(DENSE, [])
         for c in [*lex, *sem]:  # candidates carry only chunk_id + tenant_id
             if c.payload.get("tenant_id") != tenant_id:
@@ -490,6 +443,7 @@ class VectorIndex(ABC):
         lex: list[Candidate],
         sem: list[Candidate],
         limit: int,
+        request: tuple[str, CollectionInfo, Mapping[str, Sequence[Any]] | None] | None = None,
     ) -> tuple[list[Fused], dict[str, dict[str, Any]], set[str]]:
         """The top ``limit`` fused candidates whose payloads pass the second wall, their payloads,
         and the chunk ids dropped on the way (re-fused without them until none fails).
@@ -503,7 +457,11 @@ class VectorIndex(ABC):
                 profile,
                 [(c.chunk_id, c.score) for c in lex if c.chunk_id not in dropped],
                 [(c.chunk_id, c.score) for c in sem if c.chunk_id not in dropped],
-            )[:limit]
+            )
+            if profile.features is not None and request is not None:
+                fused = with_features(profile.features, fused, {c.chunk_id: c.payload for c in [*sem, *lex]},
+                                      request[0], request[1].encoder().tokenizer, request[2], limit)
+            fused = fused[:limit]
             payloads = {
                 str(p.get("chunk_id")): p for p, _ in self._retrieve([point_id(f.chunk_id) for f in fused], False)
             }
@@ -515,7 +473,47 @@ class VectorIndex(ABC):
                 return fused, payloads, dropped
             dropped |= bad
 
-    def _query_exact(self, requests: Sequence[ChannelRequest]) -> list[list[Candidate]]:
+    def _fill(
+        self,
+        tenant_id: str,
+        lexical: ChannelRequest | None,
+        dense: ChannelRequest | None,
+        lex: list[Candidate],
+        sem: list[Candidate],
+        space: EmbeddingSpace,
+        lex_deep: Sequence[Candidate] = (),
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """Both channels' scores for every candidate either found (``fill_channels``): the exact
+        cosine of the stored vectors of lexical-only candidates (in the query's space); for
+        semantic-only ones their BM25 from the lexical channel's deeper fetch
+        (``LEXICAL_TIE_HEADROOM`` x its cap), else 0 (below that depth BM25 counts as 0; on
+        SciFact train this equals exact filling, nDCG@10 0.7382 vs 0.7380, without a second
+        filtered-IDF query). Returns (lexical, semantic), best first.
+
+        Raises:
+            TenantError: a point of another tenant came back.
+        """
+        by_id = {c.chunk_id: c.payload for c in [*lex, *sem]}
+        if dense is not None:
+            have = {c.chunk_id for c in sem}
+            need = sorted({c.chunk_id for c in lex} - have)
+            if need:
+                vecs = self.dense_vectors(tenant_id, need, space)
+                q = np.asarray(dense.vector, dtype=np.float32)
+                q = q / (float(np.linalg.norm(q)) or 1.0)
+                for cid, v in sorted(vecs.items()):
+                    sem.append(Candidate(cid, float(v @ q / (float(np.linalg.norm(v)) or 1.0)), by_id[cid]))
+        if lexical is not None:
+            have = {c.chunk_id for c in lex}
+            deeper = {c.chunk_id: c.score for c in lex_deep}
+            lex = lex + [Candidate(c.chunk_id, deeper.get(c.chunk_id, 0.0), c.payload)
+                         for c in sem if c.chunk_id not in have]
+        key = lambda c: (-c.score, c.chunk_id)  # noqa: E731
+        return sorted(lex, key=key), sorted(sem, key=key)
+
+    def _query_exact(
+        self, requests: Sequence[ChannelRequest], deep: dict[str, list[Candidate]] | None = None
+    ) -> list[list[Candidate]]:
         """Run the requests and make each list deterministic under score ties.
 
         Candidates are ranked by (score desc, chunk id asc). Each request asks the engine for more
@@ -537,27 +535,10 @@ class VectorIndex(ABC):
             ranked = rank_channel([(c.chunk_id, c.score) for c in cands], n)
             pay = {c.chunk_id: c.payload for c in cands}
             final.append([Candidate(cid, s, pay[cid]) for cid, s in ranked])
+            if deep is not None:
+                deep[req.channel] = cands
         return final
 
 
 def _ms(since: float) -> float:
     return (time.perf_counter() - since) * 1000
-
-
-def _hit(f: Fused, payload: dict[str, Any]) -> Hit:
-    # built from the engine's payload and fuse()'s already-typed scores: skip re-validation
-    return Hit.model_construct(
-        chunk_id=f.chunk_id,
-        document_id=str(payload.get("document_id", "")),
-        document=payload.get("document"),
-        title=str(payload.get("title") or ""),
-        section=str(payload.get("section") or ""),
-        revision=payload.get("revision"),
-        version=payload.get("version"),
-        text=str(payload.get("text", "")),
-        payload={k: v for k, v in payload.items() if k != "text"},
-        score=f.score,
-        lexical=f.lexical,
-        semantic=f.semantic,
-        rerank=None,
-    )

@@ -1,0 +1,149 @@
+"""Source-authority and structure features of search candidates (pure functions).
+
+A profile with ``features`` (:class:`~hopweave.models.ranking.FeatureWeights`) adds, to every
+fused candidate's score, ``weight * value`` per feature, computed from the candidate's payload
+(``doc_type``, ``valid_from``, ``section``, ``heading``), the query and the goal's document
+scope. Each value lies in [0, 1]; the hit reports every feature's value and contribution
+(:class:`~hopweave.models.ranking.FeatureScore`), next to its channel contributions.
+
+Everything here depends only on the candidates, the query and the scope: recency counts from the
+newest ``valid_from`` among the candidates, never from the clock, so the same store and request
+rank the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from hopweave.models.ranking import FeatureScore, FeatureWeights
+from hopweave.search.lexical import Tokenizer
+
+if TYPE_CHECKING:
+    from hopweave.search.fusion import Fused
+
+#: Feature names, in the order a hit reports them.
+FEATURES = ("doc_type", "recency", "scope", "section_heading", "section_number")
+_SECTION_NO = re.compile(r"(?<![\w.$€£])(\d+(?:\.\d+)+|§\s*\d+(?:\.\d+)*)(?![\w]|\.\d)")
+
+
+@dataclass(frozen=True)
+class FeatureContext:
+    """What the features need besides a candidate's payload: the query's index terms and
+    section numbers, the goal's document scope, and the newest ``valid_from`` among the
+    candidates (the recency reference)."""
+
+    query_terms: frozenset[str]
+    query_sections: frozenset[str]
+    scope: Mapping[str, tuple[Any, ...]]
+    newest: date | None
+
+
+def _date(value: Any) -> date | None:
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str) and len(value) >= 10:
+        try:
+            return date.fromisoformat(value[:10])
+        except ValueError:
+            return None
+    return None
+
+
+def query_sections(query: str) -> frozenset[str]:
+    """Section numbers the query names ("section 3.2", "§ 4", "3.2.1")."""
+    return frozenset(m.group(1).lstrip("§").strip() for m in _SECTION_NO.finditer(query))
+
+
+def context(
+    query: str, tokenizer: Tokenizer, scope: Mapping[str, Sequence[Any]] | None, payloads: Sequence[Mapping[str, Any]]
+) -> FeatureContext:
+    """The FeatureContext of one search over ``payloads`` (the fused candidates)."""
+    dates = [d for d in (_date(p.get("valid_from")) for p in payloads) if d is not None]
+    return FeatureContext(
+        query_terms=frozenset(tokenizer.tokenize(query)),
+        query_sections=query_sections(query),
+        scope={k: tuple(v) for k, v in (scope or {}).items() if v},
+        newest=max(dates) if dates else None,
+    )
+
+
+def _values(w: FeatureWeights, ctx: FeatureContext, payload: Mapping[str, Any],
+            tokenizer: Tokenizer) -> dict[str, tuple[float, float, str]]:
+    """feature -> (value, weight, detail) for one candidate."""
+    out: dict[str, tuple[float, float, str]] = {}
+    dtype = payload.get("doc_type")
+    if w.doc_type or w.doc_type_default:
+        weight = w.doc_type.get(str(dtype), w.doc_type_default) if dtype is not None else w.doc_type_default
+        out["doc_type"] = (1.0, weight, str(dtype) if dtype is not None else "undeclared")
+    if w.recency:
+        d = _date(payload.get("valid_from"))
+        if d is None or ctx.newest is None:
+            out["recency"] = (0.0, w.recency, "no valid_from")
+        else:
+            age = max(0, (ctx.newest - d).days)
+            out["recency"] = (0.5 ** (age / w.recency_half_life_days), w.recency, f"{age} days older than the newest")
+    if w.scope:
+        out["scope"] = _scope(ctx, payload, w.scope)
+    if w.section_heading:
+        heading = str(payload.get("heading") or payload.get("section") or "")
+        terms = set(tokenizer.tokenize(heading)) if heading else set()
+        share = len(terms & ctx.query_terms) / len(ctx.query_terms) if ctx.query_terms else 0.0
+        out["section_heading"] = (share, w.section_heading, heading)
+    if w.section_number:
+        sec = str(payload.get("section") or "")
+        named = bool(sec) and any(sec == q or sec.startswith(q + ".") for q in ctx.query_sections)
+        out["section_number"] = (1.0 if named else 0.0, w.section_number, sec)
+    return out
+
+
+def _scope(ctx: FeatureContext, payload: Mapping[str, Any], weight: float) -> tuple[float, float, str]:
+    if not ctx.scope:
+        return 0.0, weight, "no document scope"
+    parts = []
+    for name in sorted(ctx.scope):
+        values = ctx.scope[name]
+        v = payload.get(name)
+        parts.append(1.0 - values.index(v) / len(values) if v in values else 0.0)
+    return sum(parts) / len(parts), weight, ",".join(f"{k}={payload.get(k)}" for k in sorted(ctx.scope))
+
+
+def score(w: FeatureWeights, ctx: FeatureContext, payload: Mapping[str, Any],
+          tokenizer: Tokenizer) -> tuple[float, tuple[FeatureScore, ...]]:
+    """(sum of the contributions, every feature's FeatureScore in :data:`FEATURES` order)."""
+    vals = _values(w, ctx, payload, tokenizer)
+    return sum(v * wt for v, wt, _ in vals.values()), _explain(vals)
+
+
+def _explain(vals: Mapping[str, tuple[float, float, str]]) -> tuple[FeatureScore, ...]:
+    return tuple(
+        FeatureScore.model_construct(name=n, value=round(vals[n][0], 6), contribution=vals[n][1] * vals[n][0],
+                                     detail=vals[n][2])
+        for n in FEATURES if n in vals
+    )
+
+
+def with_features(
+    weights: FeatureWeights,
+    fused: Sequence["Fused"],
+    payloads: Mapping[str, Mapping[str, Any]],
+    query: str,
+    tokenizer: Tokenizer,
+    scope: Mapping[str, Sequence[Any]] | None,
+    limit: int | None = None,
+) -> list["Fused"]:
+    """``fused`` with every candidate's feature contributions added to its score, re-sorted
+    (score descending, then chunk id) and cut to ``limit``; each kept candidate carries its
+    FeatureScores. ``payloads`` holds each candidate's payload (at least
+    :meth:`FeatureWeights.payload_fields`; a missing field gives that feature the value 0)."""
+    from dataclasses import replace
+
+    ctx = context(query, tokenizer, scope, [payloads.get(f.chunk_id, {}) for f in fused])
+    scored = []
+    for f in fused:
+        vals = _values(weights, ctx, payloads.get(f.chunk_id, {}), tokenizer)
+        scored.append((f.score + sum(v * wt for v, wt, _ in vals.values()), f.chunk_id, f, vals))
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return [replace(f, score=total, features=_explain(vals)) for total, _, f, vals in scored[:limit]]
