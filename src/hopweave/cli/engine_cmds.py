@@ -366,6 +366,8 @@ def _register_eval_scenarios() -> None:
         pack: Path = typer.Argument(..., help="A pack folder (its scenarios/) or a folder of scenarios."),
         store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
         as_json: bool = typer.Option(False, "--json", help="Print the full report as JSON."),
+        rerank: Optional[str] = typer.Option(None, "--rerank", help="Rerank every goal (bi_encoder, "
+                                             "cross_encoder, none); default: each goal's own setting (off)."),
     ) -> None:
         """Goal accuracy, required-fact / required-chunk recall, forbidden-chunk rate, tokens,
         latency and rounds per goal and per pattern, multi-round against single pass."""
@@ -374,6 +376,7 @@ def _register_eval_scenarios() -> None:
 
         folder = pack / "scenarios" if (pack / "scenarios").is_dir() else pack
         engine = _open_engine(_store(store), **REPLAY_CONFIG.__dict__)
+        engine.rerank = rerank
         try:
             report = evaluate(engine, [folder])
         finally:

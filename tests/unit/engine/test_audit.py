@@ -17,7 +17,7 @@ from hopweave.cli import app
 from hopweave.cli.audit_cmds import render_audit
 from hopweave.engine.audit import audit
 
-PICK = ["33_waiver_policy_before_v3.yaml", "35_waiver_policy_after_v4.yaml", "05_retired_promo_trap.yaml"]
+PICK = ["43_waiver_policy_before_v3.yaml", "45_waiver_policy_after_v4.yaml", "05_retired_promo_trap.yaml"]
 AUDIT_DATE = "2026-11-30"
 
 

@@ -38,7 +38,7 @@ def test_a_failing_expectation_is_reported(engine) -> None:
 
 
 def test_time_expectations_fail_on_the_wrong_revision(engine) -> None:
-    sc = load_scenario(SCENARIOS / "34_waiver_policy_after_v3.yaml")
+    sc = load_scenario(SCENARIOS / "44_waiver_policy_after_v3.yaml")
     r = run_scenario(engine, sc, record=False)
     assert check(sc, r) == []
     wrong = sc.model_copy(update={"expect": sc.expect.model_copy(update={"revisions": {"waiver-policy": "v4"}})})
