@@ -473,7 +473,7 @@ class Engine:
         plan, why = build_plan(u, goals, pats, utterance=req.utterance, min_confidence=self.config.min_confidence,
                                profile=req.profile, default_profile=self.config.default_profile)
         if u is None:
-            plan.filter = self._neutral_filter(run)
+            plan.filter, plan.documents_at = self._neutral_filter(run)
             plan.notes = (*plan.notes, NEUTRAL_NOTE)
         if why:
             run.degraded.append(Degradation(stage="understand", what="goal", reason=why,
@@ -485,19 +485,21 @@ class Engine:
         run.timings["understand"] = _ms(t)
         return plan
 
-    def _neutral_filter(self, run: Run) -> FilterTree:
-        """The failed understanding's fallback filter (:func:`~hopweave.engine.plan.neutral_filter`);
-        when even the filter mapping cannot be read, one that matches no document (fail closed)."""
-        from hopweave.understand.filter_map import read_filter_mapping
+    def _neutral_filter(self, run: Run) -> tuple[FilterTree, str | None]:
+        """The failed understanding's fallback filter (:func:`~hopweave.engine.plan.neutral_filter`)
+        and the instant its documents are in force at (None: current revisions); when even the
+        filter mapping cannot be read, one that matches no document (fail closed)."""
+        from hopweave.understand.filter_map import instant, read_filter_mapping
 
         try:
             mapping = read_filter_mapping(self.graph, run.req.session.tenant_id)
-            return neutral_filter(mapping, run.req.session, [a.entity for a in run.settings.authoritative],
-                                  self.graph)
+            tree = neutral_filter(mapping, run.req.session, [a.entity for a in run.settings.authoritative],
+                                  self.graph, run.req.as_of)
+            return tree, instant(run.req.as_of) if mapping.in_force is not None else None
         except HopweaveError as exc:
             run.degraded.append(Degradation(stage="search", what="segment scoping", reason=str(exc),
                                             fallback="no policy documents"))
-            return IsEmpty(field="tenant_id")  # every chunk has a tenant: nothing matches
+            return IsEmpty(field="tenant_id"), None  # every chunk has a tenant: nothing matches
 
     def _override(self, p: TraversalPattern, fields: Mapping[str, Any] | None,
                   goal: GoalType | None) -> TraversalPattern:
