@@ -364,12 +364,12 @@ class Engine:
         ticket = _Ticket()
         work = loop.run_in_executor(self._request_pool, ticket.wrap(functools.partial(self._retrieve, req, t0)))
         if not self._warm:  # the first request warms the engine, outside any budget
-            return await work
+            return _started(await work)
         wait = (req.budget_ms or self.config.budget_ms) / 1000.0 - (time.perf_counter() - t0)
         done, _ = await asyncio.wait({work}, timeout=max(wait, 0.0))
         if not done and ticket.abandon():  # still queued for a worker: answer degraded, now
             return self._retrieve(req, t0)
-        return await work  # started: its stages end at its deadline
+        return _started(await work)  # started: its stages end at its deadline
 
     def _retrieve(self, req: Request, t0: float | None = None) -> RetrievalResult:
         """One request: split into parts when it carries several intents
@@ -599,6 +599,14 @@ class Engine:
         return self._run_stage(
             run.degraded, "record", fut, default=False, what="decision trace",
             fallback="result returned without a recorded trace (recorded=False)", timeout=timeout)
+
+
+def _started(result: RetrievalResult | None) -> RetrievalResult:
+    """The result of a request that was not abandoned (a ticket answers None only after
+    :meth:`_Ticket.abandon`, whose caller answers without it). Raises RuntimeError otherwise."""
+    if result is None:
+        raise RuntimeError("an abandoned request was awaited")
+    return result
 
 
 class _Ticket:
