@@ -604,6 +604,14 @@ class Engine:
             fallback="result returned without a recorded trace (recorded=False)", timeout=timeout)
 
 
+def _started(result: RetrievalResult | None) -> RetrievalResult:
+    """The result of a request that was not abandoned (a ticket answers None only after
+    :meth:`_Ticket.abandon`, whose caller answers without it). Raises RuntimeError otherwise."""
+    if result is None:
+        raise RuntimeError("an abandoned request was awaited")
+    return result
+
+
 class _Ticket:
     """A queued request that the caller can abandon before a worker starts it."""
 

@@ -125,7 +125,10 @@ def retrieve_parts(engine: Any, req: "Request", parts: Sequence[tuple[Span, str 
 def combine(engine: Any, req: "Request", parts: Sequence[tuple[Span, str | None]], headers: Sequence[str],
             results: Sequence[RetrievalResult], budget: int) -> RetrievalResult:
     """One result: the parts' context blocks under their headers, in utterance order."""
-    blocks, lines, omitted, sections = [], [], [], []
+    blocks: list[str] = []
+    lines: list[ContextLine] = []
+    omitted: list[Any] = []
+    sections: list[Any] = []
     for h, r in zip(headers, results):
         blocks.append(f"{h}\n\n{r.context.text}" if r.context.text else h)
         lines.append(ContextLine(section="request part", kind="header", text=h, tokens=engine.counter.count(h)))
