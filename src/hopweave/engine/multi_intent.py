@@ -16,7 +16,8 @@ Only utterances with at least one separator pay for the clause classification (o
 batch); single-intent requests run exactly as before. Each part is one ordinary engine run (same
 boundary, scope filters, rounds, assembly; its own decision trace). The combined result is the
 first part's, with the context replaced by the parts' blocks under ``[Request part i of n — Goal:
-"span"]`` headers, ``parts`` listing each part, and a trace id derived from the parts' ids.
+"span"]`` headers, ``parts`` listing each part, and a trace id derived from the parts' ids; when
+the parts were recorded, the combined result is recorded under that id too (what the agent saw).
 """
 
 from __future__ import annotations
@@ -119,7 +120,21 @@ def retrieve_parts(engine: Any, req: "Request", parts: Sequence[tuple[Span, str 
         r = engine._retrieve_one(dataclasses.replace(req, utterance=s.text, token_budget=share))
         left -= r.context.tokens
         results.append(r)
-    return combine(engine, req, parts, headers, results, budget)
+    combined = combine(engine, req, parts, headers, results, budget)
+    return _record_combined(engine, req, combined) if combined.recorded else combined
+
+
+def _record_combined(engine: Any, req: "Request", combined: RetrievalResult) -> RetrievalResult:
+    """``combined`` with its own decision trace written (the trace id the caller gets must be
+    found: it is the context the agent saw); ``recorded`` only when that write is durable."""
+    import time
+
+    from hopweave.engine.config import Run
+
+    settings = engine.settings_for(req.session.tenant_id)
+    run = Run(req, settings, time.perf_counter(), max(engine.config.record_min_ms, 1), [], {})
+    recorded = engine._record(run, combined)
+    return combined.model_copy(update={"recorded": recorded, "degraded": (*combined.degraded, *run.degraded)})
 
 
 def combine(engine: Any, req: "Request", parts: Sequence[tuple[Span, str | None]], headers: Sequence[str],
