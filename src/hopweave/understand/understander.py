@@ -8,7 +8,7 @@ domain (its :class:`~hopweave.models.domain.DomainSettings`).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from hopweave.errors import InputError
 from hopweave.models.common import Session, check_tenant, to_datetime
