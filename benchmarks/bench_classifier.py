@@ -2,9 +2,10 @@
 
     python benchmarks/bench_classifier.py --out docs/benchmarks/understand.md
 
-The classifier reads its labels from the GoalType nodes of a DeltaBank metagraph (the shipped
-goal files, loaded into an in-memory networkx store, or ``--store DIR``) and uses the shipped
-settings and calibration (examples/deltabank/classifier.yaml, classifier_calibration.json). The test split
+The classifier is the DeltaBank domain's understanding stage of an engine over a store loaded
+from the pack (``--store DIR``, else the pack loaded into a temporary store): it reads its labels
+from the GoalType nodes and uses the pack's settings and calibration as the store keeps them
+(examples/deltabank/classifier.yaml, classifier_calibration.json). The test split
 (examples/deltabank/utterances/test.yaml) is never on the nodes and was never used for fitting.
 
 Reported: in-scope accuracy (right goal AND not abstained), out-of-scope abstain rate, macro-F1
@@ -20,6 +21,7 @@ import json
 import platform
 import statistics
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from datetime import datetime, timezone
@@ -27,23 +29,26 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+PACK_DIR = ROOT / "examples" / "deltabank"
+TENANT = "deltabank"
 NONE = "(no goal)"
 
 
-def _store(store_dir: str | None) -> Any:
-    from hopweave.deltabank.load import metagraph_items
-    from hopweave.deltabank.vocabulary import vocabulary
-    from hopweave.graph import open_graph_store
-    from hopweave.graph.networkx_store import NetworkxGraphStore
-    from hopweave.models.schema import GLOBAL_TENANT
-    from hopweave.understand.filter_map import filter_mapping_node
+def _understander(store_dir: Path) -> Any:
+    """The DeltaBank domain's understanding stage over ``store_dir`` (loaded from the pack): the
+    engine builds it with the classifier settings and calibration the store keeps."""
+    from hopweave.engine.engine import Engine
 
-    if store_dir:
-        return open_graph_store(store_dir, read_only=True)
-    s = NetworkxGraphStore(None)
-    items, _, _ = metagraph_items(None, s.schema)
-    s.bulk_write(GLOBAL_TENANT, [*vocabulary(), *items, filter_mapping_node(s.schema)])
-    return s
+    engine = Engine.open(store_dir)
+    return engine.understander_for(engine.settings_for(TENANT))
+
+
+def _split(name: str) -> list[Any]:
+    """A labeled split: a file path, or a name of the pack's ``utterances/`` folder."""
+    from hopweave.understand.datasets import load_split
+
+    p = Path(name)
+    return load_split(p if p.suffix else PACK_DIR / "utterances" / f"{name}.yaml")
 
 
 def prf(y_true: list[str], y_pred: list[str], labels: list[str]) -> dict[str, dict[str, float]]:
@@ -109,11 +114,10 @@ def _reliability(p: list[float], y: list[bool], edges: tuple[float, ...] = (0, 0
     return rows
 
 
-def maria_check(store: Any, clf: Any) -> dict[str, Any]:
+def maria_check(understander: Any) -> dict[str, Any]:
     from hopweave.models.common import Session
-    from hopweave.understand import Understander
 
-    u = Understander(store, clf.embedder).understand(
+    u = understander.understand(
         "I want to dispute this $39 late fee on my Platinum card",
         Session(tenant_id="deltabank", customer_id="CUST_4421", region="US", channel="phone"), "2026-05-12")
     ents = [(e.type, e.value, e.source) for e in u.entities if e.type in ("Customer", "Tier", "Product", "EventType")]
@@ -243,39 +247,20 @@ def markdown(r: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--store", default=None, help="store dir (default: in-memory shipped metagraph)")
+    ap.add_argument("--store", default=None,
+                    help="a store loaded from the DeltaBank pack (default: the pack loaded into a temporary store)")
     ap.add_argument("--split", default="test")
     ap.add_argument("--out", default=None, help="write the Markdown report here")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     a = ap.parse_args(argv)
 
-    from hopweave.search.embedder import default_embedder
-    from hopweave.understand.classifier import GoalClassifier
-    from hopweave.understand.datasets import load_split
+    with tempfile.TemporaryDirectory(prefix="hopweave-bench-classifier-") as tmp:
+        store = Path(a.store) if a.store else Path(tmp) / "store"
+        if not a.store:
+            from hopweave.pack.loader import load_pack
 
-    store = _store(a.store)
-    clf = GoalClassifier(store, default_embedder())
-    thr = clf.threshold
-    test = load_split(a.split)
-    val = load_split("validation")
-    res: dict[str, Any] = {
-        "command": "python benchmarks/bench_classifier.py" + (f" --store {a.store}" if a.store else "")
-        + (f" --split {a.split}" if a.split != "test" else "") + (f" --out {a.out}" if a.out else ""),
-        "machine": f"{platform.machine()}, {platform.system()}, Python {platform.python_version()}",
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
-        "embedding_space": clf.embedder.space.key,
-        "calibration_id": clf.calibration.id,
-        "threshold": thr,
-        "test": evaluate(clf, test, thr),
-        "validation": evaluate(clf, val, thr),
-        "sweep": [],
-        "maria": maria_check(store, clf),
-        "latency": latency(clf, [i.text for i in test]),
-    }
-    for th in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
-        e = evaluate(clf, test, th)
-        res["sweep"].append({"threshold": th, "in_scope_accuracy": e["in_scope_accuracy"],
-                             "oos_abstain_rate": e["oos_abstain_rate"], "macro_f1": e["macro_f1"]})
+            load_pack(PACK_DIR, store, with_vectors=False)
+        res = _run(a, _understander(store))
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         Path(a.out).write_text(markdown(res), encoding="utf-8")
@@ -287,6 +272,33 @@ def main(argv: list[str] | None = None) -> int:
               f"{_pct(t['oos_abstain_rate'])}, macro-F1 {t['macro_f1']:.3f}, abstain rate {_pct(t['abstain_rate'])}; "
               f"Maria {res['maria']['goal']} {res['maria']['confidence']:.3f}")
     return 0
+
+
+def _run(a: argparse.Namespace, understander: Any) -> dict[str, Any]:
+    """The figures of one run (see the module docstring)."""
+    clf = understander.classifier
+    thr = clf.threshold
+    test = _split(a.split)
+    val = _split("validation")
+    res: dict[str, Any] = {
+        "command": "python benchmarks/bench_classifier.py" + (f" --store {a.store}" if a.store else "")
+        + (f" --split {a.split}" if a.split != "test" else "") + (f" --out {a.out}" if a.out else ""),
+        "machine": f"{platform.machine()}, {platform.system()}, Python {platform.python_version()}",
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        "embedding_space": clf.embedder.space.key,
+        "calibration_id": clf.calibration.id,
+        "threshold": thr,
+        "test": evaluate(clf, test, thr),
+        "validation": evaluate(clf, val, thr),
+        "sweep": [],
+        "maria": maria_check(understander),
+        "latency": latency(clf, [i.text for i in test]),
+    }
+    for th in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
+        e = evaluate(clf, test, th)
+        res["sweep"].append({"threshold": th, "in_scope_accuracy": e["in_scope_accuracy"],
+                             "oos_abstain_rate": e["oos_abstain_rate"], "macro_f1": e["macro_f1"]})
+    return res
 
 
 if __name__ == "__main__":

@@ -27,14 +27,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hopweave.deltabank.maria import AS_OF, CUSTOMER_ID, TENANT
-from hopweave.graph.falkordb_store import FalkorDBStore
-from hopweave.graph.networkx_store import NetworkxGraphStore
-from hopweave.graph.server_load import deltabank_batches
-from hopweave.graph.traverse import run_goal_patterns, seed_entities
-from hopweave.models.common import Bindings, Session, to_datetime
-from hopweave.models.schema import GraphSchema
-from hopweave.paths import default_schema_path
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import deltabank_pack  # noqa: E402,F401  (puts the DeltaBank pack's generator on sys.path)
+from generator.build import PACK_DIR, deltabank_batches  # noqa: E402
+from generator.maria import AS_OF, CUSTOMER_ID, TENANT  # noqa: E402
+
+from hopweave.graph.falkordb_store import FalkorDBStore  # noqa: E402
+from hopweave.graph.networkx_store import NetworkxGraphStore  # noqa: E402
+from hopweave.graph.traverse import run_goal_patterns, seed_entities  # noqa: E402
+from hopweave.models.common import Bindings, Session, to_datetime  # noqa: E402
+from hopweave.models.schema import GraphSchema  # noqa: E402
 
 NOTE = (
     "Reading: *alone*, a FalkorDB pattern costs one Unix-socket round trip to an index-anchored "
@@ -98,11 +100,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
 
-    schema = GraphSchema.load(default_schema_path())
+    schema = GraphSchema.load(PACK_DIR / "schema.yaml")  # the pack's schema merged onto the base
     t0 = time.perf_counter()
     nx = NetworkxGraphStore(None, schema)
     with nx.bulk(replace=True) as bulk:
-        for tenant, items in deltabank_batches(schema, nodes=args.nodes):
+        for tenant, items in deltabank_batches(nodes=args.nodes):
             bulk.write(tenant, items)
     nx_load = time.perf_counter() - t0
     stats = nx.stats()
@@ -111,10 +113,10 @@ def main() -> None:
     )
 
     tmp = Path(tempfile.mkdtemp(prefix="hopweave-bench-falkordb-"))
-    fk = FalkorDBStore(tmp)
+    fk = FalkorDBStore(tmp, schema)
     try:
         t0 = time.perf_counter()
-        n_nodes, n_edges = fk.bulk_load(deltabank_batches(schema, nodes=args.nodes), replace=True)
+        n_nodes, n_edges = fk.bulk_load(deltabank_batches(nodes=args.nodes), replace=True)
         fk_load = time.perf_counter() - t0
         print(f"falkordb: {n_nodes:,} nodes, {n_edges:,} edges loaded in {fk_load:.0f} s", flush=True)
         gc.collect()

@@ -1,6 +1,6 @@
 """hopweave vs naive unfiltered vector top-10, over the example scenario set (issue 5).
 
-    python benchmarks/bench_scenarios.py --out docs/benchmarks/engine.md [--store DIR] [--runs 5]
+    python benchmarks/bench_scenarios.py --out docs/benchmarks/engine.md [--store DIR] [--nodes N] [--runs 5]
 
 For every scenario without an injected fault, both systems answer the scenario's utterance for
 its session at its as_of:
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -204,21 +205,23 @@ def markdown(res: dict[str, Any], cmd: str) -> str:
             f"{a['facts_found']} / {b['facts_found']} / {r['facts']} | {a['tokens']} / {b['tokens']} | "
             f"{a['p50_ms']} / {b['p50_ms']} |"
         )
-    lines += ["", "Reproduce: `hopweave demo` (builds `.hopweave/deltabank`), then "
-              "`python benchmarks/bench_scenarios.py --store .hopweave/deltabank --out docs/benchmarks/engine.md`.", ""]
+    lines += ["", "Reproduce: `hopweave demo examples/deltabank` (builds `.hopweave/store`), then "
+              "`python benchmarks/bench_scenarios.py --store .hopweave/store --out docs/benchmarks/engine.md` "
+              "(which loads the DeltaBank pack itself into a store without a graph).", ""]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--store", type=Path, default=ROOT / ".hopweave" / "deltabank")
+    ap.add_argument("--store", type=Path, default=ROOT / ".hopweave" / "store")
     ap.add_argument("--nodes", type=int, default=None, help="graph size when the store must be built")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--out", type=Path, default=None, help="write the Markdown report here")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     if not (a.store / "graph").exists():
-        from hopweave.deltabank.load import load_deltabank
+        import deltabank_pack  # noqa: F401  (puts the pack's generator on sys.path)
+        from generator.build import load_deltabank
 
         load_deltabank(a.store, **({"nodes": a.nodes} if a.nodes else {}))
     res = run(a.store, a.runs)

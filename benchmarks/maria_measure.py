@@ -74,82 +74,95 @@ def rss_mib() -> float | None:
 
 # ---- stage instrumentation -------------------------------------------------------------------
 class StageRecorder:
-    """Wraps the engine's collaborators (on the instances only) to time the stages the engine
-    does not split: classify, resolve (inside understand), embed (the search query embedding),
-    search (the index call) and precedent_embed. A thread-local stage tag keeps an embed call
-    made by the classifier inside "classify". Attribution is per process, so read it with one
-    request in flight (the sequential runs)."""
+    """Times the parts of a retrieval the engine's own ``result.timings_ms`` (understand, search,
+    traverse, precedent, assemble, record, total) does not split, by wrapping methods of the
+    engine's public stage objects, on the instances only:
+
+    - ``classify`` / ``resolve``: the ``classifier`` and ``resolver`` of each domain's
+      understanding stage (:meth:`Engine.understander_for`); an embed call made inside them
+      counts there;
+    - ``search``: the vector index call (``engine.index.search``);
+    - ``embed``: the embed call that precedes an index search on the same thread (the search
+      query's embedding); ``precedent_embed``: the other embed calls of a request (the
+      precedent ranking's), those no index search claimed.
+
+    Attribution is per process, so read it with one request in flight (the sequential runs)."""
 
     def __init__(self) -> None:
         self._tls = threading.local()
         self._lock = threading.Lock()
         self.events: list[tuple[str, float]] = []
+        self._pending: dict[int, float] = {}  # thread id -> embed ms not yet claimed by a search
 
-    def _wrap(self, fn: Callable[..., Any], stage: str, *, record: bool = True) -> Callable[..., Any]:
-        rec = self
+    def _add(self, stage: str, ms: float) -> None:
+        with self._lock:
+            self.events.append((stage, ms))
+
+    def _nested(self, key: str, fn: Callable[..., Any], done: Callable[[float], None]) -> Callable[..., Any]:
+        """``fn`` timed; ``done(ms)`` runs for the outermost call of ``key`` on a thread only."""
+        tls = self._tls
 
         def inner(*a: Any, **k: Any) -> Any:
-            outer = getattr(rec._tls, "stage", None)
-            rec._tls.stage = stage if outer is None else outer
+            depth = getattr(tls, key, 0)
+            setattr(tls, key, depth + 1)
             t = time.perf_counter()
             try:
                 return fn(*a, **k)
             finally:
-                rec._tls.stage = outer
-                if record and outer is None:
-                    with rec._lock:
-                        rec.events.append((stage, (time.perf_counter() - t) * 1000))
+                setattr(tls, key, depth)
+                if depth == 0:
+                    done((time.perf_counter() - t) * 1000)
 
         return inner
 
-    def _wrap_embed(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        rec = self
+    def _understanding(self, fn: Callable[..., Any], stage: str) -> Callable[..., Any]:
+        return self._nested("understanding", fn, lambda ms: self._add(stage, ms))
 
+    def _embedded(self, ms: float) -> None:
+        if getattr(self._tls, "understanding", 0):
+            return  # the classifier's own embedding: part of classify
+        tid = threading.get_ident()
+        with self._lock:
+            self._pending[tid] = self._pending.get(tid, 0.0) + ms
+
+    def _searched(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def inner(*a: Any, **k: Any) -> Any:
-            outer = getattr(rec._tls, "stage", None)
+            with self._lock:
+                ms = self._pending.pop(threading.get_ident(), None)
+                if ms is not None:
+                    self.events.append(("embed", ms))
             t = time.perf_counter()
             try:
                 return fn(*a, **k)
             finally:
-                name = {"search_branch": "embed", "graph_branch": "precedent_embed"}.get(outer or "")
-                if name:
-                    with rec._lock:
-                        rec.events.append((name, (time.perf_counter() - t) * 1000))
+                self._add("search", (time.perf_counter() - t) * 1000)
 
         return inner
 
     def install(self, engine: Any) -> None:
-        """Instrument ``engine`` (its understander, embedder and index) in place."""
-        u = engine.understander
-        if hasattr(u, "classifier") and hasattr(u, "resolver"):
-            u.classifier.classify = self._wrap(u.classifier.classify, "classify")
-            u.resolver.resolve = self._wrap(u.resolver.resolve, "resolve")
+        """Instrument ``engine``'s understanding stages, embedder and index in place. Raises
+        TypeError when an understanding stage has no ``classifier`` / ``resolver`` to time."""
+        domains = engine.domains.domains() if engine.domains is not None else []
+        stages = {id(s): s for s in (engine.understander_for(d) for d in domains)}
+        for u in stages.values():
+            if not (hasattr(u, "classifier") and hasattr(u, "resolver")):
+                raise TypeError(f"{type(u).__name__} has no classifier/resolver to time")
+            u.classifier.classify = self._understanding(u.classifier.classify, "classify")
+            u.resolver.resolve = self._understanding(u.resolver.resolve, "resolve")
         emb = engine.embedder
         for name in ("embed", "embed_query"):
             if hasattr(emb, name):
-                setattr(emb, name, self._wrap_embed(getattr(emb, name)))
-        engine._search = self._wrap(engine._search, "search_branch", record=False)
-        engine._graph_branch = self._wrap(engine._graph_branch, "graph_branch", record=False)
+                setattr(emb, name, self._nested("embedding", getattr(emb, name), self._embedded))
         if engine.index is not None:
-            engine.index.search = self._wrap_index(engine.index.search)
-
-    def _wrap_index(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        rec = self
-
-        def inner(*a: Any, **k: Any) -> Any:
-            t = time.perf_counter()
-            try:
-                return fn(*a, **k)
-            finally:
-                with rec._lock:
-                    rec.events.append(("search", (time.perf_counter() - t) * 1000))
-
-        return inner
+            engine.index.search = self._searched(engine.index.search)
 
     def drain(self) -> dict[str, float]:
-        """Per-stage totals (ms) recorded since the last drain."""
+        """Per-stage totals (ms) recorded since the last drain; the embed calls no index search
+        claimed count as ``precedent_embed``."""
         with self._lock:
             ev, self.events = self.events, []
+            ev += [("precedent_embed", ms) for ms in self._pending.values()]
+            self._pending = {}
         out: dict[str, float] = {}
         for k, v in ev:
             out[k] = out.get(k, 0.0) + v
@@ -354,8 +367,7 @@ def traversal_modes(engine: Any, runs: int) -> dict[str, Any]:
     from hopweave.graph.traverse import run_goal_patterns
     from hopweave.models.common import Bindings, Session, to_datetime
 
-    _, _, pats = engine._goals()
-    patterns = pats.get("LateFeeDispute", [])
+    patterns = engine.graph.patterns("LateFeeDispute")
     ents = {"Tier": "Platinum", "Product": "Platinum_Card", "Region": "US"}
     b = Bindings(session=Session.model_validate(MARIA_SESSION), as_of=to_datetime(AS_OF), goal="LateFeeDispute",
                  entities=ents)

@@ -85,7 +85,7 @@ def vocabulary() -> Iterator[Record]:
     for name, aliases in POLICY_TYPES:
         yield node(f"POLICYTYPE_{name}", "PolicyType", name=name, aliases=aliases, summary=f"Policy type {name}")
     for code, aliases in REGIONS:
-        yield node(f"REGION_{code}", "Region", name=code, code=code, aliases=aliases,
+        yield node(f"TEL_REGION_{code}", "Region", name=code, code=code, aliases=aliases,
                    summary=f"Region {code} ({aliases[0]})")
     concepts = sorted({c for pair in SYNONYMS for c in pair})
     for c in concepts:
@@ -96,7 +96,7 @@ def vocabulary() -> Iterator[Record]:
 
 
 def concept_id(name: str) -> str:
-    return "CONCEPT_" + "_".join(name.lower().split())
+    return "TEL_CONCEPT_" + "_".join(name.lower().split())
 
 
 # ---- procedural memory (per tenant) ------------------------------------------------------------
@@ -111,25 +111,29 @@ STEPS = {
                      "Compute the credit from the outage duration and the plan's policy",
                      "Apply the credit or escalate", "Record the decision"),
 }
+#: Rule conditions are in the rule language of hopweave.models.expr; the goals' `case:` says
+#: where the facts they name come from, and the engine evaluates them against the case.
 RULES = {
     "RoamingChargeDispute": (
-        ("Unlimited Plus roaming credit", "plan == Unlimited_Plus and roaming_credits_this_year < 2 and amount <= 100",
+        ("Unlimited Plus roaming credit",
+         'plan == "Unlimited_Plus" and roaming_credits_this_year < 2 and amount <= 100',
          "credit at the agent's discretion", True),
-        ("Unlimited Basic roaming credit", "plan == Unlimited_Basic and roaming_credits_this_year < 1 and amount <= 50",
+        ("Unlimited Basic roaming credit",
+         'plan == "Unlimited_Basic" and roaming_credits_this_year < 1 and amount <= 50',
          "credit at the agent's discretion", True),
-        ("Escalate above the cap", "amount above the plan's cap or credits exhausted", "escalate to a supervisor", True),
-        ("Legacy automatic roaming credit", "summer 2025 promotion", "credit automatically", False),
+        ("Escalate above the cap", "amount > 100 or roaming_credits_this_year >= 2", "escalate to a supervisor", True),
+        ("Legacy automatic roaming credit", 'promotion == "summer_2025"', "credit automatically", False),
     ),
     "PlanChange": (
-        ("First change free", "no plan change in the last 12 months", "no plan change fee", True),
-        ("Second change fee", "a plan change in the last 12 months", "charge the $10 plan change fee", True),
-        ("Early downgrade", "downgrade within 90 days of an upgrade", "repay the $30 upgrade credit", True),
-        ("Legacy flat fee", "every plan change", "charge $15", False),
+        ("First change free", "plan_changes_24m == 0", "no plan change fee", True),
+        ("Second change fee", "plan_changes_24m >= 1", "charge the $10 plan change fee", True),
+        ("Early downgrade", "days_since_upgrade < 90", "repay the $30 upgrade credit", True),
+        ("Legacy flat fee", "true", "charge $15", False),
     ),
     "OutageCredit": (
-        ("Outage confirmed", "the subscriber's service area was affected", "eligible for an outage credit", True),
-        ("Annual outage limit", "outage credits this year at the plan's limit", "escalate to a supervisor", True),
-        ("Legacy 48-hour threshold", "outage shorter than 48 hours", "decline", False),
+        ("Outage confirmed", "outages >= 1", "eligible for an outage credit", True),
+        ("Annual outage limit", "outage_credits_this_year >= 2", "escalate to a supervisor", True),
+        ("Legacy 48-hour threshold", "outage_hours < 48", "decline", False),
     ),
 }
 HEURISTICS = {
@@ -180,7 +184,7 @@ def subscriber(sid: str, name: str, plan: str, since: str, region: str, area: st
     yield node(sid, "Subscriber", name=name, email=email, plan=plan, plan_since=since, region=region,
                market="consumer", summary=f"{sid}, {plan} plan since {since}, region {region}")
     yield edge("ON_PLAN", sid, f"PLAN_{plan}")
-    yield edge("LOCATED_IN", sid, f"REGION_{region}")
+    yield edge("LOCATED_IN", sid, f"TEL_REGION_{region}")
     yield edge("IN_AREA", sid, area)
 
 

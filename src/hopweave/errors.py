@@ -138,3 +138,19 @@ class MetagraphWriteError(PatternValidationError):
     """A GoalType / TraversalPattern / FilterMapping node was written outside the gated path
     (``hopweave.graph.metagraph_io.write_metagraph`` / ``gated_items``), or its stored
     definition fails the gates."""
+
+
+class RuleExpressionError(InputError):
+    """A rule condition or case-state expression outside the safe expression language
+    (``hopweave.models.expr``): the message says where and what was expected."""
+
+
+class DeadlineError(HopweaveError):
+    """A stage's work started after its request's deadline had passed, so it was skipped (the
+    request is returned degraded within its budget). Raise the request's ``budget_ms``, or add
+    capacity, if this happens under normal load."""
+
+
+class OverloadedError(HopweaveError):
+    """The service's bounded request queue is full: the request was not started. Retry after
+    the delay the service gives (HTTP 503 + Retry-After)."""

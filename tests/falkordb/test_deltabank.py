@@ -15,16 +15,16 @@ import deltabank_checks as checks  # noqa: E402
 from congruence import load_networkx  # noqa: E402
 
 from hopweave.graph.networkx_store import NetworkxGraphStore  # noqa: E402
-from hopweave.graph.server_load import deltabank_batches  # noqa: E402
+from hopweave.pack.batches import pack_batches  # noqa: E402
 
 pytestmark = pytest.mark.falkordb
 
-NODES = 3000
+PACK = Path(__file__).resolve().parents[2] / "examples" / "deltabank"
 
 
 @pytest.fixture(scope="module")
 def stores(falkordb_store, schema):
-    batches = [(t, list(items)) for t, items in deltabank_batches(schema, nodes=NODES)]
+    batches = [(t, list(items)) for t, items in pack_batches(PACK)]
     ref = NetworkxGraphStore(None, schema)
     load_networkx(ref, batches)
     falkordb_store.bulk_load(batches, replace=True)

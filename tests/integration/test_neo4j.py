@@ -18,9 +18,10 @@ def deltabank(neo4j_store, schema):
     from congruence import load_networkx
 
     from hopweave.graph.networkx_store import NetworkxGraphStore
-    from hopweave.graph.server_load import deltabank_batches
+    from hopweave.pack.batches import pack_batches
 
-    batches = [(t, list(items)) for t, items in deltabank_batches(schema, nodes=3000)]
+    pack = Path(__file__).resolve().parents[2] / "examples" / "deltabank"
+    batches = [(t, list(items)) for t, items in pack_batches(pack)]
     ref = NetworkxGraphStore(None, schema)
     load_networkx(ref, batches)
     neo4j_store.bulk_load(batches, replace=True)
@@ -96,3 +97,17 @@ def test_budget_and_errors(deltabank) -> None:
         )
     with pytest.raises(StoreError):
         store._execute("MATCH (n RETURN n", {})
+
+
+def test_hub_budgets_agree(neo4j_store, schema) -> None:
+    """max_visited on Neo4j: the same rows and visit counts as the walker within the budget, the
+    same cut past it (tests/shared/budget_checks.py)."""
+    import budget_checks as checks
+
+    ref = checks.load_hub(schema, neo4j_store)
+    try:
+        cuts, full_runs = checks.check_hub(ref, neo4j_store)
+    finally:
+        ref.close()
+    runs = checks.check_random_cuts(schema, neo4j_store, graphs=2, patterns=20)
+    print(f"\nneo4j budgets: {cuts} hub cuts, {full_runs} full hub runs, {runs} random max_visited runs")

@@ -82,10 +82,13 @@ class RandomGraph:
 def random_graph(
     schema: GraphSchema, rng: random.Random, n_nodes: int = 120, n_edges: int = 420
 ) -> RandomGraph:
-    """A schema-valid random graph: nodes of every label (shared labels as ``_global``, others
+    """A schema-valid random graph: nodes of every data label (shared labels as ``_global``, others
     spread over TENANTS), random properties (some missing), random edges between visible pairs."""
+    from hopweave.graph.write_rules import METAGRAPH_LABELS
+
     g = RandomGraph()
-    labels = list(schema.labels)
+    # metagraph nodes can only be written through the pattern gates: not random data
+    labels = [lab for lab in schema.labels if lab.name not in METAGRAPH_LABELS]
     for i in range(n_nodes):
         lab = labels[i % len(labels)] if i < len(labels) else rng.choice(labels)
         tenant = GLOBAL_TENANT if lab.shared else rng.choice(TENANTS)

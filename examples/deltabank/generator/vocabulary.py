@@ -110,27 +110,34 @@ _STEPS = {
     "NameChange": ("Verify the customer's identity", "Collect the legal name change document",
                    "Update the name on every account and card", "Order new cards with the new name"),
 }
+#: Rules per goal: (name, condition in the rule language of hopweave.models.expr, action,
+#: enabled, the case states it applies in). The goal's `case:` (goals/*.yaml) says where the
+#: facts the conditions name come from; the engine evaluates them against the case.
 _RULES = {
     "LateFeeDispute": (
-        ("Platinum courtesy waiver", "tier == Platinum and waivers_this_year == 0 and amount <= 50",
-         "waive at the agent's discretion without escalation", True),
-        ("Escalate large fees", "amount > 50", "escalate to a supervisor", True),
-        ("One waiver per calendar year", "waivers_this_year >= 1", "decline or escalate", True),
-        ("Legacy auto-waive first fee", "first late fee ever", "auto-waive", False),
+        ("Platinum courtesy waiver", 'tier == "Platinum" and waivers_this_year == 0 and amount <= 50',
+         "waive at the agent's discretion without escalation", True, ("open",)),
+        ("Escalate large fees", "amount > 50", "escalate to a supervisor", True, ("open", "escalated")),
+        ("One waiver per calendar year", "waivers_this_year >= 1", "decline or escalate", True, ("open", "escalated")),
+        ("Legacy auto-waive first fee", "late_fees_ever == 1", "auto-waive", False, ("open",)),
+        ("Supervisor review of large fees", "amount > 50 and on_time_percent >= 90",
+         "a supervisor may waive up to the fee amount", True, ("escalated",)),
     ),
     "FraudClaim": (
-        ("Block card first", "card reported lost, stolen or compromised", "block the card immediately", True),
-        ("Provisional credit", "disputed amount <= 500", "issue provisional credit within 1 business day", True),
-        ("Manual review", "disputed amount > 500", "route to the fraud team", True),
+        ("Block card first", "true", "block the card immediately", True, ("open", "escalated")),
+        ("Provisional credit", "disputed_amount <= 500", "issue provisional credit within 1 business day", True,
+         ("open",)),
+        ("Manual review", "disputed_amount > 500", "route to the fraud team", True, ("open", "escalated")),
     ),
     "CreditLimitIncrease": (
-        ("Good standing required", "on_time_ratio >= 0.9 over 12 months", "eligible for an increase", True),
-        ("Cap increase", "requested increase > 50% of the current limit", "counter-offer at 50%", True),
-        ("Legacy instant increase", "tier == Platinum", "approve instantly", False),
+        ("Good standing required", "on_time_percent >= 90", "eligible for an increase", True, ("open",)),
+        ("Cap increase", "requested_increase_percent > 50", "counter-offer at 50%", True, ("open",)),
+        ("Legacy instant increase", 'tier == "Platinum"', "approve instantly", False, ("open",)),
     ),
     "NameChange": (
-        ("Legal document required", "always", "require a marriage certificate, decree or court order", True),
-        ("Joint accounts", "account has a co-holder", "require the co-holder's consent", True),
+        ("Legal document required", "true", "require a marriage certificate, decree or court order", True,
+         ("open",)),
+        ("Joint accounts", "co_holders > 0", "require the co-holder's consent", True, ("open",)),
     ),
 }
 _HEURISTICS = {
@@ -172,12 +179,14 @@ def procedural(prefix: str = "") -> Iterator[Item]:
                 if prev:
                     yield Edge(prev, st, "NEXT")
                 prev = st
-        for i, (name, cond, action, enabled) in enumerate(_RULES[goal], start=1):
+        for i, (name, cond, action, enabled, in_states) in enumerate(_RULES[goal], start=1):
             rid = f"{prefix}RULE_{goal}_{i}"
             state = "" if enabled else " (disabled)"
             yield Node(rid, "Rule", {"name": name, "condition": cond, "action": action, "enabled": enabled,
                                       "summary": f"Rule '{name}'{state}: if {cond} then {action}"})
-            yield Edge(states[0], rid, "MATCHES")
+            for sid, st in zip(states, ("open", "escalated")):
+                if st in in_states:
+                    yield Edge(sid, rid, "MATCHES")
         for i, (text, conf, enabled) in enumerate(_HEURISTICS[goal], start=1):
             hid = f"{prefix}HEURISTIC_{goal}_{i}"
             yield Node(hid, "Heuristic", {"text": text, "confidence": conf, "enabled": enabled,

@@ -2,8 +2,10 @@
 
 The agent chooses the mode (``keyword`` for exact identifiers, ``semantic`` for concepts,
 ``hybrid`` when unsure) and may narrow the scope with filters in the shared vocabulary; it can
-never widen it: the tenant comes from the bound session, the index adds ``tenant_id`` and
-``version = current`` itself, and the tool adds ``status = active``. Filter field names are checked
+never widen it: the tenant comes from the bound session, and every query carries the session's
+always-on clauses (tenant, ``status = active``, ``version = current``, the session's region...)
+exactly as ``Engine.retrieve`` applies them (:mod:`hopweave.engine.scope`, one code path). Bound to
+an ``as_of``, the tool searches the documents in force then (the domain's ``in_force`` clause). Filter field names are checked
 against the schema's chunk fields (an unknown field is an error the agent can read and fix).
 
 Use :class:`RetrieveTool` directly (a plain callable returning JSON-ready dicts) or
@@ -14,10 +16,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, Mapping
 
-from hopweave.engine.boundary import check_session, check_utterance_input
-from hopweave.errors import InputError, MissingDependencyError
+from pydantic import ValidationError
+
+from hopweave.engine.boundary import check_session, check_session_attributes, check_utterance_input
+from hopweave.engine.scope import scoped
+from hopweave.errors import FilterError, InputError, MissingDependencyError
 from hopweave.models.common import Session
-from hopweave.models.filters import And, Eq, FilterTree, In, and_, check_fields, parse_filter
+from hopweave.models.filters import And, Eq, FilterTree, In, check_fields, parse_filter
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.engine import Engine
@@ -36,16 +41,36 @@ DESCRIPTION = (
 
 
 def filters_to_tree(filters: Mapping[str, Any] | None) -> FilterTree | None:
-    """``{field: value | [values]}`` (or a FilterTree dict with ``op``) -> FilterTree."""
+    """``{field: value | [values]}`` (or a FilterTree dict with ``op``) -> FilterTree, or None
+    for no filters. Raises InputError (not a mapping, a non-scalar value) or FilterError (a
+    malformed field name, value or tree)."""
+    if filters is None:
+        return None
+    if not isinstance(filters, Mapping):
+        raise InputError("filters must map field names to a value or a list of values, "
+                          f"not {type(filters).__name__}")
     if not filters:
         return None
     if "op" in filters:
-        return parse_filter(dict(filters))
+        return parse_filter(dict(filters))  # FilterError
+    try:
+        return _flat_tree(filters)
+    except ValidationError as exc:
+        raise FilterError(f"malformed filter: {_first_error(exc)}") from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    e = exc.errors()[0] if exc.errors() else {"loc": (), "msg": str(exc)}
+    return f"{'.'.join(str(x) for x in e.get('loc', ()))}: {e.get('msg', '')}".strip(": ")
+
+
+def _flat_tree(filters: Mapping[str, Any]) -> FilterTree:
+    bad = [k for k in filters if not isinstance(k, str)]
+    if bad:
+        raise InputError(f"filter names must be strings, not {type(bad[0]).__name__}")
     clauses: list[FilterTree] = []
     for k in sorted(filters):
         v = filters[k]
-        if not isinstance(k, str):
-            raise InputError(f"filter names must be strings, not {type(k).__name__}")
         if isinstance(v, (list, tuple)):
             if not v:
                 raise InputError(f"filter {k!r} has an empty list of values")
@@ -63,10 +88,15 @@ class RetrieveTool:
     name = "retrieve"
     description = DESCRIPTION
 
-    def __init__(self, engine: "Engine", session: Session | Mapping[str, Any]) -> None:
-        """Raises InputError / TenantError for a malformed session (the engine's boundary)."""
+    def __init__(self, engine: "Engine", session: Session | Mapping[str, Any], as_of: Any = None) -> None:
+        """``as_of`` (optional): search the documents in force then, not today's current revisions.
+        Raises InputError / TenantError for a malformed session or as_of (the engine's boundary)."""
+        from hopweave.models.common import to_datetime
+
         self.engine = engine
         self.session = check_session(session, "the agent tool's session")
+        check_session_attributes(self.session, engine.settings_for(self.session.tenant_id))
+        self.as_of = to_datetime(as_of) if as_of is not None else None
 
     def __call__(self, query: str, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
                  top_k: int = 10) -> list[dict[str, Any]]:
@@ -85,14 +115,16 @@ class RetrieveTool:
         tree = filters_to_tree(filters)
         if tree is not None:
             check_fields(tree, self.engine.graph.schema.filter_fields())
-        where = and_(Eq(field="status", value="active"), tree)
+        # The session's always-on clauses (tenant, status, version, region...) exactly as
+        # Engine.retrieve applies them: one code path (hopweave.engine.scope).
+        where = scoped(self.engine.graph, self.session, tree, self.as_of)
         prof = get_profile(MODE_PROFILES[mode])
         vec = space = None
         if prof.uses_semantic:
             vec = self.engine.embedder.embed([query])[0]
             space = self.engine.embedder.space
         res = self.engine.index.search(self.session.tenant_id, query, prof, where=where, limit=top_k,
-                                       query_vector=vec, query_space=space)
+                                       query_vector=vec, query_space=space, include_superseded=self.as_of is not None)
         out = []
         for h in res.hits:
             out.append({

@@ -18,7 +18,7 @@ from typing import Any, Optional
 from hopweave.engine.boundary import check_as_of, check_positive, check_session
 from hopweave.engine.boundary import MAX_TOKEN_BUDGET
 from hopweave.engine.result import RetrievalResult
-from hopweave.errors import MissingDependencyError
+from hopweave.errors import InputError, MissingDependencyError
 
 try:  # pragma: no cover - exercised through the two branches in tests
     from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -109,6 +109,27 @@ if _HAVE_LANGCHAIN:
         @classmethod
         def _budget(cls, v: Any) -> Any:
             return check_positive("token_budget", v, MAX_TOKEN_BUDGET)
+
+        @field_validator("engine", mode="before")
+        @classmethod
+        def _engine(cls, v: Any) -> Any:
+            from hopweave.engine.engine import Engine
+
+            if not isinstance(v, Engine):
+                raise InputError(f"HopweaveRetriever.engine must be a hopweave Engine, not {type(v).__name__}")
+            return v
+
+        @field_validator("k", mode="before")
+        @classmethod
+        def _k(cls, v: Any) -> Any:
+            return check_positive("k", v, 1000)
+
+        @field_validator("include_context", "include_sections", mode="before")
+        @classmethod
+        def _flag(cls, v: Any, info: Any) -> Any:
+            if not isinstance(v, bool):
+                raise InputError(f"HopweaveRetriever.{info.field_name} must be True or False, not {type(v).__name__}")
+            return v
 
         def _kwargs(self) -> dict[str, Any]:
             return {"session": self.session, "as_of": self.as_of, "token_budget": self.token_budget}

@@ -22,7 +22,9 @@ _COMMAND_MODULES = (
     "hopweave.cli.search_cmds",
     "hopweave.cli.understand_cmds",
     "hopweave.cli.engine_cmds",
+    "hopweave.cli.audit_cmds",
     "hopweave.cli.server_cmds",
+    "hopweave.cli.serve_cmds",
 )
 
 for _mod in _COMMAND_MODULES:

@@ -107,6 +107,16 @@ def _ingest_qdrant(pack: Path, url: str, api_key: Optional[str]) -> dict[str, in
     return {"documents": rep.documents, "chunks": rep.chunks_written}
 
 
+def _styles(store: Optional[Path], tenant: str) -> dict[str, str]:
+    """The label colours of the tenant's domain, as the store's settings keep them ({} if none)."""
+    from hopweave.models.store_settings import read_store_settings
+
+    stored = read_store_settings(_engine_store(store))
+    if stored is None or tenant not in stored.tenant_domains():
+        return {}
+    return dict(stored.registry().for_tenant(tenant).styles)
+
+
 @inspect_app.command("trace")
 @handle_errors
 def inspect_trace(
@@ -144,5 +154,5 @@ def inspect_trace(
     finally:
         graph_store.close()
     html_out.parent.mkdir(parents=True, exist_ok=True)
-    html_out.write_text(render(graph), encoding="utf-8")
+    html_out.write_text(render(graph, _styles(store, t)), encoding="utf-8")
     typer.echo(f"wrote {html_out} ({1 + len(graph.nodes)} nodes, {len(graph.edges)} edges)")

@@ -10,10 +10,15 @@ Sections and their order come from the goal's ``SectionTemplate`` list (data, no
 - ``precedent`` sections render past decision traces ranked by similarity.
 
 One budget covers everything (headers included), counted with a real tokenizer
-(:mod:`hopweave.engine.tokens`). Selection is greedy and round-robin over sections (the first line
-of every section, then the second, ...), so a tight budget keeps every section represented; a line
-that does not fit is left out whole and recorded in ``ContextBlock.omitted``. The rendered text
-keeps template order. Everything here is a pure function of its inputs: same inputs, same bytes.
+(:mod:`hopweave.engine.tokens`). Sections declare (data) a ``priority``, a ``min_share`` of the
+budget and whether they are ``required``. Selection is greedy: notes and "none found" lines first,
+then the first line of every required section (clipped with "…" if nothing else makes room), then
+each section's reserved share, then the rest tier by tier from the highest priority down,
+round-robin within a tier (the first line of every section, then the second, ...). So under
+pressure lower-priority sections shrink first and a required section never disappears (unless
+the budget cannot hold its header and one word). A line that does not fit is left out whole and
+recorded in ``ContextBlock.omitted``. The rendered text keeps template order. Everything here is
+a pure function of its inputs: same inputs, same bytes.
 """
 
 from __future__ import annotations
@@ -373,7 +378,7 @@ def _base_values(as_of: datetime, entities: Mapping[str, Any] | None) -> dict[st
 
 def _note_section(notes: Sequence[str]) -> _Section:
     """The [Note] section: ranked first, so a tight budget keeps what the agent must know."""
-    s = _Section(SectionTemplate(name="note", title="Note", source="facts"), "[Note]")
+    s = _Section(SectionTemplate(name="note", title="Note", source="facts", priority=100, required=True), "[Note]")
     s.cands.extend(_Cand(0, i, -1, "note", n) for i, n in enumerate(notes))
     return s
 
@@ -428,25 +433,109 @@ def _unassigned(facts: Sequence[PatternResult], assigned: set[str]) -> list[Omit
 
 
 def _select(secs: list[_Section], budget: int, counter: TokenCounter, out: _Omissions) -> list[_Cand]:
-    """Greedy, round-robin selection under one budget (notes and empties first, then the first
-    line of every section, then the second, ...). A section's header is paid with its first line."""
+    """Choose lines under one budget, in four passes (a section's header is paid with its first
+    line; a line that does not fit is left out whole, or clipped when it is the only line of a
+    required section):
+
+    1. notes and "none found" lines (rank -1), highest-priority section first;
+    2. the first line of every ``required`` section, by priority;
+    3. each section's ``min_share`` of the budget, by priority;
+    4. the rest, tier by tier from the highest priority down, round-robin within a tier (the
+       first line of every section of the tier, then the second, ...).
+
+    Returns the chosen candidates in the order they were chosen."""
     for s in secs:
         for c in s.cands:
             c.tokens = counter.count(c.text) + (counter.count(c.header) if c.header else 0)
-    header_cost = [counter.count(s.header) if s.header else 0 for s in secs]
-    queue = sorted((c for s in secs for c in s.cands), key=lambda c: (c.rank > -1, c.rank, c.section, c.order))
-    used = 0
-    paid: set[int] = set()
-    chosen: list[_Cand] = []
-    for c in queue:
-        cost = c.tokens + (header_cost[c.section] if c.section not in paid else 0)
-        if used + cost <= budget:
-            used += cost
-            paid.add(c.section)
-            chosen.append(c)
-        else:
+    sel = _Selection(secs, budget, [counter.count(s.header) if s.header else 0 for s in secs])
+    by_prio = sorted(range(len(secs)), key=lambda i: (-secs[i].tpl.priority, i))
+    for i in by_prio:
+        for c in secs[i].cands:
+            if c.rank == -1:
+                sel.take(c)
+    firsts = [first for i in by_prio if secs[i].tpl.required and i not in sel.paid
+              if (first := _first_line(secs[i])) is not None]
+    floor = [sel.cost(c) - c.tokens + _min_tokens(c, counter) for c in firsts]
+    for k, c in enumerate(firsts):  # leave room for a clipped line of each required section still to come
+        room = sel.budget - sel.used - sum(floor[k + 1:])
+        if sel.cost(c) > room or not sel.take(c):
+            sel.take_clipped(c, counter, room)
+    for i in by_prio:
+        share = int(secs[i].tpl.min_share * budget)
+        for c in sorted((c for c in secs[i].cands if c.rank > -1), key=lambda c: (c.rank, c.order)):
+            if sel.section_used[i] + c.tokens > share:
+                break
+            sel.take(c)
+    rest = (c for s in secs for c in s.cands if id(c) not in sel.seen)
+    for c in sorted(rest, key=lambda c: (-secs[c.section].tpl.priority, c.rank, c.section, c.order)):
+        if not sel.take(c):
             out.over_budget(secs[c.section], c)
-    return chosen
+    return sel.chosen
+
+
+def _first_line(s: _Section) -> _Cand | None:
+    return min((c for c in s.cands if c.rank > -1), key=lambda c: (c.rank, c.order), default=None)
+
+
+#: Words a clipped required line keeps at the least (its reserved floor).
+_CLIP_FLOOR_WORDS = 4
+
+
+def _min_tokens(c: _Cand, counter: TokenCounter) -> int:
+    """Tokens of ``c`` clipped to its floor (its item header included)."""
+    words = c.text.split()
+    if len(words) <= _CLIP_FLOOR_WORDS:
+        return c.tokens
+    return counter.count(" ".join(words[:_CLIP_FLOOR_WORDS]) + " …") + (counter.count(c.header) if c.header else 0)
+
+
+class _Selection:
+    """The running state of :func:`_select`: tokens used overall and per section."""
+
+    def __init__(self, secs: list[_Section], budget: int, header_cost: list[int]) -> None:
+        self.secs, self.budget, self.header_cost = secs, budget, header_cost
+        self.used = 0
+        self.paid: set[int] = set()
+        self.seen: set[int] = set()
+        self.section_used = [0] * len(secs)
+        self.chosen: list[_Cand] = []
+
+    def cost(self, c: _Cand) -> int:
+        return c.tokens + (self.header_cost[c.section] if c.section not in self.paid else 0)
+
+    def take(self, c: _Cand) -> bool:
+        """Choose ``c`` if it fits (and was not chosen yet). Returns whether it is chosen."""
+        if id(c) in self.seen:
+            return True
+        cost = self.cost(c)
+        if self.used + cost > self.budget:
+            return False
+        self.used += cost
+        self.section_used[c.section] += cost
+        self.paid.add(c.section)
+        self.seen.add(id(c))
+        self.chosen.append(c)
+        return True
+
+    def take_clipped(self, c: _Cand, counter: TokenCounter, limit: int) -> bool:
+        """Choose ``c`` cut to the words that fit ``limit`` tokens (and the budget), ending in "…"
+        (a required section's only line). Returns False when not even one word fits."""
+        limit = min(limit, self.budget - self.used)
+        room = limit - (self.cost(c) - c.tokens) - (counter.count(c.header) if c.header else 0)
+        words = c.text.split()
+        lo, hi = 0, len(words) - 1  # the longest prefix whose clipped text fits: binary search
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if counter.count(" ".join(words[:mid]) + " …") <= room:
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo == 0:
+            return False
+        clipped = " ".join(words[:lo]) + " …"
+        c.text = clipped
+        c.tokens = counter.count(clipped) + (counter.count(c.header) if c.header else 0)
+        return self.take(c)
 
 
 def _fit(secs: list[_Section], chosen: list[_Cand], budget: int, counter: TokenCounter,

@@ -11,6 +11,7 @@ from typing import Any
 
 from hopweave.engine import precedent
 from hopweave.engine.plan import Plan, case_text_for, chunk_items, precedent_patterns
+from hopweave.engine.query_vectors import dense_vector, utterance_vector
 from hopweave.engine.result import ChunkItem, Degradation
 from hopweave.engine.stages import DocumentIndex, run_stage
 from hopweave.graph.base import GraphStore
@@ -24,27 +25,31 @@ SearchOutcome = tuple[tuple[ChunkItem, ...], RankingProfile, list[tuple[str, str
 GraphOutcome = tuple[list[PatternResult], list[precedent.PrecedentItem], list[Degradation], float]
 
 
-def search_documents(index: DocumentIndex, embedder: Embedder, tenant_id: str, plan: Plan, limit: int) -> SearchOutcome:
-    """The plan's pre-filtered hybrid search. Raises what the index raises (StoreError...)."""
+def search_documents(index: DocumentIndex, embedder: Embedder, tenant_id: str, plan: Plan, limit: int,
+                     utterance: str | None = None) -> SearchOutcome:
+    """The plan's pre-filtered hybrid search; with ``utterance`` the dense channel reuses the
+    request's one query vector (:func:`~hopweave.engine.query_vectors.dense_vector`), else it
+    embeds the plan's search text. Raises what the index raises (StoreError...)."""
     from hopweave.search.profiles import get_profile
 
     t = time.perf_counter()
     profile = get_profile(plan.profile)
     vec = space = None
     if profile.uses_semantic:
-        vec = embedder.embed([plan.dense_query])[0]
+        vec = dense_vector(embedder, utterance, plan.dense_query) if utterance is not None else \
+            embedder.embed([plan.dense_query])[0]
         space = embedder.space
     # the goal's document scope feeds a feature profile's ``scope`` feature (issue 17)
     extra = ({"scope": dict(plan.goal.document_scope)}
              if profile.features is not None and plan.goal is not None and plan.goal.document_scope else {})
     res = index.search(tenant_id, plan.lexical_query, profile, where=plan.filter, limit=limit, query_vector=vec,
-                       query_space=space, **extra)
+                       query_space=space, include_superseded=plan.documents_at is not None, **extra)
     skipped = []
     if res.coverage.semantic_skipped_reason and profile.uses_semantic:
         skipped.append(("semantic channel", res.coverage.semantic_skipped_reason))
     if res.coverage.lexical_skipped_reason and profile.uses_lexical:
         skipped.append(("lexical channel", res.coverage.lexical_skipped_reason))
-    return chunk_items(res.hits), profile, skipped, _ms(t)
+    return chunk_items(res.hits, plan.documents_at), profile, skipped, _ms(t)
 
 
 def graph_branch(
@@ -72,7 +77,8 @@ def graph_branch(
         def rank() -> list[precedent.PrecedentItem]:
             cands = precedent.candidates(facts, names, bindings.as_of, fetch=fetch)
             case_text = case_text_for(utterance, plan, facts, bindings.as_of)
-            ranked = run_stage(degraded, "precedent", lambda: precedent.rank(cands, case_text, embedder, vectors),
+            ranked = run_stage(degraded, "precedent", lambda: precedent.rank(
+                cands, case_text, embedder, vectors, query_vector=utterance_vector(embedder, utterance)),
                                default=None, what="semantic similarity", fallback="BM25 ranking only")
             return ranked if ranked is not None else precedent.rank(cands, case_text, None)
 

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hopweave.engine import record as trace_record
 from hopweave.engine.assemble import Assembly
 from hopweave.engine.boundary import Request
 from hopweave.engine.plan import Plan
+from hopweave.engine.query_vectors import RequestVectors
 from hopweave.engine.result import Degradation, RetrievalResult
 from hopweave.models.common import PatternResult
 from hopweave.models.domain import DomainSettings
@@ -38,9 +39,20 @@ class EngineConfig:
     pattern_budget_scale: float = 1.0
     provenance_inline: bool = True
     record: bool = True
-    #: The record stage waits for the request's remaining budget, but at least this long.
+    #: The record stage waits for the request's remaining budget; a group write of queued traces
+    #: waits at least this long for the store's lock (its callers may have stopped waiting).
     record_min_ms: int = 100
     max_workers: int = 8
+    #: Threads running ``aretrieve`` requests (each mostly waits on its stages).
+    max_requests: int = 64
+    #: Requests doing work at once; the others wait for a slot (within their budget).
+    max_active: int = 8
+    #: Kept free at the end of the budget for what follows the stages (assembly, the result, the
+    #: trace hand-off): stages stop waiting this long before the deadline, and a request that
+    #: got no slot by then answers degraded at once.
+    deadline_reserve_ms: int = 40
+    #: Added to that reserve per request in flight (a burst wakes together near its deadline).
+    reserve_per_request_ms: float = 1.5
 
 
 @dataclass
@@ -53,13 +65,16 @@ class Run:
     budget_ms: int
     degraded: list[Degradation]
     timings: dict[str, float]
+    #: The request's query vectors (one encoder pass for the utterance, shared by the stages).
+    vectors: RequestVectors = field(default_factory=RequestVectors)
 
     @property
     def deadline(self) -> float:
         return self.t_start + self.budget_ms / 1000.0
 
-    def remaining(self) -> float:
-        return max(self.deadline - time.perf_counter(), 0.0)
+    def remaining(self, reserve_ms: float = 0.0) -> float:
+        """Seconds left before the deadline (less ``reserve_ms``), at least 0."""
+        return max(self.deadline - reserve_ms / 1000.0 - time.perf_counter(), 0.0)
 
 
 

@@ -45,9 +45,13 @@ from hopweave.engine.assemble import assemble
 from hopweave.engine.boundary import Request, check_request, check_session_attributes
 from hopweave.engine.branches import graph_branch, pattern_degradations, search_documents
 from hopweave.engine.config import EngineConfig, Run, make_result
-from hopweave.engine.plan import Plan, agent_notes, build_plan
+from hopweave.engine.plan import NEUTRAL_NOTE, Plan, agent_notes, build_plan, neutral_filter
+from hopweave.engine.rerank_stage import rerank_chunks
+from hopweave.engine.rules import case_for
+from hopweave.engine.query_vectors import SharedEmbedder, bound
 from hopweave.engine.result import ChunkItem, Degradation, RetrievalResult, Stage
 from hopweave.engine.stages import (
+    MIN_STAGE_S,
     DocumentIndex,
     default_embedder,
     index_revision,
@@ -58,9 +62,11 @@ from hopweave.engine.stages import (
     warm_index,
 )
 from hopweave.engine.tokens import TokenCounter, default_counter
-from hopweave.errors import ConfigError, InputError, PatternValidationError
+from hopweave.engine.trace_writer import GroupCommitter
+from hopweave.errors import ConfigError, HopweaveError, InputError, PatternValidationError
 from hopweave.graph.base import GraphStore
 from hopweave.models.common import Bindings, PatternResult, Session
+from hopweave.models.filters import FilterTree, IsEmpty
 from hopweave.models.domain import DomainRegistry, DomainSettings
 from hopweave.models.metagraph import GoalType, TraversalPattern
 from hopweave.models.ranking import RankingProfile
@@ -75,6 +81,7 @@ _UNDERSTAND_FALLBACK = "generic retrieval without patterns; clarify"
 
 
 if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.engine.agentic import QueryWriter
     from hopweave.understand.calibration import Calibration
     from hopweave.understand.classifier import ClassifierConfig
 
@@ -111,12 +118,13 @@ class Engine:
         self._pool = ThreadPoolExecutor(max_workers=self.config.max_workers, thread_name_prefix="hopweave-engine")
         # aretrieve's requests run here, never on _pool: a request blocks on its stage futures, so
         # requests on the stage pool would starve it (issue 7: 100 concurrent aretrieve = timeouts).
-        self._request_pool = ThreadPoolExecutor(max_workers=self.config.max_workers,
+        self._request_pool = ThreadPoolExecutor(max_workers=self.config.max_requests,
                                                 thread_name_prefix="hopweave-request")
-        # Trace writes wait on the store's write lock: their own pool, so a stuck writer can
-        # hold at most these workers (queued writes are cancelled when their deadline passes).
-        self._record_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hopweave-record")
+        # Trace writes go through one group commit (engine/trace_writer.py), off the request path.
+        self._trace_writer: GroupCommitter | None = None
         self._lock = threading.Lock()
+        self._active = threading.BoundedSemaphore(self.config.max_active)
+        self._inflight = 0
         self._goal_cache: tuple[str, dict[str, GoalType], dict[str, list[TraversalPattern]]] | None = None
         self._trace_vectors = precedent.TraceVectorCache()
         self._closed = False
@@ -161,18 +169,21 @@ class Engine:
         e._understanders = self._understanders
         e._goal_cache = self._goal_cache
         e._trace_vectors = self._trace_vectors
+        e._trace_writer = self.trace_writer
         e._warm = self._warm
         return e
 
     def close_pools(self) -> None:
         """Stop this engine's thread pools without closing its (shared) stores."""
-        for pool in (self._pool, self._request_pool, self._record_pool):
+        for pool in (self._pool, self._request_pool):
             pool.shutdown(wait=False, cancel_futures=True)
 
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
             self._embedder = default_embedder()
+        if not isinstance(self._embedder, SharedEmbedder):
+            self._embedder = SharedEmbedder(self._embedder)
         return self._embedder
 
     def settings_for(self, tenant_id: str) -> DomainSettings:
@@ -255,10 +266,22 @@ class Engine:
         out["tokenizer_and_metagraph"] = _ms(t)
         return {k: round(v, 1) for k, v in out.items()}
 
+    @property
+    def trace_writer(self) -> GroupCommitter:
+        """The group commit of this engine's decision traces (one per graph store, shared with
+        siblings)."""
+        if self._trace_writer is None:
+            with self._lock:
+                if self._trace_writer is None:
+                    self._trace_writer = GroupCommitter(self.graph, min_write_s=self.config.record_min_ms / 1000.0)
+        return self._trace_writer
+
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        if self._trace_writer is not None:
+            self._trace_writer.close()  # queued traces are written before the store closes
         self.close_pools()
         for s in (self.index, self.graph):
             try:
@@ -326,28 +349,70 @@ class Engine:
             InputError for a malformed argument (see :mod:`hopweave.engine.boundary`);
             TenantError for a missing/malformed/unserved tenant; ConfigError without domains.
         """
+        t0 = time.perf_counter()  # the budget runs from the call, whatever waits after it
         req = check_request(utterance, session=session, as_of=as_of, budget_ms=budget_ms, profile=profile,
                             token_budget=token_budget, record=record, pattern_overrides=pattern_overrides)
-        return self._retrieve(req)
+        return self._retrieve(req, t0)
 
     async def aretrieve(self, utterance: str, **kwargs: Any) -> RetrievalResult:
-        """Async :meth:`retrieve` (same boundary and core, run on the engine's request pool)."""
+        """Async :meth:`retrieve` (same boundary and core, run on the engine's request pool). The
+        budget runs from this call: time spent queued for a worker counts, so a burst returns
+        degraded results within budget rather than late ones."""
+        t0 = time.perf_counter()
         req = check_request(utterance, **kwargs)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._request_pool, functools.partial(self._retrieve, req))
+        ticket = _Ticket()
+        work = loop.run_in_executor(self._request_pool, ticket.wrap(functools.partial(self._retrieve, req, t0)))
+        if not self._warm:  # the first request warms the engine, outside any budget
+            return await work
+        wait = (req.budget_ms or self.config.budget_ms) / 1000.0 - (time.perf_counter() - t0)
+        done, _ = await asyncio.wait({work}, timeout=max(wait, 0.0))
+        if not done and ticket.abandon():  # still queued for a worker: answer degraded, now
+            return self._retrieve(req, t0)
+        return await work  # started: its stages end at its deadline
 
-    def _retrieve(self, req: Request) -> RetrievalResult:
+    def _retrieve(self, req: Request, t0: float | None = None) -> RetrievalResult:
+        """One request: split into parts when it carries several intents
+        (:mod:`hopweave.engine.multi_intent`), else one run of the pipeline."""
+        from hopweave.engine.multi_intent import retrieve_parts, split_intents
+
+        parts = None if self.single_pass else split_intents(self, req)
+        return retrieve_parts(self, req, parts) if parts else self._retrieve_one(req, t0)
+
+    def _retrieve_one(self, req: Request, t0: float | None = None) -> RetrievalResult:
         settings = self.settings_for(req.session.tenant_id)
         check_session_attributes(req.session, settings)
         warm_ms = self._ensure_warm()
-        run = Run(req, settings, time.perf_counter(), req.budget_ms or self.config.budget_ms, [], {})
-        plan = self._plan(run)
-        chunks, prof, facts, prec_items = self._search_and_traverse(run, plan)
+        start = time.perf_counter() if t0 is None or warm_ms is not None else t0  # warm-up is outside budgets
+        run = Run(req, settings, start, req.budget_ms or self.config.budget_ms, [], {})
+        with self._lock:
+            self._inflight += 1
+        try:
+            admitted = self._admit(run)
+            try:
+                plan = self._plan(run)
+                chunks, prof, facts, prec_items = self._search_and_traverse(run, plan)
+            finally:
+                if admitted:
+                    self._active.release()
+            return self._finish(run, plan, chunks, prof, facts, prec_items, warm_ms)
+        finally:
+            with self._lock:
+                self._inflight -= 1
+
+    def _finish(self, run: Run, plan: Plan, chunks: tuple[ChunkItem, ...], prof: RankingProfile | None,
+                facts: list[PatternResult], prec_items: list[precedent.PrecedentItem],
+                warm_ms: float | None) -> RetrievalResult:
+        """Assemble, make the result, hand the trace to the group commit."""
+        req = run.req
         t = time.perf_counter()
+        facts, template_values = case_for(self, run, plan, facts)  # the procedure applied to the case
+        chunks, rounds, round_notes = self._rounds(run, plan, chunks, facts)
+        chunks = rerank_chunks(self, run, plan, chunks)
         assembly = assemble(
-            plan.sections, facts, chunks, prec_items, as_of=req.as_of, entities=plan.entity_values,
+            plan.sections, facts, chunks, prec_items, as_of=req.as_of, entities=template_values,
             budget_tokens=req.token_budget or self.config.token_budget, counter=self.counter,
-            provenance=self.config.provenance_inline, notes=agent_notes(plan),
+            provenance=self.config.provenance_inline, notes=agent_notes(plan) + round_notes,
         )
         run.timings["assemble"] = _ms(t)
         result = make_result(run, plan, prof, facts, assembly, self.store_revision())
@@ -358,7 +423,31 @@ class Engine:
         if warm_ms is not None:
             run.timings["warmup"] = warm_ms
         return result.model_copy(update={"timings_ms": {k: round(v, 3) for k, v in run.timings.items()},
-                                         "degraded": tuple(run.degraded), "recorded": recorded})
+                                         "degraded": tuple(run.degraded), "recorded": recorded,
+                                         "rounds": tuple(rounds), "escalation": _escalation(plan)})
+
+    def _reserve_ms(self, run: Run) -> float:
+        """The end of the budget kept for assembly: ``deadline_reserve_ms`` plus
+        ``reserve_per_request_ms`` per request in flight (they assemble one at a time under the
+        GIL), at most 10% + 40% of the budget."""
+        base = min(float(self.config.deadline_reserve_ms), run.budget_ms * 0.1)
+        return base + min(self.config.reserve_per_request_ms * self._inflight, run.budget_ms * 0.4)
+
+    def _admit(self, run: Run) -> bool:
+        """Wait for one of ``config.max_active`` request slots, until ``deadline_reserve_ms``
+        before the deadline. Returns True with a slot held; False when the budget ran out
+        first: the run is then out of time (every stage is skipped and flagged), so a burst far
+        beyond capacity gets degraded answers within budget instead of late ones (a few busy
+        threads share the GIL fairly; a hundred runnable ones do not)."""
+        wait = run.remaining(self._reserve_ms(run))
+        if wait > 0 and self._active.acquire(timeout=wait):
+            return True
+        run.budget_ms = max(int((time.perf_counter() - run.t_start) * 1000), 0)
+        run.degraded.append(Degradation(
+            stage="engine", what="request capacity",
+            reason=f"the engine was at capacity ({self.config.max_active} requests in progress) until the "
+                   "budget was spent", fallback=_UNDERSTAND_FALLBACK))
+        return False
 
     def _run_stage(self, degraded: list[Degradation], stage: Stage, work: Callable[[], T] | Future[T], *,
                    default: D, what: str, fallback: str, timeout: float | None = None,
@@ -375,12 +464,16 @@ class Engine:
         req = run.req
         stage = self.understander_for(run.settings)
         u: Understanding | None = self._run_stage(
-            run.degraded, "understand", lambda: stage.understand(req.utterance, req.session, req.as_of),
+            run.degraded, "understand", bound(run.vectors, lambda: stage.understand(req.utterance, req.session,
+                                                                                     req.as_of), run.deadline),
             default=None, what="goal and entities", fallback=_UNDERSTAND_FALLBACK,
-            timeout=run.budget_ms * self.config.understand_share / 1000.0)
+            timeout=min(run.budget_ms * self.config.understand_share / 1000.0, run.remaining(self._reserve_ms(run))))
         _, goals, pats = self._goals()
         plan, why = build_plan(u, goals, pats, utterance=req.utterance, min_confidence=self.config.min_confidence,
                                profile=req.profile, default_profile=self.config.default_profile)
+        if u is None:
+            plan.filter = self._neutral_filter(run)
+            plan.notes = (*plan.notes, NEUTRAL_NOTE)
         if why:
             run.degraded.append(Degradation(stage="understand", what="goal", reason=why,
                                             fallback=_UNDERSTAND_FALLBACK))
@@ -390,6 +483,20 @@ class Engine:
             plan.patterns = [p.model_copy(update={"budget_ms": max(1, int(p.budget_ms * scale))}) for p in plan.patterns]
         run.timings["understand"] = _ms(t)
         return plan
+
+    def _neutral_filter(self, run: Run) -> FilterTree:
+        """The failed understanding's fallback filter (:func:`~hopweave.engine.plan.neutral_filter`);
+        when even the filter mapping cannot be read, one that matches no document (fail closed)."""
+        from hopweave.understand.filter_map import read_filter_mapping
+
+        try:
+            mapping = read_filter_mapping(self.graph, run.req.session.tenant_id)
+            return neutral_filter(mapping, run.req.session, [a.entity for a in run.settings.authoritative],
+                                  self.graph)
+        except HopweaveError as exc:
+            run.degraded.append(Degradation(stage="search", what="segment scoping", reason=str(exc),
+                                            fallback="no policy documents"))
+            return IsEmpty(field="tenant_id")  # every chunk has a tenant: nothing matches
 
     def _override(self, p: TraversalPattern, fields: Mapping[str, Any] | None,
                   goal: GoalType | None) -> TraversalPattern:
@@ -409,13 +516,16 @@ class Engine:
         """The document search and the graph branch, concurrently, each within the budget."""
         t = time.perf_counter()
         tenant = run.req.session.tenant_id
-        f_search = None if self.index is None else self._pool.submit(
-            search_documents, self.index, self.embedder, tenant, plan, self.config.search_limit)
+        if run.remaining(self._reserve_ms(run)) < MIN_STAGE_S:  # out of time: nothing is started
+            return self._out_of_time(run, plan, t)
+        f_search = None if self.index is None else self._pool.submit(bound(run.vectors, functools.partial(
+            search_documents, self.index, self.embedder, tenant, plan, self.config.search_limit, run.req.utterance),
+            run.deadline))
         bindings = Bindings(session=run.req.session, as_of=run.req.as_of,
                             goal=plan.goal.name if plan.goal else None, entities=dict(plan.entity_values))
-        f_graph = None if not plan.patterns else self._pool.submit(
+        f_graph = None if not plan.patterns else self._pool.submit(bound(run.vectors, functools.partial(
             graph_branch, self.graph, self.embedder, self._trace_vectors, plan, bindings, run.req.utterance,
-            self.config.max_workers)
+            self.config.max_workers), run.deadline))
         chunks: tuple[ChunkItem, ...] = ()
         prof: RankingProfile | None = None
         if f_search is None:
@@ -423,7 +533,7 @@ class Engine:
                                             fallback="graph-only context"))
         else:
             found = self._run_stage(run.degraded, "search", f_search, default=None, what="policy chunks",
-                                    fallback="graph-only context", timeout=run.remaining())
+                                    fallback="graph-only context", timeout=run.remaining(self._reserve_ms(run)))
             if found is not None:
                 chunks, prof, skipped, run.timings["search"] = found
                 run.degraded.extend(Degradation(stage="search", what=w, reason=r,
@@ -433,9 +543,9 @@ class Engine:
         facts: list[PatternResult] = []
         prec_items: list[precedent.PrecedentItem] = []
         if f_graph is not None:
-            slack = (max(p.budget_ms for p in plan.patterns) + 250) / 1000.0
             branch = self._run_stage(run.degraded, "traverse", f_graph, default=None, what="all patterns",
-                                     fallback="context without graph facts", timeout=run.remaining() + slack)
+                                     fallback="context without graph facts",
+                                     timeout=run.remaining(self._reserve_ms(run)))
             if branch is not None:
                 facts, prec_items, prec_degraded, run.timings["precedent"] = branch
                 run.degraded.extend(prec_degraded)
@@ -444,15 +554,81 @@ class Engine:
         run.timings["search_and_traverse"] = _ms(t)
         return chunks, prof, facts, prec_items
 
+    #: An application's writer of later rounds' queries (e.g. its LLM); None = the
+    #: deterministic planner. See :mod:`hopweave.engine.agentic`.
+    query_writer: "QueryWriter | None" = None
+    #: True: no later rounds and no intent split (the single-pass baseline of `eval scenarios`).
+    single_pass: bool = False
+    #: Reranker for every goal ("bi_encoder", "cross_encoder", "none"); None = each goal's own
+    #: ``rerank`` (default off). See :mod:`hopweave.engine.rerank_stage`.
+    rerank: str | None = None
+
+    def _rounds(self, run: Run, plan: Plan, chunks: tuple[ChunkItem, ...],
+                facts: list[PatternResult]) -> tuple[tuple[ChunkItem, ...], list[Any], list[str]]:
+        """Later retrieval rounds under the goal's escalation policy (a single-pass goal: its
+        first pass as the only round, at no cost). See :func:`hopweave.engine.agentic.rounds_for`."""
+        from hopweave.engine.agentic import rounds_for
+
+        return rounds_for(self, run, plan, chunks, facts)
+
+    def _out_of_time(self, run: Run, plan: Plan, t: float) -> tuple[tuple[ChunkItem, ...], None, list[PatternResult],
+                                                                       list[precedent.PrecedentItem]]:
+        """The branches of a request whose budget is spent before they start: both flagged."""
+        reason = "the request's budget was spent before the stage could start"
+        run.degraded.append(Degradation(stage="search", what="policy chunks", reason=reason,
+                                        fallback="graph-only context"))
+        if plan.patterns:
+            run.degraded.append(Degradation(stage="traverse", what="all patterns", reason=reason,
+                                            fallback="context without graph facts"))
+        run.timings["search_and_traverse"] = _ms(t)
+        return (), None, [], []
+
     def _record(self, run: Run, result: RetrievalResult) -> bool:
-        """Write the trace within the request's remaining budget (at least ``record_min_ms``).
-        Returns True once written; False (and a Degradation) when it failed or timed out."""
-        timeout = max(run.remaining(), self.config.record_min_ms / 1000.0)
+        """Queue the trace on the group commit and wait for it to be durable within the request's
+        remaining budget. Returns True once durable; False (and a Degradation) when it failed or is
+        still queued (it is written when the queue drains, but never claimed)."""
         session, subject = run.req.session, run.settings.subject
+        timeout = run.remaining()
+        fut = self.trace_writer.submit(
+            result.tenant_id, lambda: trace_record.build(result, session, self.graph, subject), run.deadline)
+        if timeout < MIN_STAGE_S:  # queued, but no time to wait for it: never claimed
+            run.degraded.append(Degradation(stage="record", what="decision trace", reason=(
+                "the request's budget was spent; the trace is queued and written when the queue drains"),
+                fallback="result returned without a recorded trace (recorded=False)"))
+            return False
         return self._run_stage(
-            run.degraded, "record", lambda: trace_record.record(self.graph, result, session, subject), default=False,
-            what="decision trace", fallback="result returned without a recorded trace (recorded=False)",
-            timeout=timeout, pool=self._record_pool)
+            run.degraded, "record", fut, default=False, what="decision trace",
+            fallback="result returned without a recorded trace (recorded=False)", timeout=timeout)
+
+
+class _Ticket:
+    """A queued request that the caller can abandon before a worker starts it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = "queued"
+
+    def wrap(self, work: Callable[[], T]) -> Callable[[], T | None]:
+        def run() -> T | None:
+            with self._lock:
+                if self._state == "abandoned":
+                    return None
+                self._state = "started"
+            return work()
+
+        return run
+
+    def abandon(self) -> bool:
+        """True when the request had not started (it never will now)."""
+        with self._lock:
+            if self._state == "queued":
+                self._state = "abandoned"
+            return self._state == "abandoned"
+
+
+def _escalation(plan: Plan) -> str:
+    policy = plan.goal.escalation if plan.goal is not None else None
+    return policy.mode if policy is not None else "single"
 
 
 def _ms(t: float) -> float:

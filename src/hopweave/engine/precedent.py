@@ -112,8 +112,11 @@ def rank(
     embedder: Embedder | None,
     cache: TraceVectorCache | None = None,
     profile: RankingProfile = PRECEDENT_PROFILE,
+    query_vector: np.ndarray | None = None,
 ) -> list[PrecedentItem]:
     """Rank candidates by hybrid similarity to ``case_text``; best first, ties by trace id.
+    ``query_vector`` (the request's one query embedding) is the semantic side of the case when
+    given; else ``case_text`` is embedded.
 
     Without an embedder (the search stack is down) the lexical channel ranks alone.
     """
@@ -127,7 +130,7 @@ def rank(
     semantic: list[tuple[str, float]] = []
     if embedder is not None:
         vecs = (cache if cache is not None else TraceVectorCache()).vectors(embedder, texts)
-        q = embedder.embed([case_text])[0]
+        q = query_vector if query_vector is not None else embedder.embed([case_text])[0]
         semantic = [(i, float(s)) for i, s in zip(ids, vecs @ q)]
     elif profile.method == "convex":
         profile = profile.model_copy(update={"alpha": 0.0})

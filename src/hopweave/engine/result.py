@@ -133,6 +133,40 @@ class EntityItem(_Frozen):
     node_id: Optional[str] = None
 
 
+class RoundItem(_Frozen):
+    """One retrieval round: what was asked, why, and what it added (issue 15)."""
+
+    round: int
+    #: "first pass", or the steps taken ("expanded the lexical query with ...", "relaxed tier").
+    action: str
+    #: The unmet needs that called for this round (empty for the first pass).
+    why: tuple[str, ...] = ()
+    #: Who wrote the round's query: the deterministic planner or the application's query writer.
+    writer: Literal["planner", "query_writer"] = "planner"
+    lexical_query: str = ""
+    dense_query: str = ""
+    filter_display: dict[str, Any] = Field(default_factory=dict)
+    #: Chunk ids this round added to the working set's candidates, and their tokens.
+    added: tuple[str, ...] = ()
+    tokens: int = 0
+    #: What was still unmet after the round (empty: the needs are met).
+    unmet: tuple[str, ...] = ()
+
+
+class RequestPart(_Frozen):
+    """One intent of a multi-intent request: its span of the utterance and how it was served."""
+
+    start: int
+    end: int
+    text: str
+    goal: Optional[str] = None
+    confidence: float = 0.0
+    clarify: bool = False
+    trace_id: str = ""
+    tokens: int = 0
+    rounds: int = 1
+
+
 class RetrievalResult(_Frozen):
     trace_id: str
     tenant_id: str
@@ -172,6 +206,11 @@ class RetrievalResult(_Frozen):
     #: True only when the DecisionTrace was written within the request's deadline (False when
     #: recording was off, failed or timed out: then ``degraded`` says why).
     recorded: bool = False
+    #: The goal's escalation mode and every retrieval round (one for a single pass).
+    escalation: str = "single"
+    rounds: tuple[RoundItem, ...] = ()
+    #: The parts of a multi-intent request (empty for a single intent), in utterance order.
+    parts: tuple[RequestPart, ...] = ()
 
     @property
     def tokens(self) -> int:

@@ -31,6 +31,8 @@ from hopweave.search.index_base import CollectionInfo
 
 T = TypeVar("T")
 D = TypeVar("D")
+#: A timed stage with less time than this left is not started (it is degraded at once).
+MIN_STAGE_S = 0.002
 
 
 @runtime_checkable
@@ -56,14 +58,45 @@ class DocumentIndex(Protocol):
         """The collection's identity (embedding space, BM25 statistics). Raises StoreError."""
         ...
 
+    def fetch(self, tenant_id: str, where: FilterTree | Mapping[str, object] | None = None,
+              current_only: bool = False, limit: int | None = None) -> list[dict[str, object]]:
+        """Payloads of the tenant's chunks matching ``where`` (every revision unless
+        ``current_only``), sorted by chunk id: what ``replay --as-recorded`` reads. Raises StoreError."""
+        ...
+
     def close(self) -> None: ...
 
 
 def open_graph(store_dir: str | Path) -> GraphStore:
-    """The embedded graph of a store directory (``<dir>/graph``). Raises StoreError."""
+    """The embedded graph of a store directory (``<dir>/graph``). Raises InputError (no store
+    there), StoreCorruptError (a loaded store whose graph snapshot is missing, or an unreadable
+    one), StoreError."""
     from hopweave.graph import open_graph_store
 
+    check_store_dir(store_dir)
     return open_graph_store(store_dir)
+
+
+def check_store_dir(store_dir: str | Path) -> None:
+    """Refuse a directory that holds no store, and a store whose settings name loaded packs but
+    whose graph snapshot is gone (it would open as an empty graph: silently lost data).
+    Raises InputError or StoreCorruptError naming the path."""
+    from hopweave.errors import InputError, StoreCorruptError
+    from hopweave.graph import GRAPH_SUBDIR
+    from hopweave.graph._persist import JOURNAL, SNAPSHOT
+    from hopweave.models.store_settings import read_store_settings, settings_path
+
+    root = Path(store_dir)
+    graph = root / GRAPH_SUBDIR
+    if not root.is_dir() or not (graph.is_dir() or settings_path(root).exists()):
+        raise InputError(f"no hopweave store at {root}: run `hopweave load PACK --store {root}` first")
+    stored = read_store_settings(root)  # StoreCorruptError names the settings file
+    if stored is not None and stored.domains and not (graph / SNAPSHOT).exists():
+        missing = graph / SNAPSHOT
+        also = f" (only {graph / JOURNAL} is left)" if (graph / JOURNAL).exists() else ""
+        raise StoreCorruptError(f"{missing} is missing{also}, but {settings_path(root)} says packs "
+                                f"{sorted(stored.domains)} were loaded: restore a backup of the store directory or "
+                                "re-run `hopweave load PACK --store DIR`")
 
 
 def open_index(store_dir: str | Path) -> DocumentIndex | None:
@@ -73,6 +106,9 @@ def open_index(store_dir: str | Path) -> DocumentIndex | None:
     from hopweave.models.store_settings import read_store_settings
     from hopweave.search.edge_index import EdgeIndex
 
+    from hopweave.search.staging import recover
+
+    recover(Path(store_dir))  # a crash between the staged index's two renames: put it back
     if not (Path(store_dir) / "vectors").is_dir():
         return None
     stored = read_store_settings(store_dir)
@@ -126,6 +162,10 @@ def run_stage(
     try:
         if isinstance(work, Future):
             return work.result(timeout=max(timeout or 0.0, 0.001))
+        if timeout is not None and timeout < MIN_STAGE_S:  # no time left: do not start it
+            degraded.append(Degradation(stage=stage, what=what, fallback=fallback,
+                                        reason=f"{stage} not started: the request's budget is spent"))
+            return default
         if timeout is None:
             return work()
         if pool is None:

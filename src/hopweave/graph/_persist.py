@@ -46,7 +46,7 @@ from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
 try:  # orjson is ~5x faster on a million-node snapshot; the format is plain JSON either way
     import orjson as _orjson
 except ImportError:  # pragma: no cover - exercised only without orjson
-    _orjson = None
+    _orjson = None  # type: ignore[assignment]
 
 SNAPSHOT = "graph.snapshot"
 LEGACY_SNAPSHOT = "snapshot.pkl"
@@ -91,12 +91,10 @@ def io_guard(path: Path, action: str) -> Iterator[None]:
 
 
 def fsync_dir(directory: Path) -> None:
+    from hopweave import fileio
+
     with io_guard(directory, "syncing"):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fileio.fsync_dir(directory)
 
 
 def _dumps(obj: Any) -> bytes:

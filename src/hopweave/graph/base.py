@@ -124,6 +124,15 @@ class GraphStore(ABC):
             self._write(tenant_id, list(nodes), list(edges))
         else:
             self._write_within(tenant_id, list(nodes), list(edges), timeout_s)
+        gens = self.__dict__.setdefault("_label_writes", {})
+        for label in {n.label for n in nodes}:
+            gens[label] = gens.get(label, 0) + 1
+
+    def data_generation(self, labels: Iterable[str]) -> int:
+        """How many writes through this object touched nodes of ``labels`` (caches of data derived
+        from those labels, e.g. the vocabulary, key on it; writes by other processes are not seen)."""
+        gens = self.__dict__.get("_label_writes") or {}
+        return sum(gens.get(label, 0) for label in set(labels))
 
     # ---- metagraph (shared across tenants) -----------------------------------------------
     @abstractmethod

@@ -1,8 +1,8 @@
 """What differs between the Cypher engines hopweave runs on, as data.
 
 The compiled pattern and filter queries use only the openCypher subset that Neo4j 5 and FalkorDB
-both accept (verified by the congruence suites); the compiler reads one field from here (the
-index guard). Everything that *does* differ —
+both accept (verified by the congruence suites); the compiler reads two fields from here (the
+index guard and the subquery opening). Everything that *does* differ —
 schema DDL, how a time bound is passed, how errors look, whether a read-only entry point exists —
 is one row of :data:`CAPABILITIES`, read by ``cypher_store`` and its two driver subclasses.
 Add a field here instead of writing ``if engine == ...`` anywhere else.
@@ -59,10 +59,18 @@ class Capabilities:
     bulk_batch: int
     #: Statement deleting everything (Neo4j batches it so a million nodes fit in memory).
     clear_query: str
-    #: The compiled query enforces ``max_visited`` (not yet on either engine: a Cypher store
-    #: bounds a pattern by ``budget_ms`` through the server time bound, see ``timeout_unit``;
-    #: the networkx walker enforces both). Issue 12/16 follow-up.
+    #: The compiled query enforces ``max_visited`` (counts visits like the walker, cuts after the
+    #: hop that passes it; ``budget_ms`` is the server time bound, see ``timeout_unit``).
     max_visited_in_query: bool
+    #: Rows a pattern cut by ``max_visited`` returns: "none" on the Cypher engines (the query
+    #: stops between hops and keeps nothing), where the networkx walker returns the rows its
+    #: depth-first walk found before the cut. The truncation flag, reason and ``visited``
+    #: (``max_visited + 1``) are the same on every backend.
+    max_visited_rows_on_cut: Literal["none", "partial"]
+    #: Opening of a subquery importing ``{vars}`` (closed by ``}``): Neo4j 5's variable-scope
+    #: clause (``CALL { WITH x ... }`` is deprecated there), FalkorDB's importing ``WITH``
+    #: (FalkorDB 4 does not parse ``CALL (x) {``).
+    subquery_open: str
 
 
 NEO4J = Capabilities(
@@ -82,7 +90,9 @@ NEO4J = Capabilities(
     bulk_batch=5_000,
     # Neo4j 5's variable-scope subquery (``CALL { WITH n ... }`` is deprecated there).
     clear_query="MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS",
-    max_visited_in_query=False,
+    max_visited_in_query=True,
+    max_visited_rows_on_cut="none",
+    subquery_open="CALL ({vars}) {{",
 )
 
 FALKORDB = Capabilities(
@@ -111,7 +121,9 @@ FALKORDB = Capabilities(
     index_guard="[{x}][0]",
     bulk_batch=5_000,
     clear_query="MATCH (n) DETACH DELETE n",
-    max_visited_in_query=False,
+    max_visited_in_query=True,
+    max_visited_rows_on_cut="none",
+    subquery_open="CALL {{ WITH {vars}",
 )
 
 #: The one table. Keys are the engine names used in settings and CLI options.

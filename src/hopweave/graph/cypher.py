@@ -22,11 +22,24 @@ Row semantics (the contract shared with ``hopweave.graph.walk``; the congruence 
   among the walks reaching it (kept hop by hop with ``min()``, which also keeps the frontier
   distinct). Order: each ``order_by`` key with missing values last in both directions, then
   ``id`` ascending. ``LIMIT`` is ``limit + 1`` so the store can report truncation.
+* ``max_visited``: the query counts visits exactly as the walker does (its module docstring:
+  seed candidates of any tenant, every distinct neighbour of every frontier node, a qualifying
+  target once), hop by hop, and empties the frontier once the count passes ``max_visited``, so
+  the hops after the cut do no work. The count of a full walk is the walker's ``visited``, and
+  both cut exactly when it exceeds ``max_visited``. Within a hop, a frontier node stops
+  expanding after ``max_visited + 1`` distinct neighbours (the cut is then certain), so a hub
+  costs at most that many expansions per frontier node. A cut query returns no rows (the walker
+  returns the rows its depth-first walk found before the cut): capability
+  ``max_visited_rows_on_cut``. ``budget_ms`` is the server time bound.
+* Hops are subqueries over a frontier of ``[node, path]`` pairs ending in an aggregation, so the
+  counters survive an empty frontier; the subquery's opening differs by engine
+  (``Capabilities.subquery_open``: Neo4j 5's variable-scope ``CALL (frontier) {``, FalkorDB's
+  importing ``CALL { WITH frontier``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 from hopweave.graph.capabilities import NEO4J, Capabilities
 from hopweave.graph.predicates import EXISTS, NOTHING, predicate_tree
@@ -38,6 +51,7 @@ from hopweave.models.schema import (
     GLOBAL_TENANT,
     SAFE_IDENTIFIER,
     GraphSchema,
+    PropType,
     check_identifier,
     cypher_identifier,
 )
@@ -96,7 +110,7 @@ def hop_labels(pattern: TraversalPattern, schema: GraphSchema) -> list[tuple[str
     return out
 
 
-def _prop_spec(schema: GraphSchema, labels: Iterable[str], prop: str) -> tuple[str, str, set[str]]:
+def _prop_spec(schema: GraphSchema, labels: Iterable[str], prop: str) -> tuple[str, PropType, set[PropType]]:
     """(escaped identifier, type on the first label declaring it, all declared types) of
     ``prop`` over the candidate labels (in schema order). Raises SchemaError if none declares it."""
     labels = tuple(labels)
@@ -216,8 +230,33 @@ def _node_where(
         if tree is NOTHING or tree is EXISTS:  # EXISTS only comes from op 'exists', handled above
             conds.append("false")
             continue
-        conds.append(_filter(tree, var, schema, labels, params, caps, negated=False))
+        # the sentinels (NOTHING, EXISTS) are handled above: what is left is a FilterTree
+        conds.append(_filter(cast(FilterTree, tree), var, schema, labels, params, caps, negated=False))
     return conds
+
+
+def _seed_match(
+    pattern: TraversalPattern, bindings: Bindings, schema: GraphSchema, params: ParamStore, caps: Capabilities
+) -> tuple[str, list[str]]:
+    """``(MATCH clause, key conditions)`` of the seed candidates: nodes of ``seed.type`` whose
+    ``seed.key`` matches the resolved value, of any tenant (the walker's seed candidates). A
+    string value is matched in the node pattern (index-anchored); an unbound value matches
+    nothing (``false``)."""
+    label = schema.label(pattern.seed.type).name
+    ident, ptype, types = _prop_spec(schema, (label,), pattern.seed.key)
+    value = resolve_value(pattern.seed.value, bindings, ptype)
+    node = f"n0:{cypher_identifier(schema, 'label', label)}"
+    if value is UNBOUND or value is None:
+        return f"MATCH ({node})", ["false"]
+    if isinstance(value, (list, tuple)) or "list[str]" in types or not isinstance(value, str):
+        vals = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+        tree = (
+            In(field=pattern.seed.key, values=vals)
+            if len(vals) != 1
+            else Eq(field=pattern.seed.key, value=vals[0])
+        )
+        return f"MATCH ({node})", [_filter(tree, "n0", schema, (label,), params, caps, negated=False)]
+    return f"MATCH ({node} {{{ident}: {params.add(value, 'seed')}}})", []
 
 
 def _seed_lines(
@@ -229,28 +268,13 @@ def _seed_lines(
     tenants: str,
     caps: Capabilities,
 ) -> list[str]:
-    """``MATCH (n0:Label {key: $seed}) WHERE ...`` — the index-anchored seed clause."""
+    """``MATCH (n0:Label {key: $seed}) WHERE ...`` — the qualifying seeds (tenant, predicates)."""
+    head, key_conds = _seed_match(pattern, bindings, schema, params, caps)
     label = schema.label(pattern.seed.type).name
-    ident, ptype, types = _prop_spec(schema, (label,), pattern.seed.key)
-    value = resolve_value(pattern.seed.value, bindings, ptype)
     where = _node_where(0, (label,), by_node.get(0, []), bindings, schema, params, tenants, caps)
-    if value is UNBOUND or value is None:
-        head = f"MATCH (n0:{cypher_identifier(schema, 'label', label)})"
+    if -1 in by_node:
         where.append("false")
-    elif isinstance(value, (list, tuple)) or "list[str]" in types or not isinstance(value, str):
-        vals = tuple(value) if isinstance(value, (list, tuple)) else (value,)
-        tree = (
-            In(field=pattern.seed.key, values=vals)
-            if len(vals) != 1
-            else Eq(field=pattern.seed.key, value=vals[0])
-        )
-        head = f"MATCH (n0:{cypher_identifier(schema, 'label', label)})"
-        where.insert(0, _filter(tree, "n0", schema, (label,), params, caps, negated=False))
-    else:
-        head = (
-            f"MATCH (n0:{cypher_identifier(schema, 'label', label)} {{{ident}: {params.add(value, 'seed')}}})"
-        )
-    return [head, "WHERE " + " AND ".join(where)]
+    return [head, "WHERE " + " AND ".join(key_conds + where)]
 
 
 def _split_predicates(pattern: TraversalPattern) -> dict[int, list[Predicate]]:
@@ -273,19 +297,59 @@ def compile_seed_query(
     by_node = _split_predicates(pattern)
     tenants = params.add([bindings.session.tenant_id, GLOBAL_TENANT], "tenants")
     lines = _seed_lines(pattern, bindings, schema, params, by_node, tenants, caps)
-    if -1 in by_node:
-        lines[-1] += " AND false"
     lines.append("RETURN n0.`id` AS id ORDER BY id ASC LIMIT 1")
     return "\n".join(lines), params.params
 
 
 def seed_is_unique(pattern: TraversalPattern, bindings: Bindings) -> bool:
-    """True when at most one node can be the seed (key ``id`` and a single value), so a row's
-    ``path[0]`` is the seed id."""
+    """True when at most one node can be the seed (key ``id`` and a single value)."""
     if pattern.seed.key != "id":
         return False
     value = resolve_value(pattern.seed.value, bindings, "str")
     return not isinstance(value, (list, tuple))
+
+
+def _hop_lines(
+    k: int,
+    last: bool,
+    pattern: TraversalPattern,
+    labels: tuple[str, ...],
+    conds: list[str],
+    schema: GraphSchema,
+    caps: Capabilities,
+    cap: str,
+) -> list[str]:
+    """One hop as a subquery over the frontier (``[node, path]`` pairs; a subquery ending in an
+    aggregation always returns one row, so the counters survive an empty frontier). Returns
+    ``expanded`` (what the hop adds to the visit count) and ``reached`` (the qualifying nodes
+    with their smallest path). Every distinct neighbour of every frontier node counts; at the
+    last hop a qualifying target counts once however many frontier nodes reach it (the
+    walker skips targets it already found). A frontier node stops expanding after ``cap``
+    (= max_visited + 1) distinct neighbours: past that the cut is certain, so a hub costs at most
+    ``cap`` expansions. Paths at one hop have one length, so the smallest ``path + [id]`` is the
+    smallest ``path`` plus ``[id]`` (one list built per node, not per edge: FalkorDB copies every
+    list it projects)."""
+    step = pattern.edge_sequence[k - 1]
+    rel = cypher_identifier(schema, "rel", step.type)
+    left, right = {"out": ("-", "->"), "in": ("<-", "-"), "both": ("-", "-")}[step.direction]
+    prev, cur = f"n{k - 1}", f"n{k}"
+    if len(labels) == 1:  # several labels: _node_where already tests them
+        conds = [f"{cur}:{cypher_identifier(schema, 'label', labels[0])}", *conds]
+    ok = f"({' AND '.join(conds)})"
+    count = f"CASE WHEN {ok} THEN 1 ELSE seen END" if last else "seen"
+    return [
+        caps.subquery_open.format(vars="frontier"),
+        "  UNWIND frontier AS f",
+        f"  WITH f[0] AS {prev}, f[1] AS path",
+        "  " + caps.subquery_open.format(vars=prev),
+        f"    MATCH ({prev}){left}[:{rel}]{right}({cur})",
+        f"    RETURN DISTINCT {cur} LIMIT {cap}",
+        "  }",
+        f"  WITH {cur}, count(*) AS seen, min(path) AS path",
+        f"  RETURN sum({count}) AS expanded, "
+        f"collect(CASE WHEN {ok} THEN [{cur}, path + [{cur}.`id`]] END) AS reached",
+        "}",
+    ]
 
 
 def compile_pattern(
@@ -296,38 +360,53 @@ def compile_pattern(
 ) -> tuple[str, dict[str, Any]]:
     """Compile one pattern for one request into ``(query, params)``.
 
-    The query returns one record per target: ``id``, ``label``, ``props`` (a map of
-    :func:`row_properties`, nulls included), ``path`` (list of ids seed..target) and, unless
-    :func:`seed_is_unique`, ``seed_id`` (the smallest seed id), ordered and limited to
-    ``pattern.limit + 1`` records. The tenant is ``bindings.session.tenant_id``.
-    Raises SchemaError / UnsafeIdentifierError for identifiers outside the schema; never
-    touches a store.
+    The walk goes hop by hop over a frontier of ``[node, path]`` pairs, counting visits exactly
+    like the walker (``hopweave.graph.walk``: seed candidates of any tenant, then every distinct
+    neighbour of every frontier node, a qualifying target once). When the count passes
+    ``max_visited`` after a hop, the frontier is emptied: the later hops do no work.
+
+    The query returns the targets, ordered and limited to ``pattern.limit + 1`` records, each
+    with ``id``, ``label``, ``props`` (a map of :func:`row_properties`, nulls included) and
+    ``path`` (ids seed..target); every record also has ``visited`` (the visit count, past
+    ``max_visited`` on a cut) and ``seed_id`` (the smallest qualifying seed id, or null). When
+    there is no target, or the walk was cut, the only record is one whose ``id`` is null. The
+    tenant is ``bindings.session.tenant_id``. Raises SchemaError / UnsafeIdentifierError for
+    identifiers outside the schema; never touches a store.
     """
     params = ParamStore()
     labels = hop_labels(pattern, schema)
     n = len(pattern.edge_sequence)
     by_node = _split_predicates(pattern)
     tenants = params.add([bindings.session.tenant_id, GLOBAL_TENANT], "tenants")
-    lines = _seed_lines(pattern, bindings, schema, params, by_node, tenants, caps)
+    head, key_conds = _seed_match(pattern, bindings, schema, params, caps)
+    seed_ok = _node_where(0, labels[0], by_node.get(0, []), bindings, schema, params, tenants, caps)
     if -1 in by_node:
-        lines[-1] += " AND false"
-    # Several seeds possible: carry the smallest seed id through the query (seed_id of the result).
-    carry = "" if seed_is_unique(pattern, bindings) else "seed_id, "
-    if carry:
-        lines += ["WITH min(n0.`id`) AS seed_id, collect(n0) AS seeds", "UNWIND seeds AS n0"]
-    lines.append(f"WITH {carry}n0, [n0.`id`] AS path")
-    for k, step in enumerate(pattern.edge_sequence, start=1):
-        rel = cypher_identifier(schema, "rel", step.type)
-        node = f"n{k}:{cypher_identifier(schema, 'label', labels[k][0])}" if len(labels[k]) == 1 else f"n{k}"
-        left, right = {"out": ("-", "->"), "in": ("<-", "-"), "both": ("-", "-")}[step.direction]
-        lines.append(f"MATCH (n{k - 1}){left}[:{rel}]{right}({node})")
+        seed_ok.append("false")
+    max_visited = params.add(pattern.max_visited, "max_visited")
+    cap = params.add(pattern.max_visited + 1, "expand_cap")
+    lines = [head] + (["WHERE " + " AND ".join(key_conds)] if key_conds else [])
+    lines += [
+        f"WITH n0, ({' AND '.join(seed_ok)}) AS ok",
+        "WITH count(n0) AS visited, min(CASE WHEN ok THEN n0.`id` END) AS seed_id, "
+        "collect(CASE WHEN ok THEN [n0, [n0.`id`]] END) AS reached",
+        f"WITH visited, seed_id, CASE WHEN visited > {max_visited} THEN [] ELSE reached END AS frontier",
+    ]
+    total = "visited + expanded"  # the count after a hop
+    for k in range(1, n + 1):
         conds = _node_where(k, labels[k], by_node.get(k, []), bindings, schema, params, tenants, caps)
-        lines.append("WHERE " + " AND ".join(conds))
-        # one row per reached node, with the smallest path to it (keeps the frontier distinct)
-        lines.append(f"WITH {carry}n{k}, min(path + [n{k}.`id`]) AS path")
+        lines += _hop_lines(k, k == n, pattern, labels[k], conds, schema, caps, cap)
+        if k < n:  # one projection per hop (the frontier list is copied by every projection)
+            lines.append(
+                f"WITH {total} AS visited, seed_id, "
+                f"CASE WHEN {total} > {max_visited} THEN [] ELSE reached END AS frontier"
+            )
 
     t = f"n{n}"
     target = labels[n][0]
+    lines += [
+        f"UNWIND CASE WHEN {total} > {max_visited} OR size(reached) = 0 THEN [null] ELSE reached END AS t",
+        f"WITH {total} AS visited, seed_id, t[0] AS {t}, t[1] AS path",
+    ]
     order = []
     for ob in pattern.order_by:
         ident = cypher_identifier(schema, "property", ob.property, target)
@@ -338,7 +417,6 @@ def compile_pattern(
     idents = [cypher_identifier(schema, "property", p, target) for p in row_properties(pattern, schema)]
     props = ", ".join(f"{i}: {t}.{i}" for i in idents)
     lines.append(
-        f"RETURN {t}.`id` AS id, labels({t})[0] AS label, {{{props}}} AS props, path"
-        + (", seed_id" if carry else "")
+        f"RETURN {t}.`id` AS id, labels({t})[0] AS label, {{{props}}} AS props, path, visited, seed_id"
     )
     return "\n".join(lines), params.params

@@ -9,7 +9,10 @@ errors into hopweave errors), :meth:`_execute_command` and :meth:`close`.
 Budgets: a pattern runs with a server-side time bound (the remaining budget) and a client-side
 deadline (the caller stops waiting ``client_grace_ms`` after the budget; for an embedded engine a
 socket timeout instead, see ``Capabilities.client_deadline_thread``). Either one firing gives a
-truncated result with ``truncated_reason="budget_ms"`` and no rows, never an exception.
+truncated result with ``truncated_reason="budget_ms"`` and no rows, never an exception. The
+compiled query counts visits like the walker and stops after the hop that passes
+``max_visited``: a truncated result with ``truncated_reason="max_visited"``, no rows and
+``visited = max_visited + 1`` (see :mod:`hopweave.graph.cypher`).
 """
 
 from __future__ import annotations
@@ -25,12 +28,7 @@ from typing import Any, Iterable, Sequence
 from hopweave.errors import InputError, QueryTimeoutError, StoreError
 from hopweave.graph.base import Edge, GraphStore, Node
 from hopweave.graph.capabilities import Capabilities
-from hopweave.graph.cypher import (
-    ParamStore,
-    compile_filter,
-    compile_pattern,
-    compile_seed_query,
-)
+from hopweave.graph.cypher import ParamStore, compile_filter, compile_pattern
 from hopweave.graph.cypher_schema import ddl_for, schema_items
 from hopweave.graph.write_rules import LABEL_KEY, WriteValidator
 from hopweave.models.common import Bindings, PatternResult, Row
@@ -176,6 +174,18 @@ class CypherGraphStore(GraphStore):
                 truncated_reason="budget_ms",
                 elapsed_ms=(time.perf_counter() - start) * 1000.0,
             )
+        visited = int(records[0]["visited"]) if records else 0
+        seed_id = records[0]["seed_id"] if records else None
+        if visited > pattern.max_visited:  # cut between hops: no rows (capability max_visited_rows_on_cut)
+            return PatternResult(
+                **base,
+                truncated=True,
+                truncated_reason="max_visited",
+                elapsed_ms=(time.perf_counter() - start) * 1000.0,
+                visited=pattern.max_visited + 1,  # where the walker stops counting
+                seed_id=seed_id,
+            )
+        targets = [r for r in records if r["id"] is not None]  # no target: one record with a null id
         rows = tuple(
             Row(
                 node_id=r["id"],
@@ -183,22 +193,16 @@ class CypherGraphStore(GraphStore):
                 properties={k: v for k, v in dict(r["props"]).items() if v is not None},
                 path=tuple(r["path"]),
             )
-            for r in records[: pattern.limit]
+            for r in targets[: pattern.limit]
         )
-        truncated = len(records) > pattern.limit
-        if records:  # the seed is on every path; with several possible seeds the query carries it
-            seed_id: str | None = records[0].get("seed_id") or rows[0].path[0]
-        else:  # no target: one more (index) lookup tells "no seed" from "a seed with nothing behind it"
-            sq, sp = compile_seed_query(pattern, bindings, self.schema, self.caps)
-            found = self._execute(sq, sp)
-            seed_id = found[0]["id"] if found else None
+        truncated = len(targets) > pattern.limit
         return PatternResult(
             **base,
             rows=rows,
             truncated=truncated,
             truncated_reason="limit" if truncated else None,
             elapsed_ms=(time.perf_counter() - start) * 1000.0,
-            visited=len(records),
+            visited=visited,
             seed_id=seed_id,
         )
 

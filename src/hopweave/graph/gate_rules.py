@@ -147,11 +147,12 @@ def rule_chain(c: RuleContext) -> Problems:
             return [err(c.name, f"edge_sequence[{i}]",
                         f"{step.type} ({step.direction}) cannot follow a node labelled {sorted(prev)}; "
                         f"that end of {step.type} takes {sorted(accepts)}", "fix the edge order, type or direction")]
-        if i < last and i < len(c.p.via_types) and c.p.via_types[i] is not None:
+        via = c.p.via_types[i] if i < len(c.p.via_types) else None
+        if i < last and via is not None:
             problem = _via_problem(c, i, nxt, f"{step.type} ({step.direction})")
             if problem is not None:
                 return [problem]
-            nxt = {c.p.via_types[i]}  # type: ignore[set-item]
+            nxt = {via}
         c.possible.append(nxt)
     return []
 

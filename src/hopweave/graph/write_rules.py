@@ -63,6 +63,7 @@ def check_metagraph_node(schema: GraphSchema, node: Node) -> None:
         return
     from hopweave.graph.gates import _pattern_errors, parse_pattern  # the gates sit above this module
 
+    problems: list[Exception]
     try:
         problems = list(_pattern_errors(parse_pattern(json.loads(str(node.props.get("definition")))),
                                         schema, None, _GOAL_RULES))

@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from hopweave.models.metagraph import EdgeStep
 from hopweave.models.schema import check_identifier
 
 SessionAttrType = Literal["str", "int", "float", "bool", "date"]
@@ -28,16 +29,8 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class OwnerStep(_Frozen):
-    """One hop of an ownership path from the session's subject node."""
-
-    type: str
-    direction: Literal["out", "in", "both"] = "out"
-
-    @field_validator("type")
-    @classmethod
-    def _safe(cls, v: str) -> str:
-        return check_identifier(v, "relationship type")
+#: One hop of an ownership path from the session's subject node: the pattern model's edge step.
+OwnerStep = EdgeStep
 
 
 class IdentifierFormat(_Frozen):

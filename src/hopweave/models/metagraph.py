@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from hopweave.models.case import CaseSpec
+from hopweave.models.escalation import EscalationPolicy
 from hopweave.models.schema import check_identifier
 
 Scalar = Union[str, int, float, bool]
@@ -235,6 +237,15 @@ class SectionTemplate(_Frozen):
     #: chunks: diversity across source documents. Selection is greedy by score, each chunk's
     #: score multiplied by this once per chunk already taken from its document.
     document_decay: float = Field(default=0.85, ge=0.0, le=1.0)
+    #: Budget priority: under token pressure, sections of lower priority shrink first (higher
+    #: is kept longer; ties keep template order).
+    priority: int = Field(default=0, ge=-100, le=100)
+    #: Share of the token budget reserved for this section's lines (0 = none), filled before the
+    #: round-robin over all sections.
+    min_share: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: A required section always keeps at least one line (its first line is chosen before any
+    #: other section's lines and clipped to fit when nothing else would make room).
+    required: bool = False
 
 
 class GoalType(_Frozen):
@@ -259,11 +270,27 @@ class GoalType(_Frozen):
     #: PII properties (``Label.property``) this goal's owner lets its patterns return, filter on
     #: or order by; a pattern's ``pii_allowed`` must be granted here (see graph/gate_rules.py).
     pii_grants: tuple[str, ...] = ()
+    #: How the goal's procedure applies to the case: case facts, state, rule patterns
+    #: (:mod:`hopweave.models.case`). None = rules are listed, not evaluated.
+    case: CaseSpec | None = None
+    #: Single pass (default) or a multi-round loop with its budgets (:mod:`hopweave.models.escalation`).
+    escalation: EscalationPolicy | None = None
+    #: Rerank this goal's candidate chunks (``bi_encoder`` / ``cross_encoder``); None = the fused
+    #: order (the default: see hopweave.engine.rerank_stage for why).
+    rerank: Optional[Literal["none", "bi_encoder", "cross_encoder"]] = None
 
     @field_validator("name")
     @classmethod
     def _safe(cls, v: str) -> str:
         return check_identifier(v, "goal name")
+
+    @field_validator("sections")
+    @classmethod
+    def _shares(cls, v: tuple[SectionTemplate, ...]) -> tuple[SectionTemplate, ...]:
+        total = sum(s.min_share for s in v)
+        if total > 1.0 + 1e-9:
+            raise ValueError(f"the sections' min_share values add up to {total:.2f}; they must add up to at most 1")
+        return v
 
     @field_validator("pii_grants")
     @classmethod

@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hopweave.errors import StoreCorruptError, StoreError
+from hopweave.fileio import fsync_dir
 from hopweave.models.domain import DomainRegistry, DomainSettings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: File name of the store settings inside a store directory.
 SETTINGS_FILE = "hopweave-store.json"
-STORE_FORMAT = 1
+STORE_FORMAT: Final = 1
 
 
 class DomainRecord(BaseModel):
@@ -54,7 +55,8 @@ class StoreSettings(BaseModel):
     store_schema: dict[str, Any] = Field(default_factory=dict)
     domains: dict[str, DomainRecord] = Field(default_factory=dict)
 
-    def schema(self) -> "GraphSchema":
+    # Shadows pydantic's deprecated v1 ``BaseModel.schema`` classmethod (use model_json_schema).
+    def schema(self) -> "GraphSchema":  # type: ignore[override]
         """The store's merged schema (raises StoreCorruptError if the file holds none)."""
         from hopweave.models.schema import GraphSchema
 
@@ -91,6 +93,9 @@ def read_store_settings(store_dir: str | Path) -> StoreSettings | None:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+    except UnicodeDecodeError as exc:
+        raise StoreCorruptError(f"{path} is not a valid hopweave store settings file (not UTF-8 text at byte "
+                                f"{exc.start}); re-run `hopweave load PACK --store DIR` to rewrite it") from None
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
@@ -114,11 +119,7 @@ def write_store_settings(store_dir: str | Path, settings: StoreSettings) -> Path
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_dir(path.parent)
     except OSError as exc:
         raise StoreError(f"cannot write {path}: {exc.strerror or exc}; check free space and permissions") from exc
     return path

@@ -226,7 +226,7 @@ def _jsonl(r: _Reader, path: Path) -> Iterator[Item]:
                 continue
             try:
                 rec = json.loads(s)
-            except ValueError as exc:
+            except json.JSONDecodeError as exc:
                 r.problem(no, f"not valid JSON ({exc.msg})", "one JSON object per line; `#` starts a comment")
                 continue
             item = _jsonl_record(r, no, rec)

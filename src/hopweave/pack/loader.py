@@ -54,20 +54,36 @@ def pack_revision(pack_dir: Path) -> str:
 def store_schema(pack_schema: dict[str, Any], others: Iterable[dict[str, Any]] = ()) -> GraphSchema:
     """The base schema extended by the other packs' schemas (already in the store) and then this
     pack's. Labels and relationship types are store-wide: a second pack may declare one the store
-    already has from another pack only identically (it is then shared). Raises SchemaError."""
+    already has from another pack only compatibly: a label identically (its description may
+    differ; the first one is kept), a relationship type with the same properties (its endpoint
+    labels are then the union of both packs'). Raises SchemaError."""
     base = GraphSchema.base()
     schema = base
     others = list(others)
     for i, extension in enumerate([*others, pack_schema]):
         source = "pack schema" if i == len(others) else "stored pack schema"
-        schema = schema.extend(_without_shared(extension, schema, base, source), source=source)
+        ext, widen = _without_shared(extension, schema, base, source)
+        schema = _widen(schema.extend(ext, source=source), widen, source)
     return schema
 
 
-def _without_shared(ext: dict[str, Any], schema: GraphSchema, base: GraphSchema, source: str) -> dict[str, Any]:
-    """``ext`` without the labels / relationship types another pack already declared identically."""
+def _same(model: Any, raw: dict[str, Any], known: Any, ignore: tuple[str, ...]) -> bool:
+    try:
+        mine = model.model_validate(raw).model_dump()
+    except Exception:  # reported by the merge itself
+        return False
+    theirs = known.model_dump()
+    return all(mine[k] == theirs[k] for k in mine if k not in ignore)
+
+
+def _without_shared(ext: dict[str, Any], schema: GraphSchema, base: GraphSchema, source: str
+                    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``ext`` without the labels / relationship types another pack already declared compatibly,
+    and the relationship declarations whose endpoints widen the stored ones."""
     from hopweave.errors import SchemaError
     from hopweave.models.schema import LabelSpec, RelSpec
+
+    widen: list[dict[str, Any]] = []
 
     def keep(items: Any, known: dict[str, Any], base_names: set[str], model: Any, what: str) -> list[Any]:
         out = []
@@ -75,21 +91,46 @@ def _without_shared(ext: dict[str, Any], schema: GraphSchema, base: GraphSchema,
             name = raw.get("name") if isinstance(raw, dict) else None
             if name is None or name in base_names or name not in known:
                 out.append(raw)
-                continue
-            try:
-                same = model.model_validate(raw).model_dump() == known[name].model_dump()
-            except Exception:  # reported by the merge itself
-                same = False
-            if not same:
+            elif model is RelSpec and _same(model, raw, known[name], ("description", "from_labels", "to_labels",
+                                                                     "any_from", "any_to")):
+                widen.append(raw)
+            elif not _same(model, raw, known[name], ("description",)):
                 raise SchemaError(f"{source}: {what} {name!r} is already declared differently by another pack in "
-                                  "this store; declare it identically or use another name")
+                                  "this store; declare it identically (a relationship type may name other "
+                                  "endpoint labels) or use another name")
         return out
 
     out = dict(ext)
     out["labels"] = keep(ext.get("labels"), schema.label_map, set(base.label_map), LabelSpec, "label")
     out["relationships"] = keep(ext.get("relationships"), schema.rel_map, set(base.rel_map), RelSpec,
                                 "relationship type")
-    return out
+    return out, widen
+
+
+def _widen(schema: GraphSchema, rels: list[dict[str, Any]], source: str) -> GraphSchema:
+    """``schema`` whose relationship types in ``rels`` also allow those declarations' endpoint
+    labels (a ``"*"`` on either side stays any label). Raises SchemaError (unknown label)."""
+    from hopweave.errors import SchemaError
+    from hopweave.models.schema import ANY_LABEL
+
+    if not rels:
+        return schema
+    extra = {r["name"]: r for r in rels}
+    data = schema.model_dump()
+    for d in data["relationships"]:
+        r = extra.get(d["name"])
+        if r is None:
+            continue
+        for side, anyside in (("from_labels", "any_from"), ("to_labels", "any_to")):
+            add = list(r.get(side) or ())
+            if d[anyside] or ANY_LABEL in add:
+                d[side], d[anyside] = [ANY_LABEL], False
+            else:
+                d[side] = list(dict.fromkeys([*d[side], *add]))
+    try:
+        return GraphSchema.model_validate(data)
+    except Exception as exc:
+        raise SchemaError(f"{source}: widening relationship types {sorted(extra)} failed: {exc}") from exc
 
 
 def read_pack(pack_dir: str | Path, existing: StoreSettings | None = None) -> LoadedPack:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -18,7 +18,7 @@ from hopweave.models.domain import DomainSettings
 from hopweave.models.schema import check_identifier
 
 MANIFEST = "hopweave.yaml"
-PACK_FORMAT = 1
+PACK_FORMAT: Final = 1
 #: The tenant name a graph entry uses for the domain's shared vocabulary.
 SHARED = "_shared"
 

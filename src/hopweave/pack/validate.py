@@ -130,9 +130,9 @@ def check_goals(d: Path, m: PackManifest, schema: GraphSchema) -> list[Problem]:
         parsed: list[TraversalPattern] = []
         for raw in raws:
             errs = pattern_errors(raw, schema, goal)
-            for exc in errs:
-                out.append(Problem(file=_rel(d, f), record=f"pattern {raw.get('name', '?')}", message=_err(exc),
-                                   fix=_fix_of(exc, "fix the pattern")))
+            for perr in errs:
+                out.append(Problem(file=_rel(d, f), record=f"pattern {raw.get('name', '?')}", message=_err(perr),
+                                   fix=_fix_of(perr, "fix the pattern")))
             if not errs:
                 parsed.append(TraversalPattern.model_validate(raw))
         if len(parsed) < len(raws):

@@ -169,7 +169,11 @@ class EdgeIndex(VectorIndex):
 
     def _create(self, info: CollectionInfo) -> None:
         q = _q()
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreIOError(f"cannot create {self.root} ({exc.strerror})", path=str(self.root),
+                               errno=exc.errno) from exc
         cfg = q.EdgeConfig(
             vectors={DENSE: q.EdgeVectorParams(size=info.space.dimensions, distance=q.Distance.Cosine)},
             sparse_vectors={LEXICAL: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf,
@@ -185,9 +189,7 @@ class EdgeIndex(VectorIndex):
                 shard.update(q.UpdateOperation.create_field_index(name, schema))
             shard.flush()
             self._shard = shard
-            tmp = self.root / (INFO_FILE + ".tmp")
-            tmp.write_text(info.model_dump_json(indent=2))
-            os.replace(tmp, self.root / INFO_FILE)
+            _write_durably(self.root / INFO_FILE, info.model_dump_json(indent=2).encode())
 
     def _index_specs(self) -> list[tuple[str, Any]]:
         q = _q()

@@ -15,104 +15,41 @@ The semantic channel only compares vectors of the query's embedding space: every
 from __future__ import annotations
 
 import time
-import uuid
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field, replace
-from typing import Any, Final, Iterable, Literal, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from hopweave.errors import EmbeddingSpaceError, InputError, StoreError, TenantError
 from hopweave.models.common import check_tenant
-from hopweave.models.documents import CURRENT
+from hopweave.models.documents import CURRENT, SUPERSEDED
 from hopweave.models.filters import Eq, FilterTree, In, and_, check_fields, matches, parse_filter
-from hopweave.models.ranking import Coverage, Hit, RankingProfile, SearchResult
+from hopweave.models.ranking import Coverage, RankingProfile, SearchResult
 from hopweave.models.schema import GraphSchema
 from hopweave.search.embedder import EmbeddingSpace
 from hopweave.search.features import with_features
 from hopweave.search.fusion import Fused, fuse, rank_channel
-from hopweave.search.lexical import Bm25Encoder, Bm25Params, SparseVec, Tokenizer, TokenizerConfig
+from hopweave.search.index_types import (
+    DENSE,
+    INTERNAL_KEYWORD_FIELDS,
+    LEXICAL,
+    SPACE_FIELD,
+    Candidate,
+    ChannelRequest,
+    CollectionInfo,
+    IndexPoint,
+    hit_of,
+    payload_index_kinds,
+    point_id,
+)
 
-DENSE: Final = "dense"
-LEXICAL: Final = "lexical"
+__all__ = ["DENSE", "INTERNAL_KEYWORD_FIELDS", "LEXICAL", "LEXICAL_TIE_HEADROOM", "SPACE_FIELD", "Candidate",
+           "ChannelRequest", "CollectionInfo", "IndexPoint", "VectorIndex", "payload_index_kinds", "point_id"]
+
 #: The BM25 channel's first fetch is this many times its cap (+1): a refetch costs a whole
 #: filtered-IDF query, and templated corpora tie at the cut often (issue 7: 2 queries per search).
 LEXICAL_TIE_HEADROOM = 4
-#: Payload fields the index itself maintains (beyond the schema's chunk fields).
-SPACE_FIELD = "embedding_space"
-INTERNAL_KEYWORD_FIELDS = (SPACE_FIELD, "text_hash")
-
-
-def payload_index_kinds(schema: "GraphSchema") -> list[tuple[str, str]]:
-    """(field, kind) of every payload index a collection needs: each indexed chunk field of the
-    schema by its type (``tenant`` for tenant_id, then ``datetime``/``integer``/``float``/``bool``/
-    ``keyword``) plus the internal keyword fields. Adapters map a kind to their own index type."""
-    by_type = {"date": "datetime", "datetime": "datetime", "int": "integer", "float": "float", "bool": "bool"}
-    kinds = [
-        (f.name, "tenant" if f.name == "tenant_id" else by_type.get(f.type, "keyword"))
-        for f in schema.chunk_fields
-        if f.indexed
-    ]
-    return kinds + [(name, "keyword") for name in INTERNAL_KEYWORD_FIELDS]
-_POINT_NS = uuid.UUID("5b1f0c3e-8d4a-4f7e-9a57-2c1e6b0d9f11")
-
-
-def point_id(chunk_id: str) -> str:
-    """Deterministic Qdrant point id (UUIDv5) of a chunk id."""
-    return str(uuid.uuid5(_POINT_NS, chunk_id))
-
-
-class CollectionInfo(BaseModel):
-    """What a collection was built with; recorded with the collection and checked on open."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    format: int = 1
-    space: EmbeddingSpace
-    k1: float = 1.2
-    b: float = 0.75
-    avg_len: float = 256.0
-    title_weight: int = 1
-    tokenizer: dict[str, Any] = {}
-
-    def encoder(self) -> Bm25Encoder:
-        """The BM25 encoder that produced (and must query) this collection's sparse vectors."""
-        return Bm25Encoder(
-            Bm25Params(self.k1, self.b, self.avg_len),
-            Tokenizer(TokenizerConfig(**self.tokenizer)),
-            self.title_weight,
-        )
-
-
-@dataclass
-class IndexPoint:
-    """A point to upsert: chunk id, payload, BM25 vector and (optionally) its dense vector."""
-
-    chunk_id: str
-    payload: dict[str, Any]
-    sparse: SparseVec
-    dense: np.ndarray | None = None
-
-
-@dataclass(frozen=True)
-class ChannelRequest:
-    """One candidate query handed to an adapter (filters already compiled for it)."""
-
-    channel: Literal["dense", "lexical"]
-    vector: Any  # list[float] for dense, SparseVec for lexical
-    filter: Any
-    limit: int
-    idf_filter: Any = None
-    #: Payload fields each candidate carries besides chunk_id and tenant_id (ranking features).
-    fields: tuple[str, ...] = ()
-
-
-@dataclass
-class Candidate:
-    chunk_id: str
-    score: float
-    payload: dict[str, Any] = field(default_factory=dict)
 
 
 class VectorIndex(ABC):
@@ -359,7 +296,8 @@ class VectorIndex(ABC):
             where: extra filter in the shared vocabulary.
             limit: hits to return.
             query_vector: the query embedding, in ``query_space``; None skips the semantic channel.
-            include_superseded: also search superseded revisions (audit); default current only.
+            include_superseded: also search superseded revisions (documents in force at a past
+                as_of, audit); default current only. Staging points are never searched.
             scope: the goal's document scope (field -> values, first = primary), read by a
                 profile's ``scope`` feature; it does not filter.
 
@@ -374,6 +312,8 @@ class VectorIndex(ABC):
             raise InputError("limit must be >= 1")
         info = self.require_info()
         scoped = self.scoped_filter(tenant_id, where, not include_superseded)
+        if include_superseded:  # every loaded revision, never a half-written (staging) one
+            scoped = and_(scoped, In(field="version", values=(CURRENT, SUPERSEDED))) or scoped
         space = query_space or info.space
         space_tree = and_(scoped, Eq(field=SPACE_FIELD, value=space.key))
         assert space_tree is not None
@@ -399,7 +339,7 @@ class VectorIndex(ABC):
         t3 = time.perf_counter()
         fused, payloads, dropped = self._fuse_checked(tenant_id, scoped, profile, lex, sem, limit,
                                                       (query, info, scope))
-        hits = tuple(_hit(f, payloads[f.chunk_id]) for f in fused)
+        hits = tuple(hit_of(f, payloads[f.chunk_id]) for f in fused)
         timings["fuse"] = _ms(t3)
         timings["total"] = _ms(t0)
         return SearchResult(
@@ -634,23 +574,3 @@ class VectorIndex(ABC):
 
 def _ms(since: float) -> float:
     return (time.perf_counter() - since) * 1000
-
-
-def _hit(f: Fused, payload: dict[str, Any]) -> Hit:
-    # built from the engine's payload and fuse()'s already-typed scores: skip re-validation
-    return Hit.model_construct(
-        chunk_id=f.chunk_id,
-        document_id=str(payload.get("document_id", "")),
-        document=payload.get("document"),
-        title=str(payload.get("title") or ""),
-        section=str(payload.get("section") or ""),
-        revision=payload.get("revision"),
-        version=payload.get("version"),
-        text=str(payload.get("text", "")),
-        payload={k: v for k, v in payload.items() if k != "text"},
-        score=f.score,
-        lexical=f.lexical,
-        semantic=f.semantic,
-        rerank=None,
-        features=f.features,
-    )

@@ -10,7 +10,8 @@ file's sha256, checked on every load (a mismatch re-exports).
 Determinism (replay is byte-identical): the session runs on one intra-op thread, sequential
 execution, deterministic compute. Texts are never padded: a call is split into groups of equal
 token length, so a text's vector does not depend on what else is in the call (tested: per-item
-vs any batch, byte-equal). Mean pooling and L2 normalisation run per row in numpy. Large calls
+vs any batch, byte-equal). The optional int8 graph runs every text alone (its dynamic
+quantization scales activations per input tensor, so batch mates would change the bits). Mean pooling and L2 normalisation run per row in numpy. Large calls
 spread the groups over a thread pool of single-threaded runs, which changes no bits.
 """
 
@@ -30,7 +31,7 @@ import numpy as np
 
 from hopweave.errors import ConfigError, MissingDependencyError
 
-__all__ = ["EXPORT_RECIPE", "OnnxMiniLM", "ensure_exported", "export_key", "onnx_cache_dir", "runtime_version",
+__all__ = ["EXPORT_RECIPE", "INT8_RECIPE", "OnnxMiniLM", "ensure_exported", "export_key", "onnx_cache_dir", "runtime_version",
            "space_revision_suffix"]
 
 #: Bump when the export below changes (opset, wrapper, attention implementation).
@@ -38,6 +39,8 @@ EXPORT_RECIPE = "v1-op17-eager"
 OPSET = 17
 #: sentence-transformers truncates at ``max_seq_length`` (sentence_bert_config.json).
 DEFAULT_MAX_TOKENS = 256
+#: The optional int8 variant: dynamic quantization (per-channel int8 weights) of the MatMuls.
+INT8_RECIPE = "int8-dyn-pc-matmul"
 #: Calls with more texts than this spread their length groups over a thread pool.
 PARALLEL_CALL = 64
 
@@ -69,10 +72,12 @@ def export_key(weights_sha: str) -> str:
     return f"minilm-{weights_sha[:16]}-{_exporter_versions()}-{EXPORT_RECIPE}"
 
 
-def space_revision_suffix() -> str:
+def space_revision_suffix(int8: bool = False) -> str:
     """What, besides the weights, fixes the numerics: the export recipe, the exporter versions
-    (the graph) and the onnxruntime version (the kernels). Part of the embedding space's revision."""
-    return f"onnx-{EXPORT_RECIPE}+{_exporter_versions()}+ort{runtime_version()}"
+    (the graph), the quantization if any and the onnxruntime version (the kernels). Part of the
+    embedding space's revision."""
+    q = f"+{INT8_RECIPE}" if int8 else ""
+    return f"onnx-{EXPORT_RECIPE}+{_exporter_versions()}{q}+ort{runtime_version()}"
 
 
 def _sha256(path: Path) -> str:
@@ -123,8 +128,42 @@ def _export(model_dir: Path, dest: Path) -> None:
     os.replace(tmp, dest)
 
 
-def ensure_exported(model_dir: Path, weights_sha: str, cache_dir: Path | None = None) -> Path:
-    """The cached ONNX graph for these weights, exported first if absent or corrupt.
+def _verified(path: Path) -> bool:
+    meta = path.with_suffix(".json")
+    if not (path.is_file() and meta.is_file()):
+        return False
+    try:
+        recorded = json.loads(meta.read_text(encoding="utf-8")).get("sha256")
+    except (OSError, ValueError):
+        return False
+    return bool(recorded == _sha256(path))
+
+
+def _write_meta(path: Path, info: dict[str, Any]) -> None:
+    meta = path.with_suffix(".json")
+    tmp = meta.with_name(f".{meta.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"sha256": _sha256(path), **info}, sort_keys=True, indent=1), encoding="utf-8")
+    os.replace(tmp, meta)
+
+
+def _quantize(src: Path, dest: Path) -> None:
+    """int8 dynamic quantization of ``src``'s MatMuls (per-channel weights) into ``dest``, atomically."""
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as exc:
+        raise MissingDependencyError("onnx", "embed", "quantizing the ONNX encoder") from exc
+    tmp = dest.with_name(f".{dest.stem}.{os.getpid()}.{threading.get_ident()}.tmp.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantize_dynamic(str(src), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
+                         op_types_to_quantize=["MatMul"])
+    os.replace(tmp, dest)
+
+
+def ensure_exported(model_dir: Path, weights_sha: str, cache_dir: Path | None = None,
+                    int8: bool = False) -> Path:
+    """The cached ONNX graph for these weights (int8-quantized when ``int8``), exported first if
+    absent or corrupt.
 
     Returns the path of the ``.onnx`` file, whose sha256 matches its ``.json`` sidecar.
 
@@ -134,22 +173,19 @@ def ensure_exported(model_dir: Path, weights_sha: str, cache_dir: Path | None = 
     """
     base = cache_dir or onnx_cache_dir()
     stem = export_key(weights_sha)
-    path, meta = base / f"{stem}.onnx", base / f"{stem}.json"
-    if path.is_file() and meta.is_file():
-        try:
-            recorded = json.loads(meta.read_text(encoding="utf-8")).get("sha256")
-        except (OSError, ValueError):
-            recorded = None
-        if recorded == _sha256(path):
-            return path
+    path = base / (f"{stem}-{INT8_RECIPE}.onnx" if int8 else f"{stem}.onnx")
+    if _verified(path):
+        return path
     try:
         base.mkdir(parents=True, exist_ok=True)
-        _export(model_dir, path)
-        info = {"sha256": _sha256(path), "weights_sha256": weights_sha, "recipe": EXPORT_RECIPE,
-                "torch": _pkg_version("torch"), "transformers": _pkg_version("transformers")}
-        tmp = meta.with_name(f".{meta.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(info, sort_keys=True, indent=1), encoding="utf-8")
-        os.replace(tmp, meta)
+        info = {"weights_sha256": weights_sha, "recipe": EXPORT_RECIPE, "torch": _pkg_version("torch"),
+                "transformers": _pkg_version("transformers")}
+        if int8:
+            _quantize(ensure_exported(model_dir, weights_sha, base), path)
+            info.update(quantization=INT8_RECIPE, onnxruntime=runtime_version())
+        else:
+            _export(model_dir, path)
+        _write_meta(path, info)
     except OSError as exc:
         raise ConfigError(f"cannot write the ONNX export to {base}: {exc} (set HOPWEAVE_CACHE_DIR)") from exc
     return path
@@ -162,9 +198,11 @@ class OnnxMiniLM:
     Args:
         model_dir: the sentence-transformers folder (tokenizer.json, weights, configs).
         onnx_path: the exported graph (:func:`ensure_exported`).
+        per_item: run every text alone. Needed for the int8 graph, whose dynamic quantization
+            scales activations over the whole input tensor, so batch mates would move a vector.
     """
 
-    def __init__(self, model_dir: Path, onnx_path: Path) -> None:
+    def __init__(self, model_dir: Path, onnx_path: Path, per_item: bool = False) -> None:
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -183,6 +221,7 @@ class OnnxMiniLM:
         so.use_deterministic_compute = True
         so.log_severity_level = 3
         self._sess = ort.InferenceSession(str(onnx_path), so, providers=["CPUExecutionProvider"])
+        self._per_item = per_item
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
@@ -192,7 +231,8 @@ class OnnxMiniLM:
         groups: dict[int, list[int]] = {}
         for i, e in enumerate(encs):
             groups.setdefault(len(e.ids), []).append(i)
-        jobs = [ix[s:s + max(1, batch_size)] for ix in groups.values() for s in range(0, len(ix), max(1, batch_size))]
+        size = 1 if self._per_item else max(1, batch_size)
+        jobs = [ix[s:s + size] for ix in groups.values() for s in range(0, len(ix), size)]
         runs = self._map(lambda ix: self._run([encs[i] for i in ix]), jobs, parallel=len(texts) > PARALLEL_CALL)
         out: np.ndarray | None = None
         for ix, vecs in zip(jobs, runs):

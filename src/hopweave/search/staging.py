@@ -219,11 +219,9 @@ def _remove(path: Path) -> None:
 
 
 def _fsync(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    from hopweave.fileio import fsync_dir
+
+    fsync_dir(directory)
 
 
 def _fsync_tree(root: Path) -> None:

@@ -165,6 +165,8 @@ class GoalClassifier:
         calibration: calibration parameters (default: the file named by the config).
         threshold: abstain below this calibrated confidence (default: the config's).
         domain: the domain (pack) whose goal types are the labels (default: all of the store's).
+        vector_cache_dir: where the example embeddings are cached on disk (default: the store's
+            ``cache/classifier`` dir, else the user cache dir; see ``vector_cache.py``).
 
     No I/O happens in the constructor; the index is built on the first :meth:`classify`.
     Thread-safe.
@@ -178,8 +180,10 @@ class GoalClassifier:
         calibration: Calibration | None = None,
         threshold: float | None = None,
         domain: str | None = None,
+        vector_cache_dir: str | Path | None = None,
     ) -> None:
         self.store = store
+        self._vector_cache_dir = Path(vector_cache_dir) if vector_cache_dir is not None else None
         #: The domain (pack) whose goal types are the labels (None: every goal in the store).
         self.domain = domain
         self._embedder = embedder
@@ -233,6 +237,21 @@ class GoalClassifier:
         with _VECTORS_LOCK:
             return np.stack([_VECTORS[(space, t)] for t in texts])
 
+    def _dense(self, texts: Sequence[str], revision: str) -> np.ndarray:
+        """The example embeddings: from the on-disk cache when it holds exactly these texts in
+        this embedding space (no model load), else embedded and written there."""
+        from hopweave.understand.vector_cache import cache_dir_for, load_vectors, save_vectors
+
+        if not texts:
+            return self._embed(texts)
+        space = self.embedder.space
+        where = self._vector_cache_dir or cache_dir_for(self.store)
+        vecs = load_vectors(where, space.key, texts, space.dimensions)
+        if vecs is None:
+            vecs = self._embed(texts)
+            save_vectors(where, space.key, texts, vecs, revision)
+        return vecs
+
     def index(self) -> _Index:
         """The index for the store's current metagraph revision (rebuilt when it changed)."""
         rev = self.store.metagraph_revision()
@@ -261,7 +280,7 @@ class GoalClassifier:
                 goals=tuple(g.name for g in goals),
                 texts=tuple(texts),
                 owner=np.asarray(owner, dtype=np.int64),
-                dense=self._embed(texts),
+                dense=self._dense(texts, rev),
                 chars=CharNgramIndex(texts, *cfg.char_ngrams),
             )
             self._index = idx

@@ -170,10 +170,23 @@ class EntityResolver:
         self._lock = threading.Lock()
         self._nlp_lock = threading.Lock()
         self._cached: tuple[str, Any, dict[str, "Node"]] | None = None
+        self._vocab: dict[str, tuple[tuple[str, int], tuple[str, dict[str, list["Node"]]]]] = {}
 
     # ---- vocabulary ----------------------------------------------------------------------
     def vocabulary(self, tenant_id: str) -> tuple[str, dict[str, list["Node"]]]:
-        """``(fingerprint, {label: nodes})`` of the vocabulary visible to the tenant."""
+        """``(fingerprint, {label: nodes})`` of the vocabulary visible to the tenant, read once per
+        (metagraph revision, writes of vocabulary labels through this store)."""
+        labels = self.store.schema.vocabulary_labels()
+        key = (self.store.metagraph_revision(), self.store.data_generation(labels))
+        hit = self._vocab.get(tenant_id)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        out = self._read_vocabulary(tenant_id)
+        self._vocab[tenant_id] = (key, out)
+        return out
+
+    def _read_vocabulary(self, tenant_id: str) -> tuple[str, dict[str, list["Node"]]]:
+        """The vocabulary read from the store, with its content fingerprint."""
         by_label: dict[str, list[Node]] = {}
         h = hashlib.sha256()
         for label in sorted(self.store.schema.vocabulary_labels()):

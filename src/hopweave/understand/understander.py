@@ -14,9 +14,10 @@ from hopweave.errors import InputError
 from hopweave.models.common import Session, check_tenant, to_datetime
 from hopweave.models.domain import DomainSettings
 from hopweave.understand.classifier import GoalClassifier
-from hopweave.understand.filter_map import compile_filter, read_filter_mapping
+from hopweave.understand.filter_map import FilterMapping, compile_filter, instant, read_filter_mapping
 from hopweave.understand.lexical_plan import _stop_words, build_lexical_plan
 from hopweave.understand.models import Understanding
+from hopweave.understand.temporal import time_windows
 from hopweave.understand.resolver import EntityResolver
 from hopweave.understand.text import MAX_CHARS, check_utterance, looks_non_english
 
@@ -75,6 +76,18 @@ class Understander:
         self.classifier = GoalClassifier(store, embedder, config=classifier_config, calibration=calibration,
                                          threshold=threshold, domain=settings.name)
         self.resolver = EntityResolver(store, settings, enrich_from_graph=enrich_from_graph)
+        self._mappings: dict[str, tuple[tuple[str, int], FilterMapping]] = {}
+
+    def filter_mapping(self, tenant_id: str) -> FilterMapping:
+        """The tenant's FilterMapping, parsed once per (metagraph revision, FilterMapping writes
+        through this store). Raises ConfigError (see :func:`read_filter_mapping`)."""
+        key = (self.store.metagraph_revision(), self.store.data_generation(("FilterMapping",)))
+        hit = self._mappings.get(tenant_id)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        mapping = read_filter_mapping(self.store, tenant_id)
+        self._mappings[tenant_id] = (key, mapping)
+        return mapping
 
     def warmup(self, tenant_id: str = "hopweave-warmup") -> None:
         """Load the embedder, build the classifier index and compile the entity ruler now (so the
@@ -116,15 +129,18 @@ class Understander:
                 "fall back to generic retrieval or ask the customer to clarify"
             )
         res = self.resolver.resolve(text, session, when)
-        mapping = read_filter_mapping(self.store, session.tenant_id)
-        tree, fnotes = compile_filter(mapping, res.entities, session, self.store, self.store.schema,
-                                      unscoped=res.unscoped)
+        mapping = self.filter_mapping(session.tenant_id)
+        store = _VocabularyReads(self.store, self.resolver.pipeline(session.tenant_id)[2])
+        tree, fnotes = compile_filter(mapping, res.entities, session, store, self.store.schema,
+                                      unscoped=res.unscoped, as_of=when)
         notes.extend(res.notes)
         notes.extend(fnotes)
+        windows = tuple(time_windows(text, when))
+        notes.extend(w.note(when) for w in windows)
         if res.unscoped:
             notes.append(f"no {', '.join(res.unscoped)} on record for this session: only documents that are "
                          "not specific to one are searched")
-        lexical = build_lexical_plan(text, res.entities, session, when, self.store, self.settings)
+        lexical = build_lexical_plan(text, res.entities, session, when, store, self.settings)
         return Understanding(
             utterance=utterance,
             as_of=when,
@@ -136,6 +152,7 @@ class Understander:
             entities=tuple(res.entities),
             mentions=tuple(res.mentions),
             filter=tree,
+            documents_at=instant(when) if mapping.in_force is not None else None,
             lexical=lexical,
             notes=tuple(notes),
             revisions={
@@ -145,7 +162,25 @@ class Understander:
                 "calibration": cls.calibration_id,
             },
             domain=self.settings.name,
+            time_windows=windows,
         )
+
+
+class _VocabularyReads:
+    """The store as the filter mapping and the lexical plan read it: ``get_node`` of a vocabulary
+    node is served from the resolver's cached vocabulary (the same tenant-visible nodes, read
+    once per revision); everything else goes to the store."""
+
+    def __init__(self, store: "GraphStore", nodes: dict[str, Any]) -> None:
+        self._store = store
+        self._nodes = nodes
+
+    def get_node(self, tenant_id: str, node_id: str) -> Any:
+        node = self._nodes.get(node_id)
+        return node if node is not None else self._store.get_node(tenant_id, node_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
 
 
 def understanding_json(u: Understanding, qdrant_filter: Any = None) -> dict[str, Any]:

@@ -1,6 +1,7 @@
-"""The README's commands are the CLI's commands: every ``hopweave ...`` line of its bash blocks
-names a real command, uses only options that command has, and gives every required argument.
-``hopweave profiles`` (no store needed) also runs for real. So the docs cannot drift silently.
+"""The documented commands are the CLI's commands: every ``hopweave ...`` line of the bash blocks
+of the README, of ``docs/*.md`` and of the example packs' READMEs names a real command, uses only
+options that command has, and gives every required argument. ``hopweave profiles`` (no store
+needed) also runs for real. So the docs cannot drift silently.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from typer.testing import CliRunner
 
 from hopweave.cli import app
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+ROOT = Path(__file__).resolve().parents[3]
+README = ROOT / "README.md"
+#: Every Markdown file whose bash blocks are checked against the CLI.
+DOCS = (README, *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "examples").glob("*/README.md")))
 
 
 def _bash_lines(text: str) -> list[str]:
@@ -31,11 +35,11 @@ def _bash_lines(text: str) -> list[str]:
     return lines
 
 
-def readme_commands() -> list[str]:
-    """Every ``hopweave`` invocation in the README; ``a | b`` alternatives are expanded
-    (``hopweave patterns list | show NAME`` is two commands)."""
+def doc_commands(doc: Path) -> list[str]:
+    """Every ``hopweave`` invocation in ``doc``'s bash blocks; ``a | b`` alternatives are
+    expanded (``hopweave patterns list | show NAME`` is two commands)."""
     out: list[str] = []
-    for line in _bash_lines(README.read_text(encoding="utf-8")):
+    for line in _bash_lines(doc.read_text(encoding="utf-8")):
         if not line.startswith("hopweave "):
             continue
         first, *alternatives = [p.strip() for p in line.split(" | ")]
@@ -63,15 +67,17 @@ def _tenant_is_required(param: Any) -> bool:
     return param.name == "tenant" and param.default is None and "default" not in help_text
 
 
-COMMANDS = readme_commands()
+COMMANDS = [(doc.relative_to(ROOT).as_posix(), line) for doc in DOCS for line in doc_commands(doc)]
 
 
-def test_the_readme_has_commands() -> None:
-    assert len(COMMANDS) >= 10, COMMANDS
+def test_the_docs_have_commands() -> None:
+    by_doc = {doc for doc, _ in COMMANDS}
+    assert len([c for c in COMMANDS if c[0] == "README.md"]) >= 10, COMMANDS
+    assert {"docs/engine.md", "docs/inspect.md", "docs/packs.md"} <= by_doc, sorted(by_doc)
 
 
-@pytest.mark.parametrize("line", COMMANDS)
-def test_readme_command_matches_the_cli(line: str) -> None:
+@pytest.mark.parametrize(("doc", "line"), COMMANDS, ids=[f"{d}: {line[:60]}" for d, line in COMMANDS])
+def test_documented_command_matches_the_cli(doc: str, line: str) -> None:
     argv = shlex.split(line)[1:]
     path, cmd, rest = _resolve(argv)
     assert path and not hasattr(cmd, "commands"), f"{line!r}: no such command"

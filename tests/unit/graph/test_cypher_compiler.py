@@ -87,27 +87,56 @@ def test_every_shipped_pattern_compiles_to_its_expected_query(schema: GraphSchem
 def test_recent_transactions_exact_string(schema: GraphSchema) -> None:
     p = {p.name: p for p in shipped_patterns(schema)}["recent_transactions"]
     q, params = compile_pattern(p, MARIA, schema)
+    target_ok = (
+        "(n2:`Event` AND n2.`tenant_id` IN $tenants AND n2.`type` = $type"
+        " AND n2.`timestamp` >= $timestamp AND n2.`timestamp` <= $timestamp_1)"
+    )
     assert q == (
         "MATCH (n0:`Customer` {`id`: $seed})\n"
-        "WHERE n0.`tenant_id` IN $tenants\n"
-        "WITH n0, [n0.`id`] AS path\n"
-        "MATCH (n0)-[:`HOLDS`]->(n1:`Account`)\n"
-        "WHERE n1.`tenant_id` IN $tenants\n"
-        "WITH n1, min(path + [n1.`id`]) AS path\n"
-        "MATCH (n1)-[:`HAS_EVENT`]->(n2:`Event`)\n"
-        "WHERE n2.`tenant_id` IN $tenants AND n2.`type` = $type AND n2.`timestamp` >= $timestamp"
-        " AND n2.`timestamp` <= $timestamp_1\n"
-        "WITH n2, min(path + [n2.`id`]) AS path\n"
+        "WITH n0, (n0.`tenant_id` IN $tenants) AS ok\n"
+        "WITH count(n0) AS visited, min(CASE WHEN ok THEN n0.`id` END) AS seed_id, "
+        "collect(CASE WHEN ok THEN [n0, [n0.`id`]] END) AS reached\n"
+        "WITH visited, seed_id, CASE WHEN visited > $max_visited THEN [] ELSE reached END AS frontier\n"
+        "CALL (frontier) {\n"
+        "  UNWIND frontier AS f\n"
+        "  WITH f[0] AS n0, f[1] AS path\n"
+        "  CALL (n0) {\n"
+        "    MATCH (n0)-[:`HOLDS`]->(n1)\n"
+        "    RETURN DISTINCT n1 LIMIT $expand_cap\n"
+        "  }\n"
+        "  WITH n1, count(*) AS seen, min(path) AS path\n"
+        "  RETURN sum(seen) AS expanded, collect(CASE WHEN (n1:`Account` AND n1.`tenant_id` IN $tenants) "
+        "THEN [n1, path + [n1.`id`]] END) AS reached\n"
+        "}\n"
+        "WITH visited + expanded AS visited, seed_id, "
+        "CASE WHEN visited + expanded > $max_visited THEN [] ELSE reached END AS frontier\n"
+        "CALL (frontier) {\n"
+        "  UNWIND frontier AS f\n"
+        "  WITH f[0] AS n1, f[1] AS path\n"
+        "  CALL (n1) {\n"
+        "    MATCH (n1)-[:`HAS_EVENT`]->(n2)\n"
+        "    RETURN DISTINCT n2 LIMIT $expand_cap\n"
+        "  }\n"
+        "  WITH n2, count(*) AS seen, min(path) AS path\n"
+        f"  RETURN sum(CASE WHEN {target_ok} THEN 1 ELSE seen END) AS expanded, "
+        f"collect(CASE WHEN {target_ok} THEN [n2, path + [n2.`id`]] END) AS reached\n"
+        "}\n"
+        "UNWIND CASE WHEN visited + expanded > $max_visited OR size(reached) = 0 THEN [null] ELSE reached END AS t\n"
+        "WITH visited + expanded AS visited, seed_id, t[0] AS n2, t[1] AS path\n"
         "ORDER BY n2.`timestamp` IS NULL, n2.`timestamp` DESC, n2.`id` ASC\n"
         "LIMIT $limit\n"
         "RETURN n2.`id` AS id, labels(n2)[0] AS label, {`id`: n2.`id`, `tenant_id`: n2.`tenant_id`, "
         "`summary`: n2.`summary`, `type`: n2.`type`, `amount`: n2.`amount`, `timestamp`: n2.`timestamp`, "
-        "`on_time`: n2.`on_time`, `status`: n2.`status`, `description`: n2.`description`} AS props, path"
+        "`on_time`: n2.`on_time`, `status`: n2.`status`, `description`: n2.`description`} AS props, path, "
+        "visited, seed_id"
     )
-    # relative times are evaluated against as_of (never the wall clock); one extra row detects truncation
+    # relative times are evaluated against as_of (never the wall clock); one extra row detects
+    # truncation; max_visited is a parameter the query compares its visit count with after each hop
     assert params == {
         "tenants": ["deltabank", "_global"],
         "seed": "CUST_4421",
+        "max_visited": 10_000,
+        "expand_cap": 10_001,
         "type": "Transaction",
         "timestamp": "2024-05-12T23:59:59",
         "timestamp_1": "2026-05-12T23:59:59",
@@ -115,24 +144,61 @@ def test_recent_transactions_exact_string(schema: GraphSchema) -> None:
     }
 
 
-def test_falkordb_guards_ranges_against_its_index(schema: GraphSchema) -> None:
+def test_falkordb_dialect(schema: GraphSchema) -> None:
+    """FalkorDB: ranges guarded against its index, and the importing-WITH subquery (FalkorDB 4
+    does not parse Neo4j 5's ``CALL (x) {``); nothing else differs."""
     p = {p.name: p for p in shipped_patterns(schema)}["recent_transactions"]
     q, _ = compile_pattern(p, MARIA, schema, FALKORDB)
     assert "[n2.`timestamp`][0] >= $timestamp AND [n2.`timestamp`][0] <= $timestamp_1" in q
     assert "n2.`type` = $type" in q  # string equality may use the index
-    assert q.replace("[n2.`timestamp`][0]", "n2.`timestamp`") == compile_pattern(p, MARIA, schema, NEO4J)[0]
+    assert q.count("CALL { WITH frontier\n") == 2 and "CALL (" not in q
+    assert "  CALL { WITH n0\n" in q and "  CALL { WITH n1\n" in q
+    neo = compile_pattern(p, MARIA, schema, NEO4J)[0]
+    assert q.replace("[n2.`timestamp`][0]", "n2.`timestamp`").replace(
+        "CALL { WITH frontier", "CALL (frontier) {"
+    ).replace("CALL { WITH n0", "CALL (n0) {").replace("CALL { WITH n1", "CALL (n1) {") == neo
+
+
+def test_max_visited_is_counted_per_hop(schema: GraphSchema) -> None:
+    """Seed candidates of any tenant count, every distinct neighbour counts at an intermediate
+    hop, a qualifying target once at the last; the frontier empties past max_visited."""
+    p = _pattern(
+        edge_sequence=(EdgeStep(type="HOLDS"), EdgeStep(type="HAS_EVENT")), target_type="Event", depth=2,
+        max_visited=42,
+    )
+    q, params = compile_pattern(p, MARIA, schema)
+    assert params["max_visited"] == 42 and params["expand_cap"] == 43
+    lines = q.split("\n")
+    assert lines[0] == "MATCH (n0:`Customer` {`id`: $seed})"  # no tenant filter: candidates count
+    assert lines[2].startswith("WITH count(n0) AS visited, ")
+    assert "WITH visited, seed_id, CASE WHEN visited > $max_visited THEN [] ELSE reached END AS frontier" in lines
+    assert (
+        "WITH visited + expanded AS visited, seed_id, "
+        "CASE WHEN visited + expanded > $max_visited THEN [] ELSE reached END AS frontier"
+    ) in lines
+    assert "  RETURN sum(seen) AS expanded, collect(CASE WHEN (n1:`Account` AND n1.`tenant_id` IN $tenants) " \
+        "THEN [n1, path + [n1.`id`]] END) AS reached" in lines
+    assert "  RETURN sum(CASE WHEN (n2:`Event` AND n2.`tenant_id` IN $tenants) THEN 1 ELSE seen END) AS expanded, " \
+        "collect(CASE WHEN (n2:`Event` AND n2.`tenant_id` IN $tenants) THEN [n2, path + [n2.`id`]] END) AS reached" \
+        in lines
+    assert lines[-5].startswith("UNWIND CASE WHEN visited + expanded > $max_visited OR size(reached) = 0")
+    assert "    MATCH (n0)-[:`HOLDS`]->(n1)" in lines  # unlabelled: every neighbour is a visit
+    # a frontier node stops expanding once the cut is certain (a hub costs max_visited + 1)
+    assert lines.count("    RETURN DISTINCT n1 LIMIT $expand_cap") == 1
+    assert q.endswith(" AS props, path, visited, seed_id")
 
 
 def test_non_id_seed_and_bool_predicate(schema: GraphSchema) -> None:
     p = {p.name: p for p in shipped_patterns(schema)}["applicable_rules"]
     q, params = compile_pattern(p, MARIA, schema)
-    assert q.startswith("MATCH (n0:`CaseState` {`name`: $seed})\nWHERE n0.`tenant_id` IN $tenants\n")
+    assert q.startswith(
+        "MATCH (n0:`CaseState` {`name`: $seed})\nWITH n0, (n0.`tenant_id` IN $tenants) AS ok\n"
+    )
     assert "n1.`enabled` = $enabled" in q and params["enabled"] is True
     assert params["seed"] == "LateFeeDispute_open"  # the Bind default: no CaseState entity resolved
     assert not seed_is_unique(p, MARIA)
-    # several nodes may share a name: the smallest seed id travels with the rows
-    assert "\nWITH min(n0.`id`) AS seed_id, collect(n0) AS seeds\nUNWIND seeds AS n0\n" in q
-    assert "\nWITH seed_id, n1, min(path + [n1.`id`]) AS path\n" in q and q.endswith(" AS props, path, seed_id")
+    # several nodes may share a name: the smallest qualifying seed id travels with the rows
+    assert "min(CASE WHEN ok THEN n0.`id` END) AS seed_id" in q
     sq, sp = compile_seed_query(p, MARIA, schema)
     assert sq == (
         "MATCH (n0:`CaseState` {`name`: $seed})\nWHERE n0.`tenant_id` IN $tenants\n"
@@ -155,10 +221,12 @@ def test_directions_via_types_and_label_disjunction(schema: GraphSchema) -> None
     )
     q, _ = compile_pattern(p, MARIA, schema)
     lines = q.split("\n")
-    assert "MATCH (n0)-[:`HOLDS`]->(n1:`Account`)" in lines
-    assert "MATCH (n1)<-[:`HOLDS`]-(n2:`Customer`)" in lines
-    assert "MATCH (n2)<-[:`SAW_FACT`]-(n3:`DecisionTrace`)" in lines
-    assert "MATCH (n3)-[:`RESULTED_IN`]-(n4:`CustomerProfile`)" in lines
+    assert "    MATCH (n0)-[:`HOLDS`]->(n1)" in lines
+    assert "    MATCH (n1)<-[:`HOLDS`]-(n2)" in lines
+    assert "    MATCH (n2)<-[:`SAW_FACT`]-(n3)" in lines
+    assert "    MATCH (n3)-[:`RESULTED_IN`]-(n4)" in lines
+    assert "CASE WHEN (n2:`Customer` AND n2.`tenant_id` IN $tenants) THEN [n2, path" in q
+    assert "CASE WHEN (n4:`CustomerProfile` AND n4.`tenant_id` IN $tenants) THEN [n4, path" in q
     # an intermediate node reachable with several labels gets them all, in schema order
     p2 = _pattern(
         edge_sequence=(
@@ -171,10 +239,10 @@ def test_directions_via_types_and_label_disjunction(schema: GraphSchema) -> None
     )
     q2, _ = compile_pattern(p2, MARIA, schema)
     assert hop_labels(p2, schema)[1] == ("Conversation", "Outcome", "CustomerProfile", "DecisionTrace")
-    assert "MATCH (n0)-[:`RESULTED_IN`]-(n1)" in q2
+    assert "    MATCH (n0)-[:`RESULTED_IN`]-(n1)" in q2.split("\n")
     assert (
-        "WHERE n1.`tenant_id` IN $tenants AND (n1:`Conversation` OR n1:`Outcome` OR n1:`CustomerProfile` "
-        "OR n1:`DecisionTrace`)"
+        "(n1.`tenant_id` IN $tenants AND (n1:`Conversation` OR n1:`Outcome` OR n1:`CustomerProfile` "
+        "OR n1:`DecisionTrace`)) THEN [n1, path"
     ) in q2
 
 
@@ -191,29 +259,29 @@ def test_predicates_on_seed_and_intermediate_nodes(schema: GraphSchema) -> None:
         ),
     )
     q, params = compile_pattern(p, MARIA, schema)
-    assert "WHERE n0.`tenant_id` IN $tenants AND n0.`tier` = $tier\n" in q
-    assert "WHERE n1.`tenant_id` IN $tenants AND NOT (coalesce(n1.`status` = $status, false))\n" in q
-    assert "n2.`amount` IS NOT NULL AND n2.`type` IN $type\n" in q
+    assert "WITH n0, (n0.`tenant_id` IN $tenants AND n0.`tier` = $tier) AS ok\n" in q
+    assert "(n1:`Account` AND n1.`tenant_id` IN $tenants AND NOT (coalesce(n1.`status` = $status, false))) THEN" in q
+    assert "n2.`amount` IS NOT NULL AND n2.`type` IN $type) THEN [n2, " in q
     assert params["tier"] == "Platinum" and params["status"] == "closed" and params["type"] == ["A", "B"]
 
 
 def test_unbound_values_fail_closed(schema: GraphSchema) -> None:
     no_customer = MARIA.model_copy(update={"session": Session(tenant_id="deltabank")})
     q, params = compile_pattern(_pattern(), no_customer, schema)
-    assert q.startswith("MATCH (n0:`Customer`)\nWHERE n0.`tenant_id` IN $tenants AND false\n")
+    assert q.startswith("MATCH (n0:`Customer`)\nWHERE false\n")
     assert "seed" not in params
     p = _pattern(predicates=(Predicate(property="status", value=Bind(ref="entity.Missing")),))
     q, _ = compile_pattern(p, MARIA, schema)
-    assert "WHERE n1.`tenant_id` IN $tenants AND false\n" in q
-    # a predicate beyond the target (the gate rejects it) makes the walk match nothing
+    assert "(n1:`Account` AND n1.`tenant_id` IN $tenants AND false) THEN" in q
+    # a predicate beyond the target (the gate rejects it): seeds are candidates, none qualifies
     p = _pattern(predicates=(Predicate(on=5, property="id", value=Literal_(value="x")),))
-    assert "\nWHERE n0.`tenant_id` IN $tenants AND false\n" in compile_pattern(p, MARIA, schema)[0]
+    assert "\nWITH n0, (n0.`tenant_id` IN $tenants AND false) AS ok\n" in compile_pattern(p, MARIA, schema)[0]
 
 
 def test_tuple_and_typed_seed_values(schema: GraphSchema) -> None:
     p = _pattern(seed=Seed(type="Customer", value=Literal_(value=("CUST_1", "CUST_2"))))
     q, params = compile_pattern(p, MARIA, schema)
-    assert q.startswith("MATCH (n0:`Customer`)\nWHERE n0.`id` IN $id AND n0.`tenant_id` IN $tenants\n")
+    assert q.startswith("MATCH (n0:`Customer`)\nWHERE n0.`id` IN $id\nWITH n0, (n0.`tenant_id` IN $tenants) AS ok\n")
     assert params["id"] == ["CUST_1", "CUST_2"] and not seed_is_unique(p, MARIA)
     p = _pattern(
         seed=Seed(type="Tier", key="rank", value=Literal_(value=3)),
@@ -221,9 +289,7 @@ def test_tuple_and_typed_seed_values(schema: GraphSchema) -> None:
         target_type="Customer",
     )
     q, _ = compile_pattern(p, MARIA, schema, FALKORDB)
-    assert q.startswith(
-        "MATCH (n0:`Tier`)\nWHERE [n0.`rank`][0] = $rank AND"
-    )  # non-string: not from the index
+    assert q.startswith("MATCH (n0:`Tier`)\nWHERE [n0.`rank`][0] = $rank\n")  # non-string: not from the index
 
 
 def test_order_limit_and_row_properties(schema: GraphSchema) -> None:

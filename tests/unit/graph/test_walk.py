@@ -114,8 +114,11 @@ def test_directions_distinct_targets_and_smallest_path(schema):
             [Edge("P1", "P2", "SIMILAR_TO"), Edge("P3", "P1", "SIMILAR_TO"), Edge("P2", "P4", "SIMILAR_TO"),
              Edge("P3", "P4", "SIMILAR_TO")])
     seed = Seed(type="CustomerProfile", key="id", value=Literal_(value="P1"))
-    one = lambda d: pattern(seed=seed, edge_sequence=(EdgeStep(type="SIMILAR_TO", direction=d),),
-                            target_type="CustomerProfile")
+
+    def one(d: str):  # -> TraversalPattern
+        return pattern(seed=seed, edge_sequence=(EdgeStep(type="SIMILAR_TO", direction=d),),
+                       target_type="CustomerProfile")
+
     b = bindings()
     assert ids(s.run_pattern("t1", one("out"), b)) == ["P2"]
     assert ids(s.run_pattern("t1", one("in"), b)) == ["P3"]
@@ -243,14 +246,13 @@ def test_hub_max_visited_cut_is_exact_and_deterministic(schema):
 
 
 def test_budget_holds_on_a_hub(schema):
-    """The issue-12 defect: a 10 ms pattern on a 100k-edge node ran ~200 ms."""
+    """The issue-12 defect: a 10 ms pattern on a 100k-edge node ran ~200 ms, because the walker
+    read, de-duplicated and sorted the whole adjacency before its first deadline check. With a
+    deadline already past, the walker must stop within its first adjacency chunk: no wall-clock
+    assertion here (benchmarks/bench_hub.py measures elapsed against budget)."""
     s = _hub(schema, 60_000)
     p = pattern(edge_sequence=(EdgeStep(type="HOLDS"),), target_type="Account", budget_ms=10,
                 max_visited=1_000_000, order_by=(OrderBy(property="balance"),))
-    times = []
-    for _ in range(5):
-        t = time.perf_counter()
-        r = s.run_pattern("t1", p, bindings())
-        times.append((time.perf_counter() - t) * 1000)
-        assert r.truncated_reason == "budget_ms"
-    assert sorted(times)[2] < 10 * 1.5, times  # the benchmark measures the 20% target
+    r = s.run_pattern("t1", p, bindings(), deadline=time.perf_counter())
+    assert r.truncated and r.truncated_reason == "budget_ms"
+    assert r.visited <= 2 * 1024, r.visited  # one adjacency chunk, not the 60,000 neighbours

@@ -1,0 +1,382 @@
+"""Issue 13: the product as shipped under agent-scale concurrency (seed 003's 100 parallel calls,
+seed 004's 800 ms budget).
+
+    python benchmarks/bench_maria.py --chunks 5000 --nodes 50000 --build-only --store S   # the store
+    python benchmarks/bench_concurrency.py --store S --telecom-store T --json out.json
+
+Shipped configuration throughout (``EngineConfig()``: 800 ms budget, the patterns' own
+``budget_ms``, traces recorded). Requests: the example packs' scenarios (every goal, no fault
+injection) with distinct wording per repetition, so no cache answers for another request.
+
+Measured, in one run: cold start to first result (fresh interpreter); warm single-request
+latency and process CPU per retrieval with per-stage medians and encoder texts per request; 100
+simultaneous retrievals via threads and via ``aretrieve`` on one event loop (latency, degraded,
+late = over budget); 100 parallel agent-tool calls; the naive unfiltered dense top-10 (embed +
+search) and the LangChain BM25+FAISS ensemble (embed + invoke) at the same concurrency; the same
+100 requests through ``hopweave serve`` from this (separate) process on loopback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "deltabank"))
+
+import maria_measure as mm  # noqa: E402
+from machine import machine  # noqa: E402
+
+BUDGET_MS = 800
+
+
+def scenarios_of(pack: str) -> list[Any]:
+    from hopweave.engine.replay import load_scenario, scenario_paths
+    from hopweave.paths import repo_root
+
+    d = repo_root() / "examples" / pack / "scenarios"
+    return [s for s in (load_scenario(p) for p in scenario_paths([d])) if not s.options.faults]
+
+
+def burst(fn: Callable[[Any], Any], items: Sequence[Any]) -> tuple[list[tuple[float, Any]], float]:
+    """Every item on its own thread, released together: (latency ms, outcome) each, wall s."""
+    start = threading.Event()
+
+    def one(x: Any) -> tuple[float, Any]:
+        start.wait()
+        t = time.perf_counter()
+        try:
+            out = fn(x)
+        except Exception as exc:  # counted as an error
+            out = exc
+        return (time.perf_counter() - t) * 1000, out
+
+    with ThreadPoolExecutor(max_workers=len(items)) as pool:
+        futs = [pool.submit(one, x) for x in items]
+        time.sleep(0.05)
+        t0 = time.perf_counter()
+        start.set()
+        res = [f.result() for f in futs]
+    return res, time.perf_counter() - t0
+
+
+def engine_stats(results: list[tuple[float, Any]], wall: float, budget_ms: int = BUDGET_MS) -> dict[str, Any]:
+    lat = [ms for ms, _ in results]
+    errors = [r for _, r in results if isinstance(r, BaseException)]
+    ok = [r for _, r in results if not isinstance(r, BaseException)]
+    degraded = [r for r in ok if getattr(r, "degraded", ())]
+    by_stage: dict[str, int] = {}
+    for r in degraded:
+        for s in sorted({d.stage for d in r.degraded}):
+            by_stage[s] = by_stage.get(s, 0) + 1
+    over = [ms - budget_ms for ms in lat if ms > budget_ms]
+    return {**mm.summary(lat), "wall_s": round(wall, 2), "rps": round(len(lat) / wall, 1), "errors": len(errors),
+            "error_types": sorted({type(e).__name__ for e in errors}), "degraded": len(degraded),
+            "degraded_by_stage": by_stage, "late": len(over), "max_over_budget_ms": round(max(over), 1) if over else 0.0,
+            "recorded": sum(1 for r in ok if getattr(r, "recorded", False))}
+
+
+def plain_stats(results: list[tuple[float, Any]], wall: float) -> dict[str, Any]:
+    lat = [ms for ms, _ in results]
+    return {**mm.summary(lat), "wall_s": round(wall, 2), "rps": round(len(lat) / wall, 1),
+            "errors": sum(1 for _, r in results if isinstance(r, BaseException))}
+
+
+def requests(scen: list[Any], n: int, salt: str) -> list[dict[str, Any]]:
+    return mm._requests(scen, n, True, salt)
+
+
+def call(engine: Any, req: dict[str, Any]) -> Any:
+    kw = {k: v for k, v in req.items() if k not in ("utterance", "name")}
+    return engine.retrieve(req["utterance"], **kw)
+
+
+def sequential(engine: Any, reqs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Warm single requests one at a time: latency, process CPU per retrieval, stage medians and
+    the texts the encoder ran per request."""
+    base = engine.embedder.base
+    real = base.embed_uncached
+    texts: list[int] = [0]
+
+    def counted(t: Sequence[str], batch_size: int = 64) -> Any:
+        texts[0] += len(t)
+        return real(t, batch_size)
+
+    base.embed_uncached = counted
+    lat, stages, enc = [], {}, []
+    cpu0 = time.process_time()
+    try:
+        for req in reqs:
+            texts[0] = 0
+            t = time.perf_counter()
+            r = call(engine, req)
+            lat.append((time.perf_counter() - t) * 1000)
+            enc.append(texts[0])
+            for k, v in r.timings_ms.items():
+                stages.setdefault(k, []).append(v)
+    finally:
+        base.embed_uncached = real
+    cpu_ms = (time.process_time() - cpu0) * 1000 / len(reqs)
+    return {**mm.summary(lat), "cpu_ms_per_retrieval": round(cpu_ms, 1),
+            "stage_p50_ms": {k: round(statistics.median(v), 2) for k, v in sorted(stages.items())},
+            "encoder_texts_per_request_p50": statistics.median(enc), "encoder_texts_max": max(enc)}
+
+
+def aretrieve_burst(engine: Any, reqs: list[dict[str, Any]]) -> dict[str, Any]:
+    async def one(req: dict[str, Any]) -> tuple[float, Any]:
+        kw = {k: v for k, v in req.items() if k not in ("utterance", "name")}
+        t = time.perf_counter()
+        try:
+            r = await engine.aretrieve(req["utterance"], **kw)
+        except Exception as exc:
+            r = exc
+        return (time.perf_counter() - t) * 1000, r
+
+    async def main() -> tuple[list[tuple[float, Any]], float]:
+        t0 = time.perf_counter()
+        res = await asyncio.gather(*(one(r) for r in reqs))
+        return list(res), time.perf_counter() - t0
+
+    res, wall = asyncio.run(main())
+    return engine_stats(res, wall)
+
+
+def tool_burst(engine: Any, reqs: list[dict[str, Any]]) -> dict[str, Any]:
+    from hopweave.adapters.agent_tool import RetrieveTool
+
+    def one(req: dict[str, Any]) -> Any:
+        s = req["session"]
+        tool = RetrieveTool(engine, s)
+        region = getattr(s, "region", None)
+        return tool(req["utterance"], mode="hybrid", filters={"region": region} if region else None, top_k=10)
+
+    return plain_stats(*burst(one, reqs))
+
+
+def naive_burst(engine: Any, reqs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The naive baseline: embed the query, dense top-10 over the tenant's whole collection."""
+    from hopweave.search.profiles import get_profile
+
+    prof = get_profile("dense_only")
+    emb = engine.embedder.base
+
+    def one(req: dict[str, Any]) -> Any:
+        v = emb.embed([req["utterance"]])[0]
+        return engine.index.search(req["session"].tenant_id, req["utterance"], prof, where=None, limit=10,
+                                   query_vector=v, query_space=emb.space, include_superseded=True)
+
+    return plain_stats(*burst(one, reqs))
+
+
+def langchain_burst(engine: Any, reqs: list[dict[str, Any]], tenant: str) -> dict[str, Any]:
+    """LangChain EnsembleRetriever (BM25Retriever + FAISS, equal weights) over the tenant's chunks,
+    the query embedded by the same encoder; built once (build_s), then invoked concurrently."""
+    try:
+        import warnings
+
+        warnings.filterwarnings("ignore")
+        from langchain_classic.retrievers import EnsembleRetriever
+        from langchain_community.retrievers import BM25Retriever
+        from langchain_community.vectorstores import FAISS
+        from langchain_core.documents import Document
+        from langchain_core.embeddings import Embeddings
+    except ModuleNotFoundError as exc:
+        return {"skipped": f"{exc.name} not installed (extra bench)"}
+    emb = engine.embedder.base
+
+    class _Live(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:  # pragma: no cover - unused
+            raise RuntimeError("documents are added with their stored vectors")
+
+        def embed_query(self, text: str) -> list[float]:
+            return [float(x) for x in emb.embed([text])[0]]
+
+    t = time.perf_counter()
+    payloads = engine.index.fetch(tenant)
+    ids = [str(p["chunk_id"]) for p in payloads]
+    vecs: dict[str, Any] = {}
+    for s in range(0, len(ids), 2000):
+        vecs.update(engine.index.dense_vectors(tenant, ids[s:s + 2000]))
+    docs, pairs, metas = [], [], []
+    for p in payloads:
+        cid = str(p["chunk_id"])
+        if cid in vecs:
+            meta = {k: v for k, v in p.items() if k not in ("text", "provenance")}
+            docs.append(Document(page_content=str(p.get("text", "")), metadata=meta))
+            pairs.append((str(p.get("text", "")), [float(x) for x in vecs[cid]]))
+            metas.append(meta)
+    bm25 = BM25Retriever.from_documents(docs, k=10)
+    faiss = FAISS.from_embeddings(pairs, _Live(), metadatas=metas)
+    ens = EnsembleRetriever(retrievers=[bm25, faiss.as_retriever(search_kwargs={"k": 10})], weights=[0.5, 0.5])
+    build_s = time.perf_counter() - t
+    return {"build_s": round(build_s, 1), "chunks": len(docs),
+            **plain_stats(*burst(lambda r: ens.invoke(r["utterance"]), reqs))}
+
+
+# ---- over HTTP ---------------------------------------------------------------------------------------
+def http_burst(store: Path, reqs: list[dict[str, Any]], tool_reqs: list[dict[str, Any]], port: int) -> dict[str, Any]:
+    """Start ``hopweave serve`` (its own process), wait for readiness, send the requests at once
+    from this process over loopback, then SIGTERM it (graceful shutdown timed)."""
+    import httpx
+
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", "from hopweave.cli import app; app()", "serve", "--store", str(store), "--port",
+                             str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        ready_s = None
+        for _ in range(600):
+            time.sleep(0.25)
+            try:
+                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                    ready_s = time.perf_counter() - t0
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None:
+                return {"error": f"serve exited {proc.returncode}: {proc.stderr.read()[-500:] if proc.stderr else ''}"}
+        if ready_s is None:
+            return {"error": "serve not ready within 150 s"}
+
+        def body(r: dict[str, Any]) -> dict[str, Any]:
+            s = r["session"]
+            return {"utterance": r["utterance"], "session": s.model_dump(mode="json", exclude_none=True),
+                    "as_of": str(r["as_of"]) if r.get("as_of") else None}
+
+        async def fire(path: str, bodies: list[dict[str, Any]]) -> tuple[list[tuple[float, Any]], float]:
+            limits = httpx.Limits(max_connections=len(bodies), max_keepalive_connections=len(bodies))
+            async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as c:
+                await c.get("/healthz")
+
+                async def one(b: dict[str, Any]) -> tuple[float, Any]:
+                    t = time.perf_counter()
+                    try:
+                        resp = await c.post(path, json=b)
+                        out: Any = resp
+                    except Exception as exc:
+                        out = exc
+                    return (time.perf_counter() - t) * 1000, out
+
+                t1 = time.perf_counter()
+                res = await asyncio.gather(*(one(b) for b in bodies))
+                return list(res), time.perf_counter() - t1
+
+        warm = [body(r) for r in reqs[:3]]
+        asyncio.run(fire("/v1/retrieve", warm))
+        res, wall = asyncio.run(fire("/v1/retrieve", [body(r) for r in reqs]))
+        out = http_stats(res, wall)
+        tres, twall = asyncio.run(fire("/v1/tool/retrieve", [
+            {"session": body(r)["session"], "query": r["utterance"], "mode": "hybrid", "top_k": 10}
+            for r in tool_reqs]))
+        out_tool = http_stats(tres, twall)
+        return {"ready_s": round(ready_s, 2), "retrieve": out, "tool": out_tool}
+    finally:
+        t = time.perf_counter()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutdown_s = time.perf_counter() - t
+        print(f"serve shut down in {shutdown_s:.2f} s (exit {proc.returncode})", file=sys.stderr)
+
+
+def http_stats(res: list[tuple[float, Any]], wall: float) -> dict[str, Any]:
+    lat = [ms for ms, _ in res]
+    codes: dict[str, int] = {}
+    degraded = 0
+    for _, r in res:
+        code = str(getattr(r, "status_code", type(r).__name__))
+        codes[code] = codes.get(code, 0) + 1
+        if getattr(r, "status_code", 0) == 200:
+            d = r.json()
+            degraded += bool(d.get("degraded")) if isinstance(d, dict) else 0
+    return {**mm.summary(lat), "wall_s": round(wall, 2), "rps": round(len(lat) / wall, 1), "status": codes,
+            "degraded": degraded}
+
+
+# ---- the run -------------------------------------------------------------------------------------
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from hopweave.engine.engine import Engine
+
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    n = args.concurrency
+    res: dict[str, Any] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                           "command": "python benchmarks/bench_concurrency.py " + " ".join(sys.argv[1:]),
+                           "machine": machine(), "budget_ms": BUDGET_MS, "concurrency": n}
+    store = Path(args.store)
+    db = scenarios_of("deltabank")
+    log("cold start ...")
+    res["cold_start"] = mm.cold_start(store, BUDGET_MS, 1.0)
+    engine = Engine.open(store)
+    try:
+        res["warmup_ms"] = engine.warmup()
+        log("sequential (warm) ...")
+        res["sequential"] = sequential(engine, requests(db, args.runs, "s"))
+        log(f"{n} threads ...")
+        res["threads"] = engine_stats(*burst(lambda r: call(engine, r), requests(db, n, "t")))
+        log(f"{n} aretrieve ...")
+        res["aretrieve"] = aretrieve_burst(engine, requests(db, n, "a"))
+        log(f"{n} agent-tool calls ...")
+        res["tool"] = tool_burst(engine, requests(db, n, "k"))
+        log("naive + langchain baselines ...")
+        res["naive_top10"] = naive_burst(engine, requests(db, n, "n"))
+        res["langchain_ensemble"] = {"skipped": "--no-langchain"} if args.no_langchain else \
+            langchain_burst(engine, requests(db, n, "l"), "deltabank")
+        if args.overload:
+            log(f"overload: {args.overload} threads ...")
+            res["overload_threads"] = engine_stats(*burst(lambda r: call(engine, r),
+                                                          requests(db, args.overload, "o")))
+    finally:
+        engine.close()
+    if args.telecom_store:
+        log("telecom ...")
+        tc = scenarios_of("telecom")
+        eng = Engine.open(args.telecom_store)
+        try:
+            eng.warmup()
+            res["telecom_sequential"] = sequential(eng, requests(tc, args.runs, "s"))
+            res["telecom_threads"] = engine_stats(*burst(lambda r: call(eng, r), requests(tc, n, "t")))
+        finally:
+            eng.close()
+    if not args.no_http:
+        log("hopweave serve over loopback ...")
+        res["http"] = http_burst(store, requests(db, n, "h"), requests(db, n, "hk"), args.port)
+    res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
+    return res
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--store", required=True, help="a DeltaBank store (bench_maria.py --build-only)")
+    ap.add_argument("--telecom-store", default=None, help="a telecom store (hopweave load examples/telecom)")
+    ap.add_argument("--concurrency", type=int, default=100)
+    ap.add_argument("--overload", type=int, default=0, help="also a burst of this many threads")
+    ap.add_argument("--runs", type=int, default=40, help="sequential warm requests")
+    ap.add_argument("--port", type=int, default=8797)
+    ap.add_argument("--no-http", action="store_true")
+    ap.add_argument("--no-langchain", action="store_true")
+    ap.add_argument("--json", default=None, help="write the result here")
+    args = ap.parse_args(argv)
+    res = run(args)
+    text = json.dumps(res, indent=1, default=str)
+    if args.json:
+        Path(args.json).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

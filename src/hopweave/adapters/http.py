@@ -1,0 +1,203 @@
+"""``hopweave serve``: the engine as an HTTP service (FastAPI on uvicorn; extra ``serve``).
+
+Endpoints (OpenAPI schema at ``/openapi.json``, docs at ``/docs``):
+
+- ``POST /v1/retrieve``: ``{utterance, session, as_of?, budget_ms?, profile?, token_budget?,
+  record?}`` -> the :class:`~hopweave.engine.result.RetrievalResult` as JSON (the Python API's
+  typed result: ``RetrievalResult.model_validate(response.json())`` round-trips);
+- ``POST /v1/tool/retrieve``: seed 003's agent tool ``{session, query, mode, filters, top_k}`` ->
+  ``{"results": [...]}`` (:class:`~hopweave.adapters.agent_tool.RetrieveTool`);
+- ``GET /healthz`` (the process answers) and ``GET /readyz`` (models warm, stores open, not
+  shutting down: 200; else 503).
+
+Tenant and identity come from the ``session`` object of the request, checked by the engine's one
+boundary (:mod:`hopweave.engine.boundary`), exactly as ``Engine.retrieve``: whatever authenticates
+callers in front of this service puts the authenticated session there. Errors are JSON
+``{"error": <type>, "message": ...}``: 400 InputError (and subclasses), 403 TenantError, 503
+OverloadedError / StoreUnavailableError, 500 otherwise.
+
+Load shedding: at most ``max_inflight`` requests are admitted at once (running or waiting for
+the engine); one more is answered at once with 503 and ``Retry-After`` instead of joining an
+unbounded queue. Graceful shutdown (SIGTERM/SIGINT via uvicorn): readiness turns 503, requests
+in flight finish, queued decision traces are written, the stores close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Literal, Optional, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hopweave.errors import (
+    FilterError,
+    HopweaveError,
+    InputError,
+    MissingDependencyError,
+    OverloadedError,
+    StoreUnavailableError,
+    TenantError,
+    UnknownProfileError,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fastapi import FastAPI
+
+    from hopweave.engine.engine import Engine
+
+T = TypeVar("T")
+__all__ = ["RetrieveBody", "ToolBody", "create_app"]
+
+
+class RetrieveBody(BaseModel):
+    """One retrieval: the same arguments as ``Engine.retrieve``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    utterance: str = Field(description="What the customer (or agent) said; at most 4,000 characters.")
+    session: dict[str, Any] = Field(description="The authenticated session: tenant_id, customer_id, region, ...")
+    as_of: Optional[str] = Field(default=None, description="Evaluate the case at this ISO date/datetime "
+                                 "(parsed by the engine's boundary, as in Engine.retrieve); omitted: now.")
+    budget_ms: Optional[int] = Field(default=None, ge=1, description="Wall-clock budget (default 800).")
+    profile: Optional[str] = None
+    token_budget: Optional[int] = Field(default=None, ge=1)
+    record: Optional[bool] = None
+
+
+class ToolBody(BaseModel):
+    """Seed 003's agent tool call, scoped by the session."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session: dict[str, Any]
+    query: str
+    mode: Literal["semantic", "keyword", "hybrid"] = "hybrid"
+    filters: Optional[dict[str, Any]] = None
+    top_k: int = Field(default=10, ge=1, le=100)
+
+
+class _Gate:
+    """Admission: at most ``limit`` requests in the service at once (no unbounded queue)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.inflight = 0
+        self.shed = 0
+
+    def enter(self) -> None:
+        """Raises OverloadedError when ``limit`` requests are already in."""
+        if self.inflight >= self.limit:
+            self.shed += 1
+            raise OverloadedError(f"{self.inflight} requests in progress (limit {self.limit}); retry shortly")
+        self.inflight += 1
+
+    def leave(self) -> None:
+        self.inflight -= 1
+
+
+def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int = 1, warm: bool = True,
+               close: bool = True) -> "FastAPI":
+    """The ASGI app serving ``engine``. ``warm`` warms the engine in the background at startup
+    (readiness is 503 until done); ``close`` closes the engine on shutdown (else only its trace
+    queue is drained). Raises MissingDependencyError without the ``serve`` extra."""
+    try:
+        from fastapi import FastAPI, Request
+        from fastapi.responses import JSONResponse, Response
+    except ModuleNotFoundError as exc:  # pragma: no cover - depends on the extra
+        raise MissingDependencyError("hopweave serve needs the serve extra: pip install 'hopweave[serve]'") from exc
+    from hopweave.adapters.agent_tool import RetrieveTool
+    from hopweave.engine.result import RetrievalResult
+
+    gate = _Gate(max_inflight)
+    state = {"ready": False, "stopping": False, "warm_error": None}
+
+    def warm_up() -> None:
+        try:
+            engine.warmup()
+            state["ready"] = True
+        except Exception as exc:  # readiness says why
+            state["warm_error"] = f"{type(exc).__name__}: {exc}"
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if warm:
+            threading.Thread(target=warm_up, name="hopweave-warmup", daemon=True).start()
+        else:
+            state["ready"] = True
+        yield
+        state["stopping"] = True
+        drain = engine.close if close else engine.trace_writer.close  # close drains the trace queue too
+        await asyncio.get_running_loop().run_in_executor(None, drain)
+
+    app = FastAPI(title="hopweave", version="1", lifespan=lifespan,
+                  description="Compositional retrieval for AI agents (see docs/serve.md).")
+
+    @app.exception_handler(HopweaveError)
+    async def _typed(_: Request, exc: HopweaveError) -> JSONResponse:
+        status, headers = _status(exc), {}
+        if status == 503:
+            headers["Retry-After"] = str(retry_after_s)
+        return JSONResponse({"error": type(exc).__name__, "message": str(exc)}, status_code=status,
+                            headers=headers)
+
+    async def admitted(work: Callable[[], Awaitable[T]]) -> T:
+        if state["stopping"]:
+            raise OverloadedError("the service is shutting down")
+        gate.enter()
+        try:
+            return await work()
+        finally:
+            gate.leave()
+
+    @app.post("/v1/retrieve", response_model=RetrievalResult, response_model_exclude_none=False)
+    async def retrieve(body: RetrieveBody) -> Any:
+        """One retrieval (``Engine.aretrieve``); degraded stages are listed in ``degraded``."""
+        result = await admitted(lambda: engine.aretrieve(
+            body.utterance, session=body.session, as_of=body.as_of, budget_ms=body.budget_ms, profile=body.profile,
+            token_budget=body.token_budget, record=body.record))
+        # serialised by pydantic-core in one call (FastAPI's re-validation + jsonable_encoder of a
+        # result costs tens of ms on the event loop: 100 at once would queue for seconds)
+        return Response(result.model_dump_json(), media_type="application/json")
+
+    @app.post("/v1/tool/retrieve")
+    async def tool(body: ToolBody) -> Any:
+        """Seed 003's ``retrieve(query, mode, filters, top_k)`` for the session's tenant."""
+        tool_ = RetrieveTool(engine, body.session)
+        loop = asyncio.get_running_loop()
+
+        async def run() -> Response:
+            results = await loop.run_in_executor(
+                engine._request_pool, lambda: tool_(body.query, mode=body.mode, filters=body.filters,
+                                                    top_k=body.top_k))
+            return Response(json.dumps({"results": results}, default=str), media_type="application/json")
+
+        return await admitted(run)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, Any]:
+        """The process answers."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", response_class=JSONResponse)
+    async def readyz() -> Any:
+        """200 when warm and not shutting down; 503 (with the reason) otherwise."""
+        ok = bool(state["ready"]) and not state["stopping"]
+        body = {"ready": ok, "inflight": gate.inflight, "max_inflight": gate.limit, "shed": gate.shed,
+                "stopping": state["stopping"], "warm_error": state["warm_error"]}
+        return JSONResponse(body, status_code=200 if ok else 503)
+
+    return app
+
+
+def _status(exc: HopweaveError) -> int:
+    """The HTTP status of a typed error."""
+    if isinstance(exc, TenantError):
+        return 403
+    if isinstance(exc, (InputError, FilterError, UnknownProfileError)):
+        return 400
+    if isinstance(exc, (OverloadedError, StoreUnavailableError)):
+        return 503
+    return 500

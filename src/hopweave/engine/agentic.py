@@ -1,0 +1,322 @@
+"""Multi-round retrieval under the goal's escalation policy (issue 15, items 1 and 2).
+
+The first round is the ordinary pipeline pass. When the goal declares ``escalation: {mode:
+multi_round}``, an assessment step checks the working set against the goal's needs — a required
+policy section empty, no chunk at or above the score cliff (``min_score``), a pattern truncated,
+an entity the goal needs unbound — and plans the next round from the goal's declared ``steps``:
+``expand`` (the lexical query widened with vocabulary from the first round: the titles of the
+chunks it found, string fact values, the utterance's content words) or ``relax:<field>`` (the
+filter's clauses on that chunk field dropped; an always-on scope clause is never relaxed, the
+refusal is reported). The loop stops when the needs are met, the steps run out, or a budget
+(rounds, tokens of added policy text, wall-clock time) is spent. Every round is listed with
+what it asked, why and what it added.
+
+Deterministic by default (no model: replays stay byte-identical). An application may set
+``Engine.query_writer`` to a :data:`QueryWriter` — e.g. its LLM — that writes the next round's
+query from a :class:`RoundRequest`; whoever writes it, every query goes through the same scope
+filters (:func:`hopweave.engine.scope.scoped`: tenant, identity, always-on clauses), and a writer
+may relax only the fields the goal declares relaxable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+from hopweave.engine.plan import Plan
+from hopweave.engine.result import ChunkItem, RoundItem
+from hopweave.models.common import PatternResult
+from hopweave.models.escalation import EscalationPolicy
+from hopweave.models.filters import And, FilterTree, and_, to_display
+from hopweave.understand.text import content_words
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.engine.config import Run
+
+#: Terms a round's expansion adds at most.
+MAX_EXPANSION_TERMS = 8
+
+
+@dataclass(frozen=True)
+class RoundRequest:
+    """What a query writer sees before a later round."""
+
+    utterance: str
+    goal: str
+    round: int
+    unmet: tuple[str, ...]
+    lexical_query: str
+    dense_query: str
+    relaxable: tuple[str, ...]
+    chunks: tuple[ChunkItem, ...]
+    facts: tuple[PatternResult, ...]
+
+
+@dataclass(frozen=True)
+class RoundQuery:
+    """A later round's query: a new lexical and/or dense query, fields to relax (only among the
+    goal's declared ``relax:`` steps), and the writer's reason."""
+
+    lexical_query: str | None = None
+    dense_query: str | None = None
+    relax: tuple[str, ...] = ()
+    reason: str = ""
+
+
+#: Returns the next round's query, or None to stop.
+QueryWriter = Callable[[RoundRequest], "RoundQuery | None"]
+#: search(plan, reuse_request_vector) -> the plan's chunks (raises what the index raises).
+Search = Callable[[Plan, bool], Sequence[ChunkItem]]
+
+
+@dataclass(frozen=True)
+class LoopInputs:
+    policy: EscalationPolicy
+    plan: Plan
+    utterance: str
+    facts: tuple[PatternResult, ...]
+    #: Fields of the session's always-on clauses (never relaxed).
+    scope_fields: frozenset[str]
+    #: The session's scope applied to a filter (hopweave.engine.scope.scoped).
+    rescope: Callable[[FilterTree | None], FilterTree]
+    search: Search
+    count: Callable[[str], int]
+    stop_words: frozenset[str]
+    writer: QueryWriter | None = None
+
+
+def first_round(plan: Plan, chunks: Sequence[ChunkItem], unmet: Sequence[str] = ()) -> RoundItem:
+    """The first pass as a round."""
+    return RoundItem(round=1, action="first pass", lexical_query=plan.lexical_query, dense_query=plan.dense_query,
+                     filter_display=to_display(plan.filter), added=tuple(c.chunk_id for c in chunks),
+                     unmet=tuple(unmet))
+
+
+def assess(policy: EscalationPolicy, plan: Plan, chunks: Sequence[ChunkItem],
+           facts: Sequence[PatternResult]) -> list[str]:
+    """The goal's unmet needs, in words (empty: met). Search can fix the first two kinds."""
+    unmet: list[str] = []
+    chunk_sections = [s for s in plan.sections if s.source == "chunks"]
+    if any(s.required for s in chunk_sections) or (chunk_sections and not any(s.required for s in plan.sections)):
+        if not chunks:
+            unmet.append("required policy section empty: no chunk passed the filter")
+        elif policy.min_score is not None and best_score(chunks) < policy.min_score:
+            unmet.append(f"no chunk above the score cliff (best {best_score(chunks):.3f} < {policy.min_score})")
+    for f in facts:
+        if f.error or (f.truncated and f.truncated_reason != "limit"):
+            unmet.append(f"pattern {f.pattern} truncated ({f.error or f.truncated_reason})")
+    for e in policy.needs_entities:
+        if e not in plan.entity_values:
+            unmet.append(f"entity {e} unbound")
+    return unmet
+
+
+def best_score(chunks: Sequence[ChunkItem]) -> float:
+    """The best chunk's semantic (cosine) score — comparable across queries, unlike the fused
+    score, which a profile may normalise per query; the fused score when no chunk has one."""
+    sem = [ch.score for c in chunks for ch in c.channels if ch.channel == "semantic"]
+    return max(sem) if sem else max((c.score for c in chunks), default=0.0)
+
+
+def _searchable(unmet: Iterable[str]) -> bool:
+    return any(u.startswith(("required policy section", "no chunk above")) for u in unmet)
+
+
+def run_rounds(inp: LoopInputs, chunks: Sequence[ChunkItem]) -> tuple[tuple[ChunkItem, ...], list[RoundItem], list[str]]:
+    """The loop after the first pass. Returns (the candidate chunks of every round, first pass
+    first; the rounds; notes for the context). Raises what ``search`` raises only through the
+    caller's stage wrapper (a failing round ends the loop there)."""
+    pool = list(chunks)
+    unmet = assess(inp.policy, inp.plan, pool, inp.facts)
+    rounds = [first_round(inp.plan, pool, unmet)]
+    if not inp.policy.multi_round or not _searchable(unmet):
+        return tuple(pool), rounds, []
+    t0 = time.perf_counter()
+    plan, spent = inp.plan, 0
+    steps = list(inp.policy.steps)
+    notes: list[str] = []
+    while len(rounds) < inp.policy.max_rounds and _searchable(unmet):
+        if (time.perf_counter() - t0) * 1000 >= inp.policy.latency_ms:
+            notes.append(f"Retrieval stopped after round {len(rounds)}: latency budget "
+                         f"{inp.policy.latency_ms} ms spent")
+            break
+        nxt = _next_query(inp, plan, steps, pool, unmet, len(rounds) + 1, notes)
+        if nxt is None:
+            break
+        plan, action, writer = nxt
+        plan = dataclasses.replace(plan, filter=inp.rescope(_without(plan.filter, inp.scope_fields)))  # every query
+        found = inp.search(plan, plan.dense_query == inp.plan.dense_query)
+        seen = {c.chunk_id for c in pool}
+        added: list[ChunkItem] = []
+        for c in sorted((c for c in found if c.chunk_id not in seen), key=lambda c: (-c.score, c.chunk_id)):
+            cost = inp.count(c.text)
+            if spent + cost > inp.policy.token_budget:
+                notes.append(f"Round {len(rounds) + 1} stopped at the loop's token budget "
+                             f"({inp.policy.token_budget} tokens)")
+                break
+            spent += cost
+            added.append(c)
+        pool.extend(added)
+        why = tuple(unmet)
+        unmet = assess(inp.policy, plan, pool, inp.facts)
+        rounds.append(RoundItem(round=len(rounds) + 1, action=action, why=why, writer=writer,
+                                lexical_query=plan.lexical_query, dense_query=plan.dense_query,
+                                filter_display=to_display(plan.filter), added=tuple(c.chunk_id for c in added),
+                                tokens=sum(inp.count(c.text) for c in added), unmet=tuple(unmet)))
+        if spent >= inp.policy.token_budget:
+            break
+    if len(rounds) > 1:
+        notes.insert(0, _summary(rounds))
+        pool = comparable(pool)
+    return tuple(pool), rounds, notes
+
+
+def comparable(chunks: Sequence[ChunkItem]) -> list[ChunkItem]:
+    """Chunks of several rounds with comparable scores: each round's fused score is normalised
+    per query, so a pool of several rounds is ranked by the semantic (cosine) score where a
+    chunk has one (its fused score otherwise)."""
+    out = []
+    for c in chunks:
+        sem = next((ch.score for ch in c.channels if ch.channel == "semantic"), None)
+        out.append(c if sem is None else c.model_copy(update={"score": round(sem, 6)}))
+    return out
+
+
+def _summary(rounds: Sequence[RoundItem]) -> str:
+    later = "; ".join(f"round {r.round} {r.action} (+{len(r.added)} chunk{'' if len(r.added) == 1 else 's'})"
+                      for r in rounds[1:])
+    return f"Retrieved in {len(rounds)} rounds ({rounds[1].why[0] if rounds[1].why else 'needs unmet'}): {later}"
+
+
+def _next_query(inp: LoopInputs, plan: Plan, steps: list[str], pool: Sequence[ChunkItem], unmet: Sequence[str],
+                n: int, notes: list[str]) -> tuple[Plan, str, str] | None:
+    """The next round's plan, its action in words and its writer; None when nothing is left."""
+    relaxable = tuple(s.split(":", 1)[1] for s in inp.policy.steps if s.startswith("relax:"))
+    if inp.writer is not None:
+        q = inp.writer(RoundRequest(utterance=inp.utterance, goal=plan.goal.name if plan.goal else "", round=n,
+                                    unmet=tuple(unmet), lexical_query=plan.lexical_query, dense_query=plan.dense_query,
+                                    relaxable=relaxable, chunks=tuple(pool), facts=inp.facts))
+        if q is None:
+            return None
+        return _written(inp, plan, q, relaxable, notes)
+    while steps:
+        step = steps.pop(0)
+        if step == "expand":
+            terms = expansion_terms(pool, inp.facts, inp.utterance, plan.lexical_query, inp.stop_words)
+            if terms:
+                return (dataclasses.replace(plan, lexical_query=f"{plan.lexical_query} {' '.join(terms)}".strip()),
+                        f"expanded the lexical query with: {', '.join(terms)}", "planner")
+            continue
+        relaxed = _relax(inp, plan, step.split(":", 1)[1], notes)
+        if relaxed is not None:
+            return relaxed, f"relaxed the filter clause on {step.split(':', 1)[1]}", "planner"
+    return None
+
+
+def _written(inp: LoopInputs, plan: Plan, q: RoundQuery, relaxable: tuple[str, ...],
+             notes: list[str]) -> tuple[Plan, str, str]:
+    """A query writer's round, held to the goal's relaxable fields and the session's scope."""
+    parts = []
+    if q.lexical_query:
+        plan = dataclasses.replace(plan, lexical_query=q.lexical_query)
+        parts.append(f"wrote the lexical query {q.lexical_query!r}")
+    if q.dense_query:
+        plan = dataclasses.replace(plan, dense_query=q.dense_query)
+        parts.append(f"wrote the dense query {q.dense_query!r}")
+    for f in q.relax:
+        if f not in relaxable:
+            notes.append(f"The query writer asked to relax {f}, which the goal does not declare relaxable: refused")
+            continue
+        relaxed = _relax(inp, plan, f, notes)
+        if relaxed is not None:
+            plan = relaxed
+            parts.append(f"relaxed the filter clause on {f}")
+    plan = dataclasses.replace(plan, filter=inp.rescope(_without(plan.filter, inp.scope_fields)))
+    action = "; ".join(parts) or "repeated the query"
+    return plan, action + (f" ({q.reason})" if q.reason else ""), "query_writer"
+
+
+def _clauses(tree: FilterTree | None) -> list[FilterTree]:
+    return list(tree.clauses) if isinstance(tree, And) else ([tree] if tree is not None else [])
+
+
+def _without(tree: FilterTree | None, fields: Iterable[str]) -> FilterTree | None:
+    drop = set(fields)
+    return and_(*(c for c in _clauses(tree) if getattr(c, "field", None) not in drop))
+
+
+def _relax(inp: LoopInputs, plan: Plan, field: str, notes: list[str]) -> Plan | None:
+    """``plan`` without its filter clauses on ``field``, re-scoped; None (and a note when it is a
+    scope clause) when there is nothing to relax."""
+    if field in inp.scope_fields:
+        notes.append(f"Not relaxed: {field} is an always-on scope clause of the session")
+        return None
+    if not any(getattr(c, "field", None) == field for c in _clauses(plan.filter)):
+        return None
+    relaxed = _without(plan.filter, {field} | set(inp.scope_fields))
+    return dataclasses.replace(plan, filter=inp.rescope(relaxed))
+
+
+def expansion_terms(chunks: Sequence[ChunkItem], facts: Sequence[PatternResult], utterance: str, query: str,
+                    stop_words: Iterable[str], limit: int = MAX_EXPANSION_TERMS) -> list[str]:
+    """Vocabulary for a later round, in order: the titles of the best first-round chunks,
+    string ``type`` values of the facts (never names: PII), the utterance's content words; minus words the
+    query has. Returns at most ``limit`` lower-case words."""
+    best = sorted(chunks, key=lambda c: (-c.score, c.chunk_id))[:3]
+    texts = [c.title or "" for c in best]
+    texts += [str(r.properties["type"]) for f in facts for r in f.rows[:3]  # never names: they may be PII
+              if isinstance(r.properties.get("type"), str)]
+    texts.append(utterance)
+    have = set(content_words(query, stop_words)) | {w.lower() for w in query.split()}
+    words = [w for w in content_words(" ".join(texts), stop_words) if w not in have and not w.isdigit()]
+    return words[:limit]
+
+
+def rounds_for(engine: Any, run: "Run", plan: Plan, chunks: tuple[ChunkItem, ...],
+               facts: Sequence[PatternResult]) -> tuple[tuple[ChunkItem, ...], list[RoundItem], list[str]]:
+    """The engine's rounds for one request: the first pass alone for a single-pass goal (no
+    cost), else :func:`run_rounds` with the engine's search (through its stage wrapper: a
+    failing round degrades, never raises), scope and token counter. Returns (chunks, rounds,
+    notes)."""
+    policy = plan.goal.escalation if plan.goal is not None else None
+    if policy is None or not policy.multi_round or engine.index is None or getattr(engine, "single_pass", False):
+        return chunks, [first_round(plan, chunks)], []
+    if any(d.stage == "search" and d.what == "policy chunks" for d in run.degraded):
+        return chunks, [first_round(plan, chunks, ["the search is degraded: no later round"])], []
+    t = time.perf_counter()
+    pool, rounds, notes = run_rounds(_loop_inputs(engine, run, plan, policy, facts), chunks)
+    run.timings["rounds"] = round((time.perf_counter() - t) * 1000, 3)
+    return pool, rounds, notes
+
+
+def _loop_inputs(engine: Any, run: "Run", plan: Plan, policy: EscalationPolicy,
+                 facts: Sequence[PatternResult]) -> LoopInputs:
+    from hopweave.engine.branches import search_documents
+    from hopweave.engine.query_vectors import bound
+    from hopweave.engine.scope import scope_filter, scoped
+    from hopweave.understand.lexical_plan import _stop_words
+
+    session, tenant = run.req.session, run.req.session.tenant_id
+    from hopweave.models.filters import fields as tree_fields
+
+    # every field an always-on clause names (the in-force clause's dates and status included)
+    scope = scope_filter(engine.graph, session, run.req.as_of)
+    fields = frozenset(tree_fields(scope)) if scope is not None else frozenset()
+
+    def search(p: Plan, reuse: bool) -> tuple[ChunkItem, ...]:
+        work = bound(run.vectors, functools.partial(search_documents, engine.index, engine.embedder, tenant, p,
+                                                    engine.config.search_limit, run.req.utterance if reuse else None))
+        found = engine._run_stage(run.degraded, "search", work, default=None, what="a later retrieval round",
+                                  fallback="the rounds so far", timeout=max(run.remaining(), 0.05))
+        return found[0] if found is not None else ()
+
+    return LoopInputs(policy=policy, plan=plan, utterance=run.req.utterance, facts=tuple(facts), scope_fields=fields,
+                      rescope=lambda w: scoped(engine.graph, session, w, run.req.as_of), search=search, count=engine.counter.count,
+                      stop_words=_stop_words(), writer=engine.query_writer)
+
+
+__all__ = ["LoopInputs", "QueryWriter", "RoundQuery", "RoundRequest", "assess", "expansion_terms",
+           "first_round", "rounds_for", "run_rounds"]

@@ -1,0 +1,147 @@
+"""Recording off the hot path: a group commit of decision traces.
+
+A request hands its result to :meth:`GroupCommitter.submit` and waits on the returned future for
+at most the time left in its budget. One writer thread takes everything queued, builds the trace
+nodes and edges, and writes each tenant's traces in ONE :meth:`GraphStore.write` call (one
+journal record, one fsync on the embedded store), passing ``timeout_s`` = the time left to the
+latest waiter (at least ``min_write_s``). A future resolves True only after that write returned,
+i.e. once the traces are durable: a caller told ``recorded=True`` finds its trace after a crash.
+
+A caller that stops waiting (its budget ran out) reports ``recorded=False``; its trace stays
+queued and is written with the next group (it is never dropped silently, and never claimed).
+When a group's write fails, its traces are retried one by one so one bad trace cannot fail the
+others; each future then carries its own outcome (the exception, typed by the engine).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass, field
+from typing import Callable
+
+from hopweave.errors import StoreBusyError
+from hopweave.graph.base import Edge, GraphStore, Node
+
+#: Builds (nodes, edges) of one trace; runs on the writer thread.
+Build = Callable[[], tuple[list[Node], list[Edge]]]
+
+__all__ = ["GroupCommitter"]
+
+
+@dataclass
+class _Pending:
+    tenant_id: str
+    build: Build
+    deadline: float
+    future: Future[bool] = field(default_factory=Future)
+
+
+class GroupCommitter:
+    """Queues traces and makes many durable per store write (per tenant, per round).
+
+    Args:
+        store: the graph store the traces go to.
+        max_batch: most traces taken in one round.
+        min_write_s: the least lock wait a round's write gets (its waiters may have given up).
+
+    Thread-safe. The writer thread starts on the first submit; :meth:`close` drains the queue.
+    """
+
+    def __init__(self, store: GraphStore, *, max_batch: int = 256, min_write_s: float = 1.0) -> None:
+        self.store = store
+        self.max_batch = max_batch
+        self.min_write_s = min_write_s
+        self._queue: list[_Pending] = []
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        #: rounds written and traces written (for tests and benchmarks)
+        self.writes = 0
+        self.traces = 0
+
+    def submit(self, tenant_id: str, build: Build, deadline: float) -> Future[bool]:
+        """Queue one trace; ``deadline`` is the caller's (``time.perf_counter()`` clock). Returns
+        a future that resolves True once the trace is durable, or to the write's exception.
+        Raises RuntimeError after :meth:`close`."""
+        p = _Pending(tenant_id, build, deadline)
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the trace writer is closed")
+            self._queue.append(p)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="hopweave-trace-writer", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        return p.future
+
+    def pending(self) -> int:
+        with self._cond:
+            return len(self._queue)
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Write what is queued (waiting at most ``timeout_s``), then stop the writer thread."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout_s)
+
+    # ---- the writer thread -----------------------------------------------------------------
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if not self._queue and self._closed:
+                    return
+                batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch:]
+            self._round(batch)
+
+    def _round(self, batch: list[_Pending]) -> None:
+        """Build every trace of the round, then one write per tenant (in arrival order)."""
+        by_tenant: dict[str, list[tuple[_Pending, list[Node], list[Edge]]]] = {}
+        for p in batch:
+            try:
+                nodes, edges = p.build()
+            except BaseException as exc:  # a trace that cannot be built fails alone
+                _settle(p.future, exc)
+                continue
+            by_tenant.setdefault(p.tenant_id, []).append((p, nodes, edges))
+        for tenant_id, items in by_tenant.items():
+            self._write(tenant_id, items)
+
+    def _write(self, tenant_id: str, items: list[tuple[_Pending, list[Node], list[Edge]]]) -> None:
+        timeout = max(max(p.deadline for p, _, _ in items) - time.perf_counter(), self.min_write_s)
+        nodes = [n for _, ns, _ in items for n in ns]
+        edges = [e for _, _, es in items for e in es]
+        try:
+            self.store.write(tenant_id, nodes, edges, timeout_s=timeout)
+        except BaseException as exc:
+            if len(items) == 1:
+                _settle(items[0][0].future, exc)
+                return
+            if isinstance(exc, StoreBusyError):
+                for p, _, _ in items:
+                    _settle(p.future, exc)
+                return
+            for item in items:  # isolate the failing trace(s)
+                self._write(tenant_id, [item])
+            return
+        self.writes += 1
+        self.traces += len(items)
+        for p, _, _ in items:
+            _settle(p.future, True)
+
+
+def _settle(fut: Future[bool], outcome: bool | BaseException) -> None:
+    """Resolve ``fut`` (a caller that gave up may have cancelled it: nothing to tell then)."""
+    try:
+        if isinstance(outcome, BaseException):
+            fut.set_exception(outcome)
+        else:
+            fut.set_result(outcome)
+    except InvalidStateError:
+        pass

@@ -1,0 +1,52 @@
+"""Multi-intent requests (issue 15, item 3): split on spans, one goal per part, one budget."""
+
+from __future__ import annotations
+
+import re
+
+from hopweave.engine.multi_intent import clause_spans
+
+from conftest import AS_OF, MARIA, UTTERANCE
+
+SEPS = re.compile(r"[.?!;]+|,|\b(?:and also|also|but|then|by the way|besides)\b", re.IGNORECASE)
+ASK = "I want the late fee waived and can you also tell me my due date?"
+
+
+def test_clause_spans_point_into_the_utterance() -> None:
+    spans = clause_spans(ASK, SEPS, 2)
+    assert [s.text for s in spans] == ["I want the late fee waived", "tell me my due date"]
+    assert all(ASK[s.start:s.end] == s.text for s in spans)
+    assert [s.additive for s in spans] == [False, True]
+    assert clause_spans("remove the late fee pls", SEPS, 2) == []
+    short = clause_spans("Hi, I want the late fee removed", SEPS, 2)
+    assert short == []  # "Hi" is under min_words: joined, one clause
+
+
+def test_engine_splits_two_intents_with_one_budget(engine) -> None:  # noqa: ANN001
+    r = engine.retrieve(ASK, session=MARIA, as_of=AS_OF, token_budget=900, record=False)
+    assert [p.goal for p in r.parts] == ["LateFeeDispute", None]
+    assert [ASK[p.start:p.end] for p in r.parts] == [p.text for p in r.parts]
+    assert r.context.tokens <= 900 and r.context.budget == 900
+    text = r.context.text
+    assert text.index('[Request part 1 of 2 — LateFeeDispute: "I want the late fee waived"]') < \
+        text.index('[Request part 2 of 2 — no goal: "tell me my due date"]')
+    assert sum(p.tokens for p in r.parts) <= 900
+    assert r.trace_id.startswith("RT_") and r.trace_id not in {p.trace_id for p in r.parts}
+    again = engine.retrieve(ASK, session=MARIA, as_of=AS_OF, token_budget=900, record=False)
+    assert again.context.text == r.context.text and again.trace_id == r.trace_id
+
+
+def test_two_goals_each_get_their_own_sections(engine) -> None:  # noqa: ANN001
+    ask = "My card was stolen and there are charges I did not make. Also, I got married and need to change my name"
+    r = engine.retrieve(ask, session=MARIA, as_of=AS_OF, record=False)
+    assert [p.goal for p in r.parts] == ["FraudClaim", "NameChange"]
+    assert any(f.pattern.startswith("fraud_") for f in r.facts)
+    assert any(f.pattern.startswith("name_change_") for f in r.facts)
+    assert "marriage certificate" in r.context.text
+
+
+def test_single_intent_requests_are_not_split(engine) -> None:  # noqa: ANN001
+    for u in (UTTERANCE, "My autopay failed and now there's a late fee, can you take it off?",
+              "I was charged a late fee but I paid on time"):
+        r = engine.retrieve(u, session=MARIA, as_of=AS_OF, record=False)
+        assert r.parts == () and len(r.rounds) >= 1, u

@@ -1,0 +1,96 @@
+"""``hopweave serve`` (issue 13): the HTTP service on loopback through fastapi's TestClient."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Iterator
+
+import pytest
+from conftest import AS_OF, MARIA, UTTERANCE
+
+from hopweave.engine.engine import Engine
+from hopweave.engine.result import RetrievalResult
+
+pytest.importorskip("fastapi", reason="the serve extra is not installed")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from hopweave.adapters.http import create_app  # noqa: E402
+
+
+@pytest.fixture()
+def client(engine: Engine) -> Iterator[TestClient]:
+    sib = engine.sibling(index=engine.index, understander=None)
+    with TestClient(create_app(sib, warm=False, close=False)) as c:
+        yield c
+    sib.close_pools()
+
+
+def test_retrieve_returns_the_typed_result(client: TestClient, engine: Engine) -> None:
+    body = {"utterance": UTTERANCE, "session": MARIA, "as_of": AS_OF, "record": False}
+    res = client.post("/v1/retrieve", json=body)
+    assert res.status_code == 200, res.text
+    got = RetrievalResult.model_validate(res.json())
+    direct = engine.retrieve(UTTERANCE, session=MARIA, as_of=AS_OF, record=False)
+    assert got.trace_id == direct.trace_id and got.context.text == direct.context.text
+    assert got.goal == "LateFeeDispute" and got.chunks
+
+
+def test_openapi_health_and_readiness(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    assert {"/v1/retrieve", "/v1/tool/retrieve", "/healthz", "/readyz"} <= set(schema["paths"])
+    assert "RetrieveBody" in schema["components"]["schemas"]
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["ready"] is True
+
+
+def test_typed_errors_are_json_with_status(client: TestClient) -> None:
+    res = client.post("/v1/retrieve", json={"utterance": "x" * 5000, "session": MARIA, "record": False})
+    assert res.status_code == 400 and res.json()["error"] == "InputError"
+    res = client.post("/v1/retrieve", json={"utterance": UTTERANCE, "session": {"customer_id": "CUST_4421"}})
+    assert res.status_code in (400, 403) and res.json()["error"] in ("TenantError", "InputError")
+    res = client.post("/v1/retrieve", json={"utterance": UTTERANCE, "session": {**MARIA, "tenant_id": "nobody"}})
+    assert res.status_code == 403 and res.json()["error"] == "TenantError"
+
+
+def test_agent_tool_call_is_scoped_by_the_session(client: TestClient) -> None:
+    res = client.post("/v1/tool/retrieve", json={"session": MARIA, "query": "late fee waiver", "mode": "hybrid",
+                                                 "filters": {"tier": "Platinum", "region": "US"}, "top_k": 5})
+    assert res.status_code == 200, res.text
+    rows = res.json()["results"]
+    assert 0 < len(rows) <= 5
+    res = client.post("/v1/tool/retrieve", json={"session": MARIA, "query": "x", "filters": {"no_such": 1}})
+    assert res.status_code == 400
+
+
+def test_a_full_service_sheds_load_with_503_and_retry_after(engine: Engine) -> None:
+    import httpx
+
+    sib = engine.sibling(index=engine.index, understander=None)
+    app = create_app(sib, warm=False, close=False, max_inflight=2, retry_after_s=3)
+    release = asyncio.Event()
+    real = sib.aretrieve
+
+    async def slow(*a: Any, **k: Any) -> Any:
+        await release.wait()
+        return await real(*a, **k)
+
+    sib.aretrieve = slow  # type: ignore[method-assign]
+
+    async def burst() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://hopweave") as c:
+            body = {"utterance": UTTERANCE, "session": MARIA, "as_of": AS_OF, "record": False}
+            tasks = [asyncio.create_task(c.post("/v1/retrieve", json=body)) for _ in range(5)]
+            await asyncio.sleep(0.3)
+            release.set()
+            return await asyncio.gather(*tasks)
+
+    try:
+        out = asyncio.run(burst())
+    finally:
+        sib.close_pools()
+    codes = sorted(r.status_code for r in out)
+    assert codes == [200, 200, 503, 503, 503], codes
+    shed = [r for r in out if r.status_code == 503]
+    assert all(r.headers["Retry-After"] == "3" and r.json()["error"] == "OverloadedError" for r in shed)
