@@ -326,6 +326,8 @@ class VectorIndex(ABC):
         t1 = time.perf_counter()
         deep: dict[str, list[Candidate]] = {}
         lex, sem = self._run_channels(tenant_id, lexical, dense, deep=deep)
+        if profile.features is not None and profile.features.authority_candidates:
+            lex, sem = self._authority(tenant_id, profile, scoped, space_tree, lexical, dense, lex, sem)
         if profile.fill_channels:
             lex, sem = self._fill(tenant_id, lexical, dense, lex, sem, space, deep.get(LEXICAL, []))
         timings["channels"] = _ms(t1)
@@ -472,6 +474,36 @@ class VectorIndex(ABC):
             if not bad:
                 return fused, payloads, dropped
             dropped |= bad
+
+    def _authority(
+        self,
+        tenant_id: str,
+        profile: RankingProfile,
+        scoped: FilterTree,
+        space_tree: FilterTree,
+        lexical: ChannelRequest | None,
+        dense: ChannelRequest | None,
+        lex: list[Candidate],
+        sem: list[Candidate],
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """Each channel's candidates plus its best ``authority_candidates`` points among the
+        authoritative document types (the same filter and IDF population, so scores stay
+        comparable), appended after the channel's own list. No-op when the schema has no
+        ``doc_type`` field. Raises TenantError for another tenant's point."""
+        w = profile.features
+        assert w is not None
+        if "doc_type" not in self.schema.chunk_field_map or not w.authority_types:
+            return lex, sem
+        only = In(field="doc_type", values=tuple(w.authority_types))
+        reqs = []
+        if lexical is not None:
+            reqs.append(replace(lexical, filter=self._compile(and_(scoped, only)), limit=w.authority_candidates))
+        if dense is not None:
+            reqs.append(replace(dense, filter=self._compile(and_(space_tree, only)), limit=w.authority_candidates))
+        extra_lex, extra_sem = self._run_channels(tenant_id, *reqs)
+        have_l, have_s = {c.chunk_id for c in lex}, {c.chunk_id for c in sem}
+        return (lex + [c for c in extra_lex if c.chunk_id not in have_l],
+                sem + [c for c in extra_sem if c.chunk_id not in have_s])
 
     def _fill(
         self,

@@ -122,3 +122,29 @@ def test_fill_channels_scores_both_channels_exactly(kind, tmp_path, schema, hash
         else:  # below the fetched depth BM25 counts as 0
             assert h.lexical.score == 0.0
     idx.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_authority_prefetch_brings_crowded_out_policies(kind, tmp_path, schema, hash_embedder):
+    """Restatements fill both channels' top 3; the prefetch adds the best policy points."""
+    idx = make_index(kind, tmp_path, schema, hash_embedder)
+    payloads = random_payloads(150, seed=11)
+    for i, p in enumerate(payloads):
+        p["doc_type"] = "policy" if i % 25 == 0 else "faq"
+    load(idx, payloads, hash_embedder)
+    vec = hash_embedder.embed_one(Q)
+    kw = dict(limit=50, query_vector=vec, query_space=hash_embedder.space)
+    plain = _profile(candidates_per_channel=3, features=FeatureWeights(doc_type={"policy": 0.5}))
+    auth = _profile(name="t_auth", candidates_per_channel=3,
+                    features=FeatureWeights(doc_type={"policy": 0.5}, authority_types=("policy",),
+                                            authority_candidates=4))
+    a = idx.search("t1", Q, plain, **kw)
+    b = idx.search("t1", Q, auth, **kw)
+    policies = {p["chunk_id"] for p in payloads if p["doc_type"] == "policy" and p["tenant_id"] == "t1"
+                and p["version"] == "current"}
+    got_a = {h.chunk_id for h in a.hits} & policies
+    got_b = {h.chunk_id for h in b.hits} & policies
+    assert len(b.hits) <= 6 + 8 and got_b > got_a and len(got_b) >= min(4, len(policies))
+    assert b.hits[0].payload["doc_type"] == "policy"  # the document-type weight puts one first
+    assert idx.search("t1", Q, auth, **kw).hits == b.hits
+    idx.close()
