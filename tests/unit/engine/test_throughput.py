@@ -181,6 +181,7 @@ def _overload_engine(engine: Engine, budget_ms: int) -> Engine:
     return eng
 
 
+@pytest.mark.slow  # wall-clock bound under a burst: run in the slow suite (a quiet CI step), not the default one
 def test_aretrieve_under_overload_is_never_late(engine: Engine) -> None:
     import asyncio
     import time
@@ -210,6 +211,7 @@ def test_aretrieve_under_overload_is_never_late(engine: Engine) -> None:
             assert any(d.stage == "understand" for d in r.degraded)
 
 
+@pytest.mark.slow  # wall-clock bound under a burst: run in the slow suite (a quiet CI step), not the default one
 def test_threads_under_overload_are_never_late(engine: Engine) -> None:
     import time
     from concurrent.futures import ThreadPoolExecutor
