@@ -107,7 +107,7 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
         from fastapi import FastAPI, Request
         from fastapi.responses import JSONResponse, Response
     except ModuleNotFoundError as exc:  # pragma: no cover - depends on the extra
-        raise MissingDependencyError("fastapi", "serve", "hopweave serve") from exc
+        raise MissingDependencyError(exc.name or "fastapi", "serve", "hopweave serve") from exc
     from hopweave.adapters.agent_tool import RetrieveTool
     from hopweave.engine.result import RetrievalResult
 

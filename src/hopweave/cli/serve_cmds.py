@@ -33,7 +33,7 @@ def serve(
     try:
         import uvicorn
     except ModuleNotFoundError as exc:
-        raise MissingDependencyError("uvicorn", "serve", "hopweave serve") from exc
+        raise MissingDependencyError(exc.name or "fastapi", "serve", "hopweave serve") from exc
     from hopweave.adapters.http import create_app
     from hopweave.engine.engine import Engine, EngineConfig
 

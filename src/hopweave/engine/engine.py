@@ -363,13 +363,14 @@ class Engine:
         loop = asyncio.get_running_loop()
         ticket = _Ticket()
         work = loop.run_in_executor(self._request_pool, ticket.wrap(functools.partial(self._retrieve, req, t0)))
-        if not self._warm:  # the first request warms the engine, outside any budget
-            return _started(await work)
-        wait = (req.budget_ms or self.config.budget_ms) / 1000.0 - (time.perf_counter() - t0)
-        done, _ = await asyncio.wait({work}, timeout=max(wait, 0.0))
-        if not done and ticket.abandon():  # still queued for a worker: answer degraded, now
-            return self._retrieve(req, t0)
-        return _started(await work)  # started: its stages end at its deadline
+        if self._warm:  # (the first request warms the engine, outside any budget)
+            wait = (req.budget_ms or self.config.budget_ms) / 1000.0 - (time.perf_counter() - t0)
+            done, _ = await asyncio.wait({work}, timeout=max(wait, 0.0))
+            if not done and ticket.abandon():  # still queued for a worker: answer degraded, now
+                return self._retrieve(req, t0)
+        result = await work  # started: its stages end at its deadline
+        assert result is not None  # only an abandoned ticket returns None, and that was not awaited
+        return result
 
     def _retrieve(self, req: Request, t0: float | None = None) -> RetrievalResult:
         """One request: split into parts when it carries several intents
@@ -472,7 +473,7 @@ class Engine:
         plan, why = build_plan(u, goals, pats, utterance=req.utterance, min_confidence=self.config.min_confidence,
                                profile=req.profile, default_profile=self.config.default_profile)
         if u is None:
-            plan.filter = self._neutral_filter(run)
+            plan.filter, plan.documents_at = self._neutral_filter(run)
             plan.notes = (*plan.notes, NEUTRAL_NOTE)
         if why:
             run.degraded.append(Degradation(stage="understand", what="goal", reason=why,
@@ -484,19 +485,21 @@ class Engine:
         run.timings["understand"] = _ms(t)
         return plan
 
-    def _neutral_filter(self, run: Run) -> FilterTree:
-        """The failed understanding's fallback filter (:func:`~hopweave.engine.plan.neutral_filter`);
-        when even the filter mapping cannot be read, one that matches no document (fail closed)."""
-        from hopweave.understand.filter_map import read_filter_mapping
+    def _neutral_filter(self, run: Run) -> tuple[FilterTree, str | None]:
+        """The failed understanding's fallback filter (:func:`~hopweave.engine.plan.neutral_filter`)
+        and the instant its documents are in force at (None: current revisions); when even the
+        filter mapping cannot be read, one that matches no document (fail closed)."""
+        from hopweave.understand.filter_map import instant, read_filter_mapping
 
         try:
             mapping = read_filter_mapping(self.graph, run.req.session.tenant_id)
-            return neutral_filter(mapping, run.req.session, [a.entity for a in run.settings.authoritative],
-                                  self.graph)
+            tree = neutral_filter(mapping, run.req.session, [a.entity for a in run.settings.authoritative],
+                                  self.graph, run.req.as_of)
+            return tree, instant(run.req.as_of) if mapping.in_force is not None else None
         except HopweaveError as exc:
             run.degraded.append(Degradation(stage="search", what="segment scoping", reason=str(exc),
                                             fallback="no policy documents"))
-            return IsEmpty(field="tenant_id")  # every chunk has a tenant: nothing matches
+            return IsEmpty(field="tenant_id"), None  # every chunk has a tenant: nothing matches
 
     def _override(self, p: TraversalPattern, fields: Mapping[str, Any] | None,
                   goal: GoalType | None) -> TraversalPattern:
@@ -588,7 +591,7 @@ class Engine:
         remaining budget. Returns True once durable; False (and a Degradation) when it failed or is
         still queued (it is written when the queue drains, but never claimed)."""
         session, subject = run.req.session, run.settings.subject
-        timeout = run.remaining()
+        timeout = run.remaining(min(self.config.reserve_per_request_ms * self._inflight, run.budget_ms * 0.4))
         fut = self.trace_writer.submit(
             result.tenant_id, lambda: trace_record.build(result, session, self.graph, subject), run.deadline)
         if timeout < MIN_STAGE_S:  # queued, but no time to wait for it: never claimed

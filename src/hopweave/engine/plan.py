@@ -136,15 +136,16 @@ NEUTRAL_NOTE = ("understanding failed: only policy documents not specific to a s
                 "(the customer's own tier/plan could not be checked)")
 
 
-def neutral_filter(mapping: Any, session: Any, authoritative: Sequence[str], graph: Any = None) -> FilterTree:
+def neutral_filter(mapping: Any, session: Any, authoritative: Sequence[str], graph: Any = None,
+                   as_of: Any = None) -> FilterTree:
     """The filter of a fallback plan whose understanding failed: the mapping's always-on clauses
-    (tenant, status, session region...) and ``is_empty`` on every authoritative attribute's field
+    (tenant, documents in force at ``as_of``, session region...) and ``is_empty`` on every authoritative attribute's field
     (tier, plan...), as for an anonymous session: the utterance's words cannot pick a segment's
     policy when nobody checked them against the record. Raises what ``compile_filter`` raises."""
     from hopweave.understand.filter_map import compile_filter
 
     tree, _ = compile_filter(mapping, [], session, graph, graph.schema if graph is not None else None,
-                             unscoped=authoritative)
+                             unscoped=authoritative, as_of=as_of)
     return tree
 
 

@@ -8,7 +8,7 @@ domain (its :class:`~hopweave.models.domain.DomainSettings`).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from hopweave.errors import InputError
 from hopweave.models.common import Session, check_tenant, to_datetime
@@ -130,8 +130,7 @@ class Understander:
             )
         res = self.resolver.resolve(text, session, when)
         mapping = self.filter_mapping(session.tenant_id)
-        # a read-through proxy of the store (delegates everything but vocabulary get_node)
-        store = cast("GraphStore", _VocabularyReads(self.store, self.resolver.pipeline(session.tenant_id)[2]))
+        store: Any = _VocabularyReads(self.store, self.resolver.pipeline(session.tenant_id)[2])
         tree, fnotes = compile_filter(mapping, res.entities, session, store, self.store.schema,
                                       unscoped=res.unscoped, as_of=when)
         notes.extend(res.notes)
