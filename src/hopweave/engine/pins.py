@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,11 +30,30 @@ from hopweave.engine.result import RetrievalResult, context_hash
 from hopweave.models.filters import In
 
 if TYPE_CHECKING:  # pragma: no cover
-    from hopweave.engine.record import RecordedTrace
     from hopweave.engine.stages import DocumentIndex
     from hopweave.graph.base import GraphStore
 
 SEP = "\x1f"
+
+
+class RecordedTrace(Protocol):
+    """What a rebuild reads of a recorded trace (:class:`hopweave.engine.record.RecordedTrace`;
+    a protocol, because record imports this module to write the pins)."""
+
+    @property
+    def trace_id(self) -> str: ...
+
+    @property
+    def as_of(self) -> str | None: ...
+
+    @property
+    def pins(self) -> dict[str, Any]: ...
+
+    @property
+    def context_hash(self) -> str | None: ...
+
+    @property
+    def context_skeleton(self) -> str | None: ...
 PinStatus = Literal["same", "changed", "missing"]
 
 
