@@ -50,6 +50,26 @@ class RecordedTrace(Protocol):
 
 
 SEP = "\x1f"
+
+
+class RecordedTrace(Protocol):
+    """What a rebuild reads of a recorded trace (:class:`hopweave.engine.record.RecordedTrace`;
+    a protocol, because record imports this module to write the pins)."""
+
+    @property
+    def trace_id(self) -> str: ...
+
+    @property
+    def as_of(self) -> str | None: ...
+
+    @property
+    def pins(self) -> dict[str, Any]: ...
+
+    @property
+    def context_hash(self) -> str | None: ...
+
+    @property
+    def context_skeleton(self) -> str | None: ...
 PinStatus = Literal["same", "changed", "missing"]
 
 

@@ -30,19 +30,9 @@ from hopweave.models.schema import GraphSchema
 from hopweave.search.embedder import EmbeddingSpace
 from hopweave.search.features import with_features
 from hopweave.search.fusion import Fused, fuse, rank_channel
-from hopweave.search.index_types import (
-    DENSE,
-    INTERNAL_KEYWORD_FIELDS,
-    LEXICAL,
-    SPACE_FIELD,
-    Candidate,
-    ChannelRequest,
-    CollectionInfo,
-    IndexPoint,
-    hit_of,
-    payload_index_kinds,
-    point_id,
-)
+from hopweave.search.index_types import (DENSE, INTERNAL_KEYWORD_FIELDS, LEXICAL, SPACE_FIELD, Candidate,
+                                          ChannelRequest, CollectionInfo, IndexPoint, dense_request, hit_of,
+                                          lexical_request, payload_index_kinds, point_id)
 
 __all__ = ["DENSE", "INTERNAL_KEYWORD_FIELDS", "LEXICAL", "LEXICAL_TIE_HEADROOM", "SPACE_FIELD", "Candidate",
            "ChannelRequest", "CollectionInfo", "IndexPoint", "VectorIndex", "payload_index_kinds", "point_id"]
@@ -319,8 +309,9 @@ class VectorIndex(ABC):
         assert space_tree is not None
         cap = profile.candidates_per_channel
         fields = profile.features.payload_fields() if profile.features else ()
-        lexical, lexical_reason = self._lexical_request(info, profile, query, self._compile(scoped), cap, fields)
-        dense, semantic_reason = self._dense_request(info, profile, query_vector, query_space, space_tree, cap, fields)
+        lexical, lexical_reason = lexical_request(info, profile, query, self._compile(scoped), cap, fields)
+        dense, semantic_reason = dense_request(info, profile, query_vector, query_space,
+                                               lambda: self._compile(space_tree), cap, fields)
         timings = {"prepare": _ms(t0)}
 
         t1 = time.perf_counter()
@@ -353,50 +344,6 @@ class VectorIndex(ABC):
             filter=scoped.model_dump(mode="json"),
             timings_ms={k: round(v, 3) for k, v in timings.items()},
         )
-
-    @staticmethod
-    def _lexical_request(
-        info: CollectionInfo, profile: RankingProfile, query: str, base: Any, cap: int, fields: tuple[str, ...] = ()
-    ) -> tuple[ChannelRequest | None, str | None]:
-        """The BM25 request (IDF over the filtered population), or None and why it is skipped."""
-        if not profile.uses_lexical:
-            return None, f"profile {profile.name} does not use the lexical channel"
-        sparse = info.encoder().encode_query(query)
-        if len(sparse) == 0:
-            return None, "the query has no index terms"
-        return ChannelRequest(LEXICAL, sparse, base, cap, idf_filter=base, fields=fields), None
-
-    def _dense_request(
-        self,
-        info: CollectionInfo,
-        profile: RankingProfile,
-        query_vector: np.ndarray | None,
-        query_space: EmbeddingSpace | None,
-        space_tree: FilterTree,
-        cap: int,
-        fields: tuple[str, ...] = (),
-    ) -> tuple[ChannelRequest | None, str | None]:
-        """The semantic request (points of the query's space only), or None and why it is skipped.
-
-        Raises:
-            EmbeddingSpaceError: the vector's length is not the dimensions of ``query_space``.
-        """
-        if not profile.uses_semantic:
-            return None, f"profile {profile.name} does not use the semantic channel"
-        if query_vector is None or query_space is None:
-            return None, "no query embedding was supplied"
-        if query_space.dimensions != info.space.dimensions:
-            return None, (
-                f"query embedding space {query_space.key} has {query_space.dimensions} dimensions, "
-                f"the collection's ({info.space.key}) {info.space.dimensions}: no semantic candidates"
-            )
-        vec = np.asarray(query_vector, dtype=np.float32).reshape(-1)
-        if vec.shape[0] != query_space.dimensions:
-            raise EmbeddingSpaceError(
-                f"query vector has {vec.shape[0]} dimensions, the space {query_space.key} has "
-                f"{query_space.dimensions}"
-            )
-        return ChannelRequest(DENSE, vec.tolist(), self._compile(space_tree), cap, fields=fields), None
 
     def _run_channels(
         self, tenant_id: str, *requests: ChannelRequest | None, deep: dict[str, list[Candidate]] | None = None
