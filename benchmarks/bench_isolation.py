@@ -250,7 +250,10 @@ def check(g: Any, world: World, session: dict[str, Any], utterance: str, r: Retr
             if s in chunk_ids:
                 continue
             ic["context_source"] += 1
-            if owned(g, tenant, s) is not True:
+            mine = owned(g, tenant, s)
+            if mine is None:  # not a node: a pattern name on a truncation note, a chunk id...
+                ic["context_source_not_a_node"] += 1
+            elif not mine:
                 tally.bad(tally.cross_tenant, "context_source", case, s)
     echoed = set(ID_TOKEN.findall(utterance)) | {session.get("customer_id")}  # the caller's own words
     for tok in set(ID_TOKEN.findall(r.context.text)) - echoed:

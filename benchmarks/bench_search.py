@@ -233,7 +233,7 @@ def bench_scale_channels(n: int, queries: int = 60, profiles: tuple[str, ...] = 
         qv = [x / np.linalg.norm(x) for x in (qn.normal(size=384).astype(np.float32) for _ in range(queries))]
         for name in profiles:
             prof = get_profile(name)
-            out[f"search_cpu_ms[{name}]"] = _cpu_p50(lambda i: idx.search(
+            out[f"search_cpu_ms[{name}]"] = _cpu_p50(lambda i, prof=prof: idx.search(
                 "deltabank", qs[i], prof, where=flt, query_vector=qv[i], query_space=space), queries)
         comp = idx._compile(idx.scoped_filter("deltabank", flt, True))
         lex = lambda i, f, idf: idx._query([ChannelRequest(LEXICAL, enc.encode_query(qs[i]), f, 201, idf_filter=idf)])  # noqa: E731

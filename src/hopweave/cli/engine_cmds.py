@@ -60,6 +60,12 @@ def _print_context(result: "RetrievalResult", first_ms: float | None = None) -> 
     if not result.recorded:
         typer.echo("trace not recorded" + (" (see degraded)" if any(d.stage == "record" for d in result.degraded)
                                            else ""))
+    if len(result.rounds) > 1 or result.parts:
+        typer.echo(f"escalation {result.escalation}: {len(result.rounds)} round(s)"
+                   + (f", {len(result.parts)} intents" if result.parts else ""))
+        for r in result.rounds:
+            typer.echo(f"  round {r.round}: {r.action} (+{len(r.added)} chunks)"
+                       + (f" because {'; '.join(r.why)}" if r.why else ""))
     if result.degraded:
         typer.echo("degraded:")
         for d in result.degraded:
@@ -68,7 +74,8 @@ def _print_context(result: "RetrievalResult", first_ms: float | None = None) -> 
     t = Table(title="stage timings (ms)", caption=caption)
     t.add_column("stage")
     t.add_column("ms", justify="right")
-    for k in ("understand", "search", "traverse", "precedent", "search_and_traverse", "assemble", "record", "total"):
+    for k in ("understand", "search", "traverse", "precedent", "search_and_traverse", "rounds", "assemble", "record",
+              "total"):
         if k in result.timings_ms:
             t.add_row(k, f"{result.timings_ms[k]:.1f}")
     Console().print(t)

@@ -363,13 +363,14 @@ class Engine:
         loop = asyncio.get_running_loop()
         ticket = _Ticket()
         work = loop.run_in_executor(self._request_pool, ticket.wrap(functools.partial(self._retrieve, req, t0)))
-        if not self._warm:  # the first request warms the engine, outside any budget
-            return await work
-        wait = (req.budget_ms or self.config.budget_ms) / 1000.0 - (time.perf_counter() - t0)
-        done, _ = await asyncio.wait({work}, timeout=max(wait, 0.0))
-        if not done and ticket.abandon():  # still queued for a worker: answer degraded, now
-            return self._retrieve(req, t0)
-        return await work  # started: its stages end at its deadline
+        if self._warm:  # (the first request warms the engine, outside any budget)
+            wait = (req.budget_ms or self.config.budget_ms) / 1000.0 - (time.perf_counter() - t0)
+            done, _ = await asyncio.wait({work}, timeout=max(wait, 0.0))
+            if not done and ticket.abandon():  # still queued for a worker: answer degraded, now
+                return self._retrieve(req, t0)
+        result = await work  # started: its stages end at its deadline
+        assert result is not None  # only an abandoned ticket returns None, and that was not awaited
+        return result
 
     def _retrieve(self, req: Request, t0: float | None = None) -> RetrievalResult:
         """One request: split into parts when it carries several intents
@@ -590,7 +591,7 @@ class Engine:
         remaining budget. Returns True once durable; False (and a Degradation) when it failed or is
         still queued (it is written when the queue drains, but never claimed)."""
         session, subject = run.req.session, run.settings.subject
-        timeout = run.remaining()
+        timeout = run.remaining(min(self.config.reserve_per_request_ms * self._inflight, run.budget_ms * 0.4))
         fut = self.trace_writer.submit(
             result.tenant_id, lambda: trace_record.build(result, session, self.graph, subject), run.deadline)
         if timeout < MIN_STAGE_S:  # queued, but no time to wait for it: never claimed
@@ -601,6 +602,14 @@ class Engine:
         return self._run_stage(
             run.degraded, "record", fut, default=False, what="decision trace",
             fallback="result returned without a recorded trace (recorded=False)", timeout=timeout)
+
+
+def _started(result: RetrievalResult | None) -> RetrievalResult:
+    """The result of a request that was not abandoned (a ticket answers None only after
+    :meth:`_Ticket.abandon`, whose caller answers without it). Raises RuntimeError otherwise."""
+    if result is None:
+        raise RuntimeError("an abandoned request was awaited")
+    return result
 
 
 class _Ticket:

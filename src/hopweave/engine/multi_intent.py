@@ -16,7 +16,8 @@ Only utterances with at least one separator pay for the clause classification (o
 batch); single-intent requests run exactly as before. Each part is one ordinary engine run (same
 boundary, scope filters, rounds, assembly; its own decision trace). The combined result is the
 first part's, with the context replaced by the parts' blocks under ``[Request part i of n — Goal:
-"span"]`` headers, ``parts`` listing each part, and a trace id derived from the parts' ids.
+"span"]`` headers, ``parts`` listing each part, and a trace id derived from the parts' ids; when
+the parts were recorded, the combined result is recorded under that id too (what the agent saw).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Conjunctions that add a request (a clause after one of them may be a new, goal-less intent).
 ADDITIVE = re.compile(r"\b(?:and also|also|by the way|besides|while you're at it|and can you|and could you)\b",
                       re.IGNORECASE)
-#: More than one sentence (a separator mark followed by more text).
-_SENTENCES = re.compile(r"[.?!;]\s+\S")
+#: More than one sentence (a separator mark followed by at least three more words).
+_SENTENCES = re.compile(r"[.?!;]\s+[A-Za-z'’]+\s+[A-Za-z'’]+\s+[A-Za-z'’]+")
 #: A clause that asks for something (a goal-less clause after an additive conjunction must).
 _REQUEST = re.compile(r"\?|^\s*(?:tell|what|when|where|how|can|could|would|please|show|give|send|let)\b",
                       re.IGNORECASE)
@@ -119,13 +120,30 @@ def retrieve_parts(engine: Any, req: "Request", parts: Sequence[tuple[Span, str 
         r = engine._retrieve_one(dataclasses.replace(req, utterance=s.text, token_budget=share))
         left -= r.context.tokens
         results.append(r)
-    return combine(engine, req, parts, headers, results, budget)
+    combined = combine(engine, req, parts, headers, results, budget)
+    return _record_combined(engine, req, combined) if combined.recorded else combined
+
+
+def _record_combined(engine: Any, req: "Request", combined: RetrievalResult) -> RetrievalResult:
+    """``combined`` with its own decision trace written (the trace id the caller gets must be
+    found: it is the context the agent saw); ``recorded`` only when that write is durable."""
+    import time
+
+    from hopweave.engine.config import Run
+
+    settings = engine.settings_for(req.session.tenant_id)
+    run = Run(req, settings, time.perf_counter(), max(engine.config.record_min_ms, 1), [], {})
+    recorded = engine._record(run, combined)
+    return combined.model_copy(update={"recorded": recorded, "degraded": (*combined.degraded, *run.degraded)})
 
 
 def combine(engine: Any, req: "Request", parts: Sequence[tuple[Span, str | None]], headers: Sequence[str],
             results: Sequence[RetrievalResult], budget: int) -> RetrievalResult:
     """One result: the parts' context blocks under their headers, in utterance order."""
-    blocks, lines, omitted, sections = [], [], [], []
+    blocks: list[str] = []
+    lines: list[ContextLine] = []
+    omitted: list[Any] = []
+    sections: list[Any] = []
     for h, r in zip(headers, results):
         blocks.append(f"{h}\n\n{r.context.text}" if r.context.text else h)
         lines.append(ContextLine(section="request part", kind="header", text=h, tokens=engine.counter.count(h)))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,9 +30,24 @@ from hopweave.engine.result import RetrievalResult, context_hash
 from hopweave.models.filters import In
 
 if TYPE_CHECKING:  # pragma: no cover
-    from hopweave.engine.record import RecordedTrace
     from hopweave.engine.stages import DocumentIndex
     from hopweave.graph.base import GraphStore
+
+class RecordedTrace(Protocol):
+    """What a pinned rebuild reads of a recorded trace (``hopweave.engine.record.RecordedTrace``
+    has it; a protocol here so the record module can import this one without a cycle)."""
+
+    @property
+    def trace_id(self) -> str: ...
+    @property
+    def as_of(self) -> str | None: ...
+    @property
+    def context_hash(self) -> str | None: ...
+    @property
+    def context_skeleton(self) -> str | None: ...
+    @property
+    def pins(self) -> dict[str, Any]: ...
+
 
 SEP = "\x1f"
 PinStatus = Literal["same", "changed", "missing"]

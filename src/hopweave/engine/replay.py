@@ -19,7 +19,7 @@ and what the retrieval must (and must not) produce::
       forbidden_chunks: [waiver-policy-v2.pdf, gold-waiver-policy-v3.pdf#3.2]
       forbidden_metadata: {version: [superseded], tier: [Gold]}     # no context chunk may carry these
       documents: [waiver-policy-v3.pdf]
-      revisions: {waiver-policy: v3}      # the context cites this document at this revision only
+      revisions: {refund-policy-pro: v2}  # the context cites this document at this revision only
       found_by: [semantic, lexical]       # each `chunks` entry was ranked by these channels
       in_force: true                      # every retrieved chunk was in force at as_of
       precedent: [TRACE_8514, TRACE_8702, TRACE_8108]

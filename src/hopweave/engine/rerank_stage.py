@@ -32,6 +32,8 @@ def rerank_chunks(engine: Any, run: Any, plan: Any, chunks: tuple[ChunkItem, ...
     if not chunks or name in (None, "", "none"):
         return chunks
     reranker = get_reranker(name, engine.embedder)
+    if reranker is None:
+        return chunks
     head, tail = list(chunks[:RERANK_TOP_N]), list(chunks[RERANK_TOP_N:])
     scores = run_stage(run.degraded, "search", lambda: reranker.score(run.req.utterance, head), default=None,
                        what=f"reranking ({name})", fallback="the fused order")

@@ -384,8 +384,7 @@ class OnnxEmbedder(CachingEmbedder):
                 if self._encoder is None:
                     from hopweave.search.onnx_encoder import OnnxMiniLM, ensure_exported
 
-                    _set_offline()
-                    _quiet_transformers()
+                    _set_offline()  # transformers is imported only if an export is needed
                     path = ensure_exported(self._path, _weights_sha256(str(self._path)), self._cache_dir,
                                            int8=self._int8)
                     self._encoder = OnnxMiniLM(self._path, path, per_item=self._int8)

@@ -130,7 +130,7 @@ class Understander:
             )
         res = self.resolver.resolve(text, session, when)
         mapping = self.filter_mapping(session.tenant_id)
-        store = _VocabularyReads(self.store, self.resolver.pipeline(session.tenant_id)[2])
+        store: Any = _VocabularyReads(self.store, self.resolver.pipeline(session.tenant_id)[2])
         tree, fnotes = compile_filter(mapping, res.entities, session, store, self.store.schema,
                                       unscoped=res.unscoped, as_of=when)
         notes.extend(res.notes)

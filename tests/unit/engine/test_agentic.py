@@ -11,7 +11,7 @@ from hopweave.engine.agentic import LoopInputs, RoundQuery, assess, expansion_te
 from hopweave.engine.plan import Plan
 from hopweave.engine.result import ChannelView, ChunkItem
 from hopweave.models.escalation import EscalationPolicy
-from hopweave.models.filters import And, Eq, FilterTree, and_
+from hopweave.models.filters import Eq, FilterTree, and_
 from hopweave.models.metagraph import GoalType, SectionTemplate
 
 from conftest import AS_OF, MARIA, UTTERANCE

@@ -314,3 +314,18 @@ def test_understanding_down_serves_no_segment_specific_policy(engine: Engine, se
     assert r.filter is not None and {"op": "is_empty", "field": "tier"} in r.filter["clauses"]
     assert all(c.metadata.get("tier") in (None, "", []) for c in r.chunks)
     assert "not specific to a segment" in r.context.text
+
+
+# ---- a multi-intent request: the trace id the caller gets is recorded ----------------------------
+def test_multi_intent_result_told_recorded_has_its_trace(engine: Engine) -> None:
+    """Found by benchmarks/bench_isolation.py (budget 800 ms, recording on): a request split into
+    parts came back ``recorded=True`` with a trace id derived from its parts' ids that was never
+    written (12 of 300 recorded results): the caller could not find the trace it was told about."""
+    text = "I want to dispute this $39 late fee on my Platinum card, and also can you tell me my due date?"
+    r = engine.retrieve(text, session=MARIA, as_of=AS_OF, record=True)
+    assert len(r.parts) >= 2, "the utterance is expected to split into two parts"
+    assert r.recorded is True
+    t = trace_record.load(engine.graph, "deltabank", r.trace_id)
+    assert t.utterance == text and t.context_hash == r.context.hash
+    for part in r.parts:  # each part's own trace as well
+        assert trace_record.load(engine.graph, "deltabank", part.trace_id).trace_id == part.trace_id

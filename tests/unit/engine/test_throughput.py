@@ -155,10 +155,10 @@ def test_a_failing_trace_does_not_fail_its_group(engine: Engine) -> None:
 
 
 # ---- deadlines ---------------------------------------------------------------------------------
-#: What a burst may overrun its budget by here (before: a 60-request aretrieve burst took ~2 s
+#: What a burst may overrun its budget by in this test (before: a 60-request aretrieve burst took ~2 s
 #: against 250 ms, queued behind 8 workers): a shared 2-core machine (load average ~20 from
 #: other work) starves the process; docs/BENCHMARKS.md has the margin measured on a quiet run.
-MARGIN_MS = 400
+MARGIN_MS = 600
 UTTERANCES = [
     "I want to dispute this $39 late fee on my Platinum card.",
     "Why was I charged a late fee, I paid on time",
