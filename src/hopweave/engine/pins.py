@@ -33,24 +33,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.stages import DocumentIndex
     from hopweave.graph.base import GraphStore
 
-class RecordedTrace(Protocol):
-    """What a pinned rebuild reads of a recorded trace (``hopweave.engine.record.RecordedTrace``
-    has it; a protocol here so the record module can import this one without a cycle)."""
-
-    @property
-    def trace_id(self) -> str: ...
-    @property
-    def as_of(self) -> str | None: ...
-    @property
-    def context_hash(self) -> str | None: ...
-    @property
-    def context_skeleton(self) -> str | None: ...
-    @property
-    def pins(self) -> dict[str, Any]: ...
-
-
-SEP = "\x1f"
-
 
 class RecordedTrace(Protocol):
     """What a rebuild reads of a recorded trace (:class:`hopweave.engine.record.RecordedTrace`;
@@ -70,6 +52,9 @@ class RecordedTrace(Protocol):
 
     @property
     def context_skeleton(self) -> str | None: ...
+
+
+SEP = "\x1f"
 PinStatus = Literal["same", "changed", "missing"]
 
 
