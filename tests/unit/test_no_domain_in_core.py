@@ -36,19 +36,10 @@ CASELESS = re.compile(r"deltabank|northbank|\bmaria\b|\blopez\b", re.IGNORECASE)
 
 #: Current offenders: file (relative to src/hopweave) -> number of DeltaBank names. Only shrinks.
 ALLOWED: dict[str, int] = {
-    "cli/graph_cmds.py": 3,  # CUST_4421, LateFeeDispute, Tier
-    "cli/pack_cmds.py": 1,  # deltabank
-    "cli/understand_cmds.py": 2,  # deltabank
-    "engine/record.py": 3,  # Customer, DeltaBank, FOR_CUSTOMER
-    "engine/replay.py": 17,  # Customer, Event, LateFeeDispute, Outcome, TRACE_8108, TRACE_8514, TRAC
-    "graph/traverse.py": 2,  # Customer, Tier
-    "models/documents.py": 1,  # waiver-policy
-    "models/domain.py": 2,  # CUST_4421, NB_CUST_4421
-    "pack/validate.py": 1,  # deltabank
-    "paths.py": 1,  # deltabank
-    "search/lexical.py": 1,  # CUST_4421
-    "understand/datasets.py": 8,  # DeltaBank, deltabank
-    "understand/resolver.py": 13,  # ACCT_100000_0, CUST_4421, Concept, EventType, NB_CUST_4421, PolicyType
+    "engine/replay.py": 4,  # Outcome: the replay's own result class, not the DeltaBank label
+    "paths.py": 1,  # the example pack the classifier CLI defaults to (source checkout only)
+    "understand/datasets.py": 8,  # default labelled-utterance files of the example pack (classifier CLI/benchmarks)
+    "understand/resolver.py": 2,  # Region: the session's built-in region attribute
 }
 
 

@@ -127,7 +127,7 @@ def _parse_entities(values: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for v in values:
         if "=" not in v:
-            raise InputError(f"--entity {v!r}: use TYPE=VALUE, e.g. --entity Tier=Platinum")
+            raise InputError(f"--entity {v!r}: use TYPE=VALUE, e.g. --entity Plan=Unlimited_Plus")
         k, val = v.split("=", 1)
         out[k.strip()] = val.strip()
     return out
@@ -136,8 +136,8 @@ def _parse_entities(values: list[str]) -> dict[str, Any]:
 @app.command("traverse")
 @handle_errors
 def traverse_cmd(
-    goal: str = typer.Option(..., "--goal", help="Goal type whose patterns to run, e.g. LateFeeDispute."),
-    seed: str = typer.Option(..., "--seed", help="The session's subject id (the patterns' seed), e.g. CUST_4421."),
+    goal: str = typer.Option(..., "--goal", help="Goal type whose patterns to run, e.g. RoamingChargeDispute."),
+    seed: str = typer.Option(..., "--seed", help="The session's subject id (the patterns' seed), e.g. SUB_1001."),
     as_of: str = typer.Option(..., "--as-of", help="Request time (YYYY-MM-DD or ISO datetime); relative times use it."),
     store: Optional[Path] = StoreOpt,
     tenant: Optional[str] = typer.Option(None, "--tenant", help="The session's tenant (default: the store's default tenant)."),

@@ -32,7 +32,7 @@ def _progress_bar() -> tuple[Any, Any]:
 @app.command("load")
 @handle_errors
 def load_cmd(
-    pack: Path = typer.Argument(..., help="Domain pack folder (with a hopweave.yaml), e.g. examples/deltabank."),
+    pack: Path = typer.Argument(..., help="Domain pack folder (with a hopweave.yaml), e.g. examples/telecom."),
     store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
     no_vectors: bool = typer.Option(False, "--no-vectors", help="Graph only: skip embedding the corpus."),
     as_json: bool = JsonOpt,

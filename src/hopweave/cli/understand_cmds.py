@@ -61,7 +61,7 @@ def _print_human(d: dict[str, Any]) -> None:
 @handle_errors
 def understand_cmd(
     utterance: str = typer.Argument(..., help="What the customer said."),
-    session: Path = typer.Option(..., "--session", help="Session JSON file (see examples/deltabank/sessions)."),
+    session: Path = typer.Option(..., "--session", help="Session JSON file (see a pack's sessions/ folder)."),
     as_of: Optional[str] = typer.Option(None, "--as-of", help="Request time, ISO date/datetime (default: today)."),
     store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
     threshold: Optional[float] = typer.Option(None, "--threshold", help="Abstain below this confidence."),
@@ -104,7 +104,7 @@ def understand_cmd(
 @handle_errors
 def calibrate_cmd(
     validation: Optional[Path] = typer.Option(
-        None, "--validation", help="Labeled validation split (default: examples/deltabank/utterances/validation.yaml)."
+        None, "--validation", help="Labeled validation split (default: the example pack's utterances/validation.yaml)."
     ),
     store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
     out: Optional[Path] = typer.Option(None, "--out", help="Where to write (default: the settings' calibration_file)."),

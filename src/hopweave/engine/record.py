@@ -15,7 +15,7 @@ The trace id is a hash of the inputs, the as_of, the store revision and
 what was seen, so replaying the same case on the same store gives the same id (an idempotent
 upsert), and any change in what was seen gives a new id that :func:`diff` can compare.
 
-The subject link (``FOR_CUSTOMER`` to ``:Customer`` in DeltaBank) comes from the domain's
+The subject link (e.g. ``FOR_SUBSCRIBER`` to ``:Subscriber`` in the telecom pack) comes from the domain's
 ``subject`` settings. :func:`redact_props` blanks every property derived from the utterance (the
 utterance, the search query, utterance entities, the [Note] lines quoting it); ``trace show`` and
 the HTML view use it unless ``--pii`` is given.

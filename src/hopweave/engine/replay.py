@@ -3,28 +3,28 @@
 A scenario file (YAML) pins one case: the utterance, the authenticated session, the ``as_of``
 and what the retrieval must (and must not) produce::
 
-    name: maria_late_fee
-    utterance: I want to dispute this $39 late fee on my Platinum card.
-    session_file: ../sessions/maria.json      # or session: {tenant_id: ..., customer_id: ...}
+    name: ana_roaming_dispute
+    utterance: I was charged $84 for roaming in Mexico, I want to dispute it.
+    session_file: ../sessions/ana.json      # or session: {tenant_id: ..., customer_id: ...}
     as_of: "2026-05-12T10:00:00"
-    options: {token_budget: 2000, pattern_overrides: {recent_transactions: {max_visited: 3}},
+    options: {token_budget: 2000, pattern_overrides: {usage_history: {max_visited: 3}},
               faults: [search_unavailable]}
     expect:
-      goal: LateFeeDispute        # null = no goal (clarify); omit to not check
+      goal: RoamingChargeDispute  # null = no goal (clarify); omit to not check
       clarify: false
-      sections: [Customer, Event, Payment history, Waiver history, Applicable policy, Precedent]
-      facts: ["22/24 months on-time", "0 waivers used in 2026"]   # substrings of the context
-      absent: ["Gold customers"]                                     # must not appear
-      chunks: [waiver-policy-v3.pdf#3.2]                  # chunk ids or document#section
-      forbidden_chunks: [waiver-policy-v2.pdf, gold-waiver-policy-v3.pdf#3.2]
-      forbidden_metadata: {version: [superseded], tier: [Gold]}     # no context chunk may carry these
-      documents: [waiver-policy-v3.pdf]
-      revisions: {refund-policy-pro: v2}  # the context cites this document at this revision only
+      sections: [Subscriber, Charge, Applicable policy, Precedent]
+      facts: ["0 roaming credits used in 2026"]          # substrings of the context
+      absent: ["Unlimited Basic customers"]              # must not appear
+      chunks: [roaming-credit-plus-v3.pdf#2.1]           # chunk ids or document#section
+      forbidden_chunks: [roaming-credit-plus-v2.pdf, roaming-credit-basic-v3.pdf#2.1]
+      forbidden_metadata: {version: [superseded], plan: [Unlimited_Basic]}  # no context chunk may carry these
+      documents: [roaming-credit-plus-v3.pdf]
+      revisions: {roaming-credit-plus: v3}  # the context cites this document at this revision only
       found_by: [semantic, lexical]       # each `chunks` entry was ranked by these channels
       in_force: true                      # every retrieved chunk was in force at as_of
-      precedent: [TRACE_8514, TRACE_8702, TRACE_8108]
+      precedent: [PREC_20001, PREC_20002]
       degraded: [search]            # stages that must report a degradation
-      entities: {Tier: Platinum}
+      entities: {Plan: Unlimited_Plus}
 
 :func:`replay` runs scenarios at their recorded ``as_of`` with deterministic budgets (a busy
 machine must not truncate a walk by time) and checks each expectation; a failure names the
@@ -228,7 +228,7 @@ def run_scenario(engine: Engine, sc: Scenario, *, record: bool = True) -> Retrie
 
 
 def chunk_matches(chunk: ChunkItem, ref: str) -> bool:
-    """A chunk reference is a chunk id, ``<document>#<section>`` (``waiver-policy-v3.pdf#3.2``) or
+    """A chunk reference is a chunk id, ``<document>#<section>`` (``roaming-credit-plus-v3.pdf#2.1``) or
     ``<document>`` alone (any section of that file)."""
     if ref == chunk.chunk_id:
         return True

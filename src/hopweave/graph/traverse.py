@@ -111,7 +111,7 @@ def run_goal_patterns(
 
 def seed_entities(store: GraphStore, tenant_id: str, seed_label: str, seed_id: str) -> dict[str, Any]:
     """Entity bindings implied by a seed node: for each vocabulary label ``L`` of the schema whose
-    lower-case name is a property of the seed (e.g. Customer.tier -> ``Tier``), ``{L: value}``.
+    lower-case name is a property of the seed (e.g. Subscriber.plan -> ``Plan``), ``{L: value}``.
 
     Used when no utterance was resolved (``hopweave traverse``) so patterns binding
     ``entity.Tier`` still work from the customer's own facts. Returns {} when the node is

@@ -138,5 +138,5 @@ class Chunk(BaseModel):
 
 def document_node_id(document_id: str, revision: str) -> str:
     """Graph node id of one document revision (the ``:Document`` node its chunks cite), e.g.
-    ``DOC_waiver-policy_v3``. Added by the engine (E) for CITES edges and Document nodes."""
+    ``DOC_refund-policy-pro_v2``. Added by the engine (E) for CITES edges and Document nodes."""
     return f"DOC_{document_id}_{revision}"

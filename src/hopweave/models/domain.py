@@ -34,11 +34,11 @@ OwnerStep = EdgeStep
 
 
 class IdentifierFormat(_Frozen):
-    """An identifier that may appear in an utterance (``CUST_4421``, ``ACCT-99812``, ``LN-123456``).
+    """An identifier that may appear in an utterance (``SUB_1001``, ``LINE-5550101``, ``LN-123456``).
 
     ``prefix`` followed by an optional ``_``/``-`` and ``min_digits`` or more digits (then
     optional ``_``-separated alphanumeric parts) is matched case-insensitively; an optional
-    tenant prefix of 2-5 letters and ``_`` (``NB_CUST_4421``) is accepted. The canonical form is
+    tenant prefix of 2-5 letters and ``_`` (``ZP_SUB_1001``) is accepted. The canonical form is
     ``PREFIX_DIGITS`` in capitals, which must be the node id. ``owner_path`` is the edge
     sequence from the session's subject to a node with this label; ``None`` means the
     identifier *is* a subject id (compared with the session's). An identifier the session's

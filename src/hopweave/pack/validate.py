@@ -237,7 +237,7 @@ def check_examples(d: Path, m: PackManifest, goals: set[str]) -> list[Problem]:
             continue
         if not isinstance(sc, dict) or "utterance" not in sc:
             out.append(Problem(file=_rel(d, f), message="a scenario needs utterance, session, as_of and expect",
-                               fix="see examples/deltabank/scenarios"))
+                               fix="see the scenario format in docs/packs.md"))
             continue
         goal = (sc.get("expect") or {}).get("goal")
         if goal is not None and goal not in goals:

@@ -12,7 +12,7 @@ Scoring model (the same in both Qdrant adapters, because both index the vectors 
 The dot product is then exactly BM25 with Lucene's (always positive) idf; ``bm25_reference``
 computes the same thing in Python and the tests compare it with ``rank_bm25``.
 
-Tokenizer: NFKC, identifiers kept whole (``ORA-51805``, ``CUST_4421``, ``processUserPayload``,
+Tokenizer: NFKC, identifiers kept whole (``ORA-51805``, ``SUB_1001``, ``processUserPayload``,
 ``$39``, ``3.2``) and, for compounds, also split into their parts; lowercase; English stopwords;
 Snowball (Porter2) stemming of plain alphabetic words. Its version string is part of the
 ranking profile's component versions, so a tokenizer change is a new component version.

@@ -3,15 +3,15 @@ authenticated session.
 
 - **Vocabulary from the graph.** A spaCy pipeline (``spacy.blank("en")`` + the rule-based
   ``span_ruler``, spaCy's overlap-capable EntityRuler) whose patterns are generated from the
-  names, codes and aliases of the schema's vocabulary labels (Tier, Product, EventType,
-  PolicyType, Region, Concept, ...). A node added to the graph is recognised on the next call:
+  names, codes and aliases of the schema's vocabulary labels (a tier, a product, a
+  plan, a charge type, a region, ...). A node added to the graph is recognised on the next call:
   the compiled pipeline is cached per vocabulary fingerprint (a hash of those nodes).
   Matching rules: multi-word surfaces and identifier-like names (``Platinum_Card``) match
   case-insensitively (plus a one-edit typo-tolerant variant of their long words); a plain
   single word (``Platinum``, ``Checking``) matches as written, Title-cased or UPPER-cased, so
   the verb "checking" is not the product; an all-caps code (``US``) matches only in capitals, so
-  the pronoun "us" is not a region. Overlaps between labels are kept ("Platinum card" is Product
-  Platinum_Card and contains Tier Platinum); within one label the longest match wins.
+  the pronoun "us" is not a region. Overlaps between labels are kept ("Platinum card" is the
+  product Platinum_Card and contains the tier Platinum); within one label the longest match wins.
 - **Identifiers, money, dates** by regular expressions (the domain's ``identifiers``,
   ``find_money``, ``temporal.find_dates``; relative dates use the request's ``as_of``).
 - **Session identity wins.** The subject, tenant, region and channel come from the session.
@@ -54,8 +54,8 @@ _FUZZY = "|fuzzy"
 
 
 def identifier_regex(fmt: IdentifierFormat) -> re.Pattern[str]:
-    """``CUST_4421``, ``cust-4421``, ``CUST4421``, ``ACCT_100000_0`` and tenant-prefixed
-    ``NB_CUST_4421`` for prefix ``CUST`` (``min_digits`` or more digits)."""
+    """``SUB_1001``, ``sub-1001``, ``SUB1001``, ``LINE_100000_0`` and tenant-prefixed
+    ``ZP_SUB_1001`` for prefix ``SUB`` (``min_digits`` or more digits)."""
     return re.compile(
         rf"(?<![A-Za-z0-9_])((?:[A-Za-z]{{2,5}}_)?){re.escape(fmt.prefix)}[_-]?"
         rf"(\d{{{fmt.min_digits},}}(?:_[A-Za-z0-9]+)*)(?![A-Za-z0-9_])",
