@@ -95,7 +95,11 @@ def plain_stats(results: list[tuple[float, Any]], wall: float) -> dict[str, Any]
 
 
 def requests(scen: list[Any], n: int, salt: str) -> list[dict[str, Any]]:
-    return mm._requests(scen, n, True, salt)
+    """n requests cycling the scenarios (every goal), the wording varied per repetition and
+    marked for this phase by a prefix (``Ref <salt>: ``), not by an extra sentence that the
+    classifier would score as one more clause (one more encoder pass)."""
+    out = mm._requests(scen, n, True, "")
+    return [{**r, "utterance": f"Ref {salt}: {r['utterance']}"} for r in out]
 
 
 def call(engine: Any, req: dict[str, Any]) -> Any:

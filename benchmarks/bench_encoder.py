@@ -1,17 +1,18 @@
-"""The query encoder, old (sentence-transformers on torch) vs new (ONNX Runtime), in one run (issue 13).
+"""The query encoder, old (sentence-transformers on torch) vs new (ONNX Runtime, fp32, the default)
+and the optional int8 ONNX graph, in one run (issue 13).
 
     python benchmarks/bench_encoder.py --data ../shared/data/scifact --queries 200 --out docs/benchmarks/encoder.json
 
-Both encoders run the same bundled all-MiniLM-L6-v2 weights on one intra-op thread. Measured:
+All run the same bundled all-MiniLM-L6-v2 weights on one intra-op thread. Measured:
 
 * per query: CPU time (``time.process_time``) of ``embed_uncached([q])`` for distinct SciFact
-  claims, the two encoders interleaved query by query so both see the same machine load;
+  claims, the encoders interleaved query by query so all see the same machine load;
 * batched: CPU time per text of ``embed_uncached`` on batches of 32 of the same claims;
-* vectors: max |old - new|, min cosine, and whether each encoder gives a text the same bytes alone
-  and inside a batch (replay needs byte-identical vectors);
+* vectors: max |old - new|, min cosine, and whether each encoder gives a text the same bytes alone,
+  inside a batch and on repeat (replay needs byte-identical vectors);
 * cold start to the first goal classification (a new process: open a DeltaBank store, build the
-  classifier's example index, classify one utterance) with the old encoder, the new encoder
-  without the classifier's vector cache, and the new encoder with it (``--no-cold`` skips it).
+  classifier's example index, classify one utterance), each encoder without and with the
+  classifier's on-disk vector cache, wall and process CPU (``--no-cold`` skips it).
 
 Nothing here asserts a number; the JSON report carries the medians, p90s and the ratios.
 """
@@ -51,44 +52,51 @@ def _cpu_ms(fn: Any) -> float:
     return (time.process_time() - t) * 1000
 
 
-def per_query(old: Any, new: Any, queries: list[str]) -> dict[str, Any]:
-    """CPU ms per single-query call, interleaved old/new."""
-    o, n = [], []
+def per_query(encoders: dict[str, Any], queries: list[str]) -> dict[str, Any]:
+    """CPU ms per single-query call, the encoders interleaved query by query."""
+    ms: dict[str, list[float]] = {k: [] for k in encoders}
     for q in queries:
-        o.append(_cpu_ms(lambda q=q: old.embed_uncached([q])))
-        n.append(_cpu_ms(lambda q=q: new.embed_uncached([q])))
-    res = {"old_median_ms": round(statistics.median(o), 2), "old_p90_ms": round(_pct(o, 0.9), 2),
-           "new_median_ms": round(statistics.median(n), 2), "new_p90_ms": round(_pct(n, 0.9), 2)}
-    res["ratio_old_over_new"] = round(res["old_median_ms"] / res["new_median_ms"], 2)
+        for k, e in encoders.items():
+            ms[k].append(_cpu_ms(lambda q=q, e=e: e.embed_uncached([q])))
+    res: dict[str, Any] = {}
+    for k, xs in ms.items():
+        res[f"{k}_median_ms"], res[f"{k}_p90_ms"] = round(statistics.median(xs), 2), round(_pct(xs, 0.9), 2)
+    for k in list(encoders)[1:]:
+        res[f"ratio_old_over_{k}"] = round(res["old_median_ms"] / res[f"{k}_median_ms"], 2)
     return res
 
 
-def batched(old: Any, new: Any, queries: list[str], size: int = 32) -> dict[str, Any]:
+def batched(encoders: dict[str, Any], queries: list[str], size: int = 32) -> dict[str, Any]:
     """CPU ms per text in calls of ``size`` texts (median over the batches)."""
-    o, n = [], []
+    ms: dict[str, list[float]] = {k: [] for k in encoders}
     for i in range(0, len(queries) - size + 1, size):
         b = queries[i:i + size]
-        o.append(_cpu_ms(lambda b=b: old.embed_uncached(b, batch_size=size)) / len(b))
-        n.append(_cpu_ms(lambda b=b: new.embed_uncached(b, batch_size=size)) / len(b))
-    res = {"batch": size, "batches": len(o), "old_median_ms_per_text": round(statistics.median(o), 2),
-           "new_median_ms_per_text": round(statistics.median(n), 2)}
-    res["ratio_old_over_new"] = round(res["old_median_ms_per_text"] / res["new_median_ms_per_text"], 2)
+        for k, e in encoders.items():
+            ms[k].append(_cpu_ms(lambda b=b, e=e: e.embed_uncached(b, batch_size=size)) / len(b))
+    res: dict[str, Any] = {"batch": size, "batches": len(ms["old"])}
+    for k, xs in ms.items():
+        res[f"{k}_median_ms_per_text"] = round(statistics.median(xs), 2)
+    for k in list(encoders)[1:]:
+        res[f"ratio_old_over_{k}"] = round(res["old_median_ms_per_text"] / res[f"{k}_median_ms_per_text"], 2)
     return res
 
 
-def vectors(old: Any, new: Any, queries: list[str]) -> dict[str, Any]:
+def vectors(encoders: dict[str, Any], queries: list[str]) -> dict[str, Any]:
+    """Each encoder against the old one, and alone vs batched vs repeated (byte equality)."""
     import numpy as np
 
     qs = queries[:64]
-    o1 = np.stack([old.embed_uncached([q])[0] for q in qs])
-    n1 = np.stack([new.embed_uncached([q])[0] for q in qs])
-    ob, nb = old.embed_uncached(qs, batch_size=32), new.embed_uncached(qs, batch_size=32)
-    return {"texts": len(qs), "max_abs_diff_old_new": float(np.abs(o1 - n1).max()),
-            "min_cosine_old_new": float((o1 * n1).sum(axis=1).min()),
-            "old_alone_equals_batched": bool(o1.tobytes() == ob.tobytes()),
-            "old_alone_vs_batched_max_abs": float(np.abs(o1 - ob).max()),
-            "new_alone_equals_batched": bool(n1.tobytes() == nb.tobytes()),
-            "new_repeat_identical": bool(new.embed_uncached(qs).tobytes() == nb.tobytes())}
+    res: dict[str, Any] = {"texts": len(qs)}
+    alone = {k: np.stack([e.embed_uncached([q])[0] for q in qs]) for k, e in encoders.items()}
+    for k, e in encoders.items():
+        b = e.embed_uncached(qs, batch_size=32)
+        res[f"{k}_alone_equals_batched"] = bool(alone[k].tobytes() == b.tobytes())
+        res[f"{k}_alone_vs_batched_max_abs"] = float(np.abs(alone[k] - b).max())
+        res[f"{k}_repeat_identical"] = bool(e.embed_uncached(qs, batch_size=32).tobytes() == b.tobytes())
+        if k != "old":
+            res[f"max_abs_diff_old_{k}"] = float(np.abs(alone["old"] - alone[k]).max())
+            res[f"min_cosine_old_{k}"] = float((alone["old"] * alone[k]).sum(axis=1).min())
+    return res
 
 
 _COLD = """
@@ -100,25 +108,33 @@ from hopweave.understand.classifier import GoalClassifier
 store = open_graph_store(sys.argv[1], read_only=True)
 clf = GoalClassifier(store, default_embedder(), vector_cache_dir=sys.argv[2])
 c = clf.classify("I want to dispute this $39 late fee on my Platinum card")
-print(round(time.perf_counter() - t0, 3), c.goal)
+print(round(time.perf_counter() - t0, 3), round(time.process_time(), 3), c.goal)
 """
 
 
-def cold_start(store: Path, work: Path) -> dict[str, Any]:
-    """Seconds from process start (after the interpreter) to the first classification."""
+def cold_start(store: Path, work: Path, runs: int = 3) -> dict[str, Any]:
+    """Seconds (wall, and CPU of the whole process) from process start to the first classification;
+    medians of ``runs`` runs."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
-    def run(encoder: str, cache: Path) -> float:
+    def run(encoder: str, cache: Path) -> tuple[float, float]:
         out = subprocess.run([sys.executable, "-c", _COLD, str(store), str(cache)], env={**env, "HOPWEAVE_ENCODER": encoder},
                              capture_output=True, text=True, check=True)
-        return float(out.stdout.split()[0])
+        wall, cpu = out.stdout.split()[:2]
+        return float(wall), float(cpu)
+
+    def record(name: str, runs: list[tuple[float, float]]) -> None:
+        res[name + "_wall_s"] = round(statistics.median(r[0] for r in runs), 2)
+        res[name + "_cpu_s"] = round(statistics.median(r[1] for r in runs), 2)
 
     res: dict[str, Any] = {}
-    for name, encoder in (("old_no_cache", "torch"), ("new_no_cache", "onnx")):
-        res[name + "_s"] = round(statistics.median(run(encoder, Path(tempfile.mkdtemp(dir=work))) for _ in range(3)), 2)
-    warm = Path(tempfile.mkdtemp(dir=work))
-    run("onnx", warm)  # writes the cache
-    res["new_with_cache_s"] = round(statistics.median(run("onnx", warm) for _ in range(3)), 2)
+    variants = (("old", "torch"), ("new", "onnx"), ("int8", "onnx-int8"))
+    for name, encoder in variants:
+        record(f"{name}_no_cache", [run(encoder, Path(tempfile.mkdtemp(dir=work))) for _ in range(runs)])
+    for name, encoder in variants:
+        warm = Path(tempfile.mkdtemp(dir=work))
+        run(encoder, warm)  # writes the classifier's vector cache
+        record(f"{name}_with_cache", [run(encoder, warm) for _ in range(runs)])
     return res
 
 
@@ -128,6 +144,9 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=shared / "data" / "scifact", help="BEIR SciFact folder")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--no-cold", action="store_true", help="skip the cold-start part")
+    ap.add_argument("--cold-only", action="store_true",
+                    help="only the cold-start part, replacing it in an existing --out report")
+    ap.add_argument("--cold-runs", type=int, default=3, help="runs per cold-start variant (median)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -137,27 +156,46 @@ def main() -> None:
     torch.set_num_threads(1)
     from hopweave.search.embedder import OnnxEmbedder, SentenceTransformerEmbedder
 
-    old, new = SentenceTransformerEmbedder(query_cache_size=0), OnnxEmbedder(query_cache_size=0)
+    if args.cold_only:
+        report = json.loads(args.out.read_text()) if args.out and args.out.is_file() else {}
+        report["cold_start_command"] = " ".join(["python", *sys.argv])
+        report["cold_start_date"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        report["cold_start_load_avg_start"] = round(os.getloadavg()[0], 2)
+        _cold(report, args)
+        report["cold_start_load_avg_end"] = round(os.getloadavg()[0], 2)
+        _emit(report, args.out)
+        return
+    encoders = {"old": SentenceTransformerEmbedder(query_cache_size=0), "new": OnnxEmbedder(query_cache_size=0),
+                "int8": OnnxEmbedder(query_cache_size=0, int8=True)}
     queries = _queries(args.data, args.queries)
-    old.embed_uncached(queries[:8]), new.embed_uncached(queries[:8])  # load both models
+    for e in encoders.values():
+        e.embed_uncached(queries[:8])  # load the models
     report: dict[str, Any] = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                               "machine": machine(), "command": " ".join(["python", *sys.argv]),
-                              "old": old.space.key, "new": new.space.key, "queries": len(queries)}
-    report["per_query_cpu"] = per_query(old, new, queries)
-    report["batched_cpu"] = batched(old, new, queries)
-    report["vectors"] = vectors(old, new, queries)
+                              "spaces": {k: e.space.key for k, e in encoders.items()}, "queries": len(queries)}
+    report["per_query_cpu"] = per_query(encoders, queries)
+    report["batched_cpu"] = batched(encoders, queries)
+    report["vectors"] = vectors(encoders, queries)
     if not args.no_cold:
-        with tempfile.TemporaryDirectory() as work:
-            store = Path(work) / "store"
-            subprocess.run([sys.executable, "-c", "from hopweave.cli import app; app()", "load", str(ROOT / "examples" / "deltabank"),
-                            "--store", str(store), "--no-vectors"], check=True, capture_output=True,
-                           env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
-            report["cold_start_to_first_classification"] = cold_start(store, Path(work))
+        _cold(report, args)
     report["load_avg_end"] = round(os.getloadavg()[0], 2)
+    _emit(report, args.out)
+
+
+def _cold(report: dict[str, Any], args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as work:
+        store = Path(work) / "store"
+        subprocess.run([sys.executable, "-c", "from hopweave.cli import app; app()", "load",
+                        str(ROOT / "examples" / "deltabank"), "--store", str(store), "--no-vectors"],
+                       check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+        report["cold_start_to_first_classification"] = cold_start(store, Path(work), args.cold_runs)
+
+
+def _emit(report: dict[str, Any], out: Path | None) -> None:
     text = json.dumps(report, indent=1)
     print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    if out:
+        out.write_text(text + "\n")
 
 
 if __name__ == "__main__":

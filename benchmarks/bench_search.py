@@ -177,12 +177,83 @@ def bench_filtered(n: int = 50_000, queries: int = 200) -> dict:
     return out
 
 
+def _cpu_p50(f, n: int) -> float:
+    """Median CPU milliseconds (``time.process_time``: all threads of this process) of f(i)."""
+    for i in range(min(5, n)):
+        f(i)
+    ts = []
+    for i in range(n):
+        t = time.process_time()
+        f(i)
+        ts.append((time.process_time() - t) * 1000)
+    return round(_pct(ts, 0.5), 2)
+
+
+def bench_scale_channels(n: int, queries: int = 60, profiles: tuple[str, ...] = ("hybrid_convex_v1",)) -> dict:
+    """Where a filtered search spends CPU at ``n`` points (issue 17): the same synthetic set-up
+    as :func:`bench_filtered`; per query, median CPU ms of the whole search per profile, of the
+    BM25 channel with IDF over the filter / over the collection / without filter, of the dense
+    channel and of an exact filtered count. CPU time, because wall time on a shared machine
+    mostly measures the other jobs."""
+    from hopweave.search.edge_index import EdgeIndex
+    from hopweave.search.embedder import EmbeddingSpace
+    from hopweave.search.index_base import DENSE, LEXICAL, SPACE_FIELD, ChannelRequest, CollectionInfo, IndexPoint
+    from hopweave.search.profiles import get_profile
+
+    schema = GraphSchema.load(default_schema_path())
+    space = EmbeddingSpace(provider="bench", model="random", revision="1", dimensions=384)
+    rng, nrng = random.Random(1), np.random.default_rng(1)
+    out: dict = {"points": n}
+    with tempfile.TemporaryDirectory() as d:
+        idx = EdgeIndex(d, schema)
+        enc = idx.ensure_collection(CollectionInfo(space=space, avg_len=40.0)).encoder()
+        t0, batch = time.perf_counter(), []
+        for i in range(n):
+            text = _text(rng, rng.randint(20, 60))
+            v = nrng.normal(size=384).astype(np.float32)
+            p = {"tenant_id": "deltabank", "chunk_id": f"c{i:06d}", "document_id": f"d{i // 8}", "text": text,
+                 "title": "Policy", "version": "current", "status": "active",
+                 "tier": rng.choices(["Platinum", "Gold", "Silver", "Standard"], weights=[4, 3, 2, 1])[0],
+                 "product": rng.choice(["Platinum_Card", "Gold_Card", "Checking"]),
+                 "policy_type": rng.choice(["LateFeeWaiver", "FeeSchedule", "FraudClaim", "CreditLimit"]),
+                 "region": rng.choices(["US", "EU", "CA"], weights=[6, 2, 2])[0], SPACE_FIELD: space.key}
+            batch.append(IndexPoint(p["chunk_id"], p, enc.encode_document(text, "Policy"), v / np.linalg.norm(v)))
+            if len(batch) == 1000 or i == n - 1:
+                idx.upsert("deltabank", batch)
+                batch = []
+        out["load_s"] = round(time.perf_counter() - t0, 1)
+        t1 = time.perf_counter()
+        idx.optimize()
+        out["optimize_s"] = round(time.perf_counter() - t1, 1)
+        flt = And(clauses=(Eq(field="tier", value="Platinum"), In(field="policy_type", values=("LateFeeWaiver", "FeeSchedule")),
+                           In(field="region", values=("US", "CA"))))
+        out["eligible"] = idx.count("deltabank", flt)
+        qrng, qn = random.Random(7), np.random.default_rng(7)
+        qs = [_text(qrng, 12) for _ in range(queries)]
+        qv = [x / np.linalg.norm(x) for x in (qn.normal(size=384).astype(np.float32) for _ in range(queries))]
+        for name in profiles:
+            prof = get_profile(name)
+            out[f"search_cpu_ms[{name}]"] = _cpu_p50(lambda i, prof=prof: idx.search(
+                "deltabank", qs[i], prof, where=flt, query_vector=qv[i], query_space=space), queries)
+        comp = idx._compile(idx.scoped_filter("deltabank", flt, True))
+        lex = lambda i, f, idf: idx._query([ChannelRequest(LEXICAL, enc.encode_query(qs[i]), f, 201, idf_filter=idf)])  # noqa: E731
+        out["bm25_filtered_idf_cpu_ms"] = _cpu_p50(lambda i: lex(i, comp, comp), queries)
+        out["bm25_collection_idf_cpu_ms"] = _cpu_p50(lambda i: lex(i, comp, None), queries)
+        out["bm25_no_filter_cpu_ms"] = _cpu_p50(lambda i: lex(i, None, None), queries)
+        out["dense_cpu_ms"] = _cpu_p50(lambda i: idx._query([ChannelRequest(DENSE, qv[i].tolist(), comp, 51)]), queries)
+        out["count_cpu_ms"] = _cpu_p50(lambda i: idx._count(comp), queries)
+        idx.close()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", type=Path, default=Path("../shared/data/scifact"))
     ap.add_argument("--split", default="test")
     ap.add_argument("--cache", type=Path, default=None)
-    ap.add_argument("--only", choices=["ablation", "ingest", "filtered"], default=None)
+    ap.add_argument("--only", choices=["ablation", "ingest", "filtered", "scale"], default=None)
+    ap.add_argument("--points", type=int, nargs="+", default=[5_000, 50_000],
+                    help="sizes for --only scale (issue 17 growth curve; 500000 takes hours to optimize)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     res: dict = {"machine": machine(), "command": " ".join(sys.argv)}
@@ -193,6 +264,9 @@ def main() -> None:
             res[part] = bench_ablation(args.data, args.split, args.cache)
         elif part == "ingest":
             res[part] = bench_ingest()
+        elif part == "scale":
+            res[part] = {"sizes": [bench_scale_channels(n, profiles=("hybrid_convex_v1", "hybrid_features_v2"))
+                                   for n in args.points]}
         else:
             res[part] = bench_filtered()
         res[part]["wall_s"] = round(time.perf_counter() - t, 1)

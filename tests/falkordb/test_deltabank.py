@@ -63,3 +63,27 @@ def test_saved_browser_query_runs_on_falkordb(stores, path: Path, tally) -> None
     trace_id = checks.write_retrieval_trace(fk)
     checks.check_browser_query(fk, path, trace_id)
     tally.add("saved Browser queries run")
+
+
+@pytest.mark.parametrize("utterance, as_of, with_rows", [
+    ("the late fee from September 2024", "2026-05-12", True),
+    ("the late fee from September 2024", "2024-09-07", True),   # cut at as_of
+    ("my statement from last month", "2026-05-12", True),
+    ("the fee on June 3, 2026", "2026-05-12", False),           # after as_of: nothing leaks
+])
+def test_dates_in_the_utterance_window_the_same_events(stores, utterance, as_of, with_rows) -> None:
+    """Issue 14: entity.DateFrom / entity.DateUntil windows give the same rows on both stores."""
+    from hopweave.models.common import to_datetime
+    from hopweave.understand.temporal import time_windows, window_bounds
+
+    ref, fk = stores
+    when = to_datetime(as_of)
+    lo, hi = window_bounds(time_windows(utterance, when), when)
+    b = checks.bindings(ref, checks.TENANT, checks.CUSTOMER_ID, "LateFeeDispute")
+    b = b.model_copy(update={"as_of": when, "entities": {**b.entities, "DateFrom": lo, "DateUntil": hi}})
+    p = next(x for x in ref.patterns() if x.name == "events_in_window")
+    want = checks.comparable(ref.run_pattern(checks.TENANT, p, b, deadline=checks.far()))
+    got = checks.comparable(fk.run_pattern(checks.TENANT, p, b, deadline=checks.far()))
+    assert want == got
+    assert bool(want["rows"]) is with_rows
+    assert all(str(props["timestamp"]) <= when.isoformat() for _id, _label, props, _path in want["rows"])

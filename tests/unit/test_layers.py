@@ -10,7 +10,9 @@ packages on the same floor stand side by side and do not import each other):
     3  graph, search
     4  understand
     5  engine, pack
-    6  cli, adapters, and the root ``hopweave/__init__.py`` (the public entry point)
+    6  adapters (LangChain, LangGraph, agent tool, HTTP app)
+    7  cli and the root ``hopweave/__init__.py`` (the public entry point): ``hopweave serve``
+       starts the HTTP adapter
 
 The test reads the source with ``ast`` (nothing is imported), so it also sees imports inside
 functions, which is where a wrong-way import usually hides.
@@ -33,7 +35,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("graph", "search"),
     ("understand",),
     ("engine", "pack"),
-    ("cli", "adapters", ""),  # "" = the root package hopweave/__init__.py
+    ("adapters",),
+    ("cli", ""),  # "" = the root package hopweave/__init__.py
 )
 FLOOR_OF = {pkg: i for i, pkg_names in enumerate(FLOORS) for pkg in pkg_names}
 

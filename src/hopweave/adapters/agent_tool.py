@@ -4,7 +4,8 @@ The agent chooses the mode (``keyword`` for exact identifiers, ``semantic`` for 
 ``hybrid`` when unsure) and may narrow the scope with filters in the shared vocabulary; it can
 never widen it: the tenant comes from the bound session, and every query carries the session's
 always-on clauses (tenant, ``status = active``, ``version = current``, the session's region...)
-exactly as ``Engine.retrieve`` applies them (:mod:`hopweave.engine.scope`, one code path). Filter field names are checked
+exactly as ``Engine.retrieve`` applies them (:mod:`hopweave.engine.scope`, one code path). Bound to
+an ``as_of``, the tool searches the documents in force then (the domain's ``in_force`` clause). Filter field names are checked
 against the schema's chunk fields (an unknown field is an error the agent can read and fix).
 
 Use :class:`RetrieveTool` directly (a plain callable returning JSON-ready dicts) or
@@ -87,11 +88,15 @@ class RetrieveTool:
     name = "retrieve"
     description = DESCRIPTION
 
-    def __init__(self, engine: "Engine", session: Session | Mapping[str, Any]) -> None:
-        """Raises InputError / TenantError for a malformed session (the engine's boundary)."""
+    def __init__(self, engine: "Engine", session: Session | Mapping[str, Any], as_of: Any = None) -> None:
+        """``as_of`` (optional): search the documents in force then, not today's current revisions.
+        Raises InputError / TenantError for a malformed session or as_of (the engine's boundary)."""
+        from hopweave.models.common import to_datetime
+
         self.engine = engine
         self.session = check_session(session, "the agent tool's session")
         check_session_attributes(self.session, engine.settings_for(self.session.tenant_id))
+        self.as_of = to_datetime(as_of) if as_of is not None else None
 
     def __call__(self, query: str, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
                  top_k: int = 10) -> list[dict[str, Any]]:
@@ -112,14 +117,14 @@ class RetrieveTool:
             check_fields(tree, self.engine.graph.schema.filter_fields())
         # The session's always-on clauses (tenant, status, version, region...) exactly as
         # Engine.retrieve applies them: one code path (hopweave.engine.scope).
-        where = scoped(self.engine.graph, self.session, tree)
+        where = scoped(self.engine.graph, self.session, tree, self.as_of)
         prof = get_profile(MODE_PROFILES[mode])
         vec = space = None
         if prof.uses_semantic:
             vec = self.engine.embedder.embed([query])[0]
             space = self.engine.embedder.space
         res = self.engine.index.search(self.session.tenant_id, query, prof, where=where, limit=top_k,
-                                       query_vector=vec, query_space=space)
+                                       query_vector=vec, query_space=space, include_superseded=self.as_of is not None)
         out = []
         for h in res.hits:
             out.append({

@@ -107,12 +107,12 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
         from fastapi import FastAPI, Request
         from fastapi.responses import JSONResponse, Response
     except ModuleNotFoundError as exc:  # pragma: no cover - depends on the extra
-        raise MissingDependencyError("hopweave serve needs the serve extra: pip install 'hopweave[serve]'") from exc
+        raise MissingDependencyError(exc.name or "fastapi", "serve", "hopweave serve") from exc
     from hopweave.adapters.agent_tool import RetrieveTool
     from hopweave.engine.result import RetrievalResult
 
     gate = _Gate(max_inflight)
-    state = {"ready": False, "stopping": False, "warm_error": None}
+    state: dict[str, Any] = {"ready": False, "stopping": False, "warm_error": None}
 
     def warm_up() -> None:
         try:

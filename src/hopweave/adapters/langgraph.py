@@ -100,7 +100,7 @@ class HopweaveNodes:
         count = self.engine.counter.count
         text, used = state.get("context", ""), count(state.get("context", ""))
         header = "[Additional passages — agent rounds]"
-        lines = []
+        lines: list[str] = []
         for p in state.get("passages", []):
             line = f'"{p["text"]}"  (src: {p["chunk_id"]}, {p["document"]}, section {p["section"]})'
             cost = count(line) + (count(header) if not lines else 0)

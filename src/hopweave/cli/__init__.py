@@ -22,6 +22,7 @@ _COMMAND_MODULES = (
     "hopweave.cli.search_cmds",
     "hopweave.cli.understand_cmds",
     "hopweave.cli.engine_cmds",
+    "hopweave.cli.audit_cmds",
     "hopweave.cli.server_cmds",
     "hopweave.cli.serve_cmds",
 )

@@ -60,6 +60,12 @@ def _print_context(result: "RetrievalResult", first_ms: float | None = None) -> 
     if not result.recorded:
         typer.echo("trace not recorded" + (" (see degraded)" if any(d.stage == "record" for d in result.degraded)
                                            else ""))
+    if len(result.rounds) > 1 or result.parts:
+        typer.echo(f"escalation {result.escalation}: {len(result.rounds)} round(s)"
+                   + (f", {len(result.parts)} intents" if result.parts else ""))
+        for r in result.rounds:
+            typer.echo(f"  round {r.round}: {r.action} (+{len(r.added)} chunks)"
+                       + (f" because {'; '.join(r.why)}" if r.why else ""))
     if result.degraded:
         typer.echo("degraded:")
         for d in result.degraded:
@@ -68,7 +74,8 @@ def _print_context(result: "RetrievalResult", first_ms: float | None = None) -> 
     t = Table(title="stage timings (ms)", caption=caption)
     t.add_column("stage")
     t.add_column("ms", justify="right")
-    for k in ("understand", "search", "traverse", "precedent", "search_and_traverse", "assemble", "record", "total"):
+    for k in ("understand", "search", "traverse", "precedent", "search_and_traverse", "rounds", "assemble", "record",
+              "total"):
         if k in result.timings_ms:
             t.add_row(k, f"{result.timings_ms[k]:.1f}")
     Console().print(t)
@@ -157,16 +164,63 @@ def retrieve(
 @app.command()
 @handle_errors
 def replay(
-    paths: list[Path] = typer.Argument(..., help="Scenario files or folders."),
+    paths: Optional[list[Path]] = typer.Argument(None, help="Scenario files or folders."),
     store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
     twice: bool = typer.Option(False, "--twice", help="Replay each scenario twice and require identical bytes."),
     no_record: bool = typer.Option(False, "--no-record", help="Do not write DecisionTraces."),
     as_json: bool = typer.Option(False, "--json", help="Print the outcomes as JSON."),
+    as_recorded: Optional[str] = typer.Option(
+        None, "--as-recorded", help="Rebuild trace T's context from what it pinned and check its hash."),
+    as_of_now: Optional[str] = typer.Option(
+        None, "--as-of-now", help="Re-run trace T's request on today's store, at --as-of (default: now)."),
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="With --as-of-now: the as_of to run at."),
+    tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant of the trace (or $HOPWEAVE_TENANT)."),
 ) -> None:
-    """Re-run scenarios at their recorded as_of and check their expectations (exit 1 on failure)."""
+    """Re-run scenarios at their recorded as_of and check their expectations (exit 1 on failure);
+    or, for one recorded trace, rebuild what the agent saw (--as-recorded) or re-run it on
+    today's store (--as-of-now), exit 1 when the context differs from the recording."""
+    if as_recorded or as_of_now:
+        if paths or (as_recorded and as_of_now):
+            raise InputError("give scenario paths, or one of --as-recorded TRACE / --as-of-now TRACE")
+        _replay_trace_cmd(_store(store), _tenant(tenant), as_recorded, as_of_now, as_of, no_record, as_json)
+        return
+    if not paths:
+        raise InputError("give scenario files or folders (or --as-recorded / --as-of-now TRACE)")
+    _replay_scenarios(paths, _store(store), twice, no_record, as_json)
+
+
+def _replay_trace_cmd(store: Path, tenant: str, recorded: Optional[str], now: Optional[str],
+                      as_of: Optional[str], no_record: bool, as_json: bool) -> None:
+    from datetime import datetime, timezone
+
+    from hopweave.engine.replay import REPLAY_CONFIG, as_recorded, replay_trace
+
+    engine = _open_engine(store, **REPLAY_CONFIG.__dict__)
+    try:
+        if recorded:
+            rebuilt = as_recorded(engine, tenant, recorded)
+            emit_json(rebuilt.model_dump(mode="json")) if as_json else typer.echo(rebuilt.render())
+            identical = rebuilt.identical
+        else:
+            at = as_of or datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0).isoformat()
+            result, d = replay_trace(engine, tenant, str(now), record=not no_record, as_of=at)
+            if as_json:
+                emit_json({"trace_id": result.trace_id, "as_of": result.as_of.isoformat(),
+                           "diff": d.model_dump(mode="json"), "context": result.context.text})
+            else:
+                typer.echo(f"replayed {now} as of {result.as_of.isoformat()} on today's store -> {result.trace_id}")
+                typer.echo(d.render())
+            identical = d.same_context
+    finally:
+        engine.close()
+    if not identical:
+        raise typer.Exit(code=1)
+
+
+def _replay_scenarios(paths: list[Path], store: Path, twice: bool, no_record: bool, as_json: bool) -> None:
     from hopweave.engine.replay import REPLAY_CONFIG, replay as run
 
-    engine = _open_engine(_store(store), **REPLAY_CONFIG.__dict__)
+    engine = _open_engine(store, **REPLAY_CONFIG.__dict__)
     try:
         outcomes = run(engine, paths, record=not no_record)
         if twice:
@@ -319,6 +373,8 @@ def _register_eval_scenarios() -> None:
         pack: Path = typer.Argument(..., help="A pack folder (its scenarios/) or a folder of scenarios."),
         store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
         as_json: bool = typer.Option(False, "--json", help="Print the full report as JSON."),
+        rerank: Optional[str] = typer.Option(None, "--rerank", help="Rerank every goal (bi_encoder, "
+                                             "cross_encoder, none); default: each goal's own setting (off)."),
     ) -> None:
         """Goal accuracy, required-fact / required-chunk recall, forbidden-chunk rate, tokens,
         latency and rounds per goal and per pattern, multi-round against single pass."""
@@ -327,6 +383,7 @@ def _register_eval_scenarios() -> None:
 
         folder = pack / "scenarios" if (pack / "scenarios").is_dir() else pack
         engine = _open_engine(_store(store), **REPLAY_CONFIG.__dict__)
+        engine.rerank = rerank
         try:
             report = evaluate(engine, [folder])
         finally:

@@ -36,6 +36,8 @@ from hopweave.understand.text import content_words
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.config import Run
 
+#: A later round starts only with at least this many seconds of the request's budget left.
+MIN_ROUND_S = 0.03
 #: Terms a round's expansion adds at most.
 MAX_EXPANSION_TERMS = 8
 
@@ -86,6 +88,8 @@ class LoopInputs:
     count: Callable[[str], int]
     stop_words: frozenset[str]
     writer: QueryWriter | None = None
+    #: Seconds the request has left for later rounds (its deadline less the assembly reserve).
+    time_left: Callable[[], float] = lambda: float("inf")
 
 
 def first_round(plan: Plan, chunks: Sequence[ChunkItem], unmet: Sequence[str] = ()) -> RoundItem:
@@ -139,9 +143,9 @@ def run_rounds(inp: LoopInputs, chunks: Sequence[ChunkItem]) -> tuple[tuple[Chun
     steps = list(inp.policy.steps)
     notes: list[str] = []
     while len(rounds) < inp.policy.max_rounds and _searchable(unmet):
-        if (time.perf_counter() - t0) * 1000 >= inp.policy.latency_ms:
-            notes.append(f"Retrieval stopped after round {len(rounds)}: latency budget "
-                         f"{inp.policy.latency_ms} ms spent")
+        if (time.perf_counter() - t0) * 1000 >= inp.policy.latency_ms or inp.time_left() < MIN_ROUND_S:
+            notes.append(f"Retrieval stopped after round {len(rounds)}: latency budget spent "
+                         f"({inp.policy.latency_ms} ms for later rounds, or the request's own budget)")
             break
         nxt = _next_query(inp, plan, steps, pool, unmet, len(rounds) + 1, notes)
         if nxt is None:
@@ -297,21 +301,31 @@ def _loop_inputs(engine: Any, run: "Run", plan: Plan, policy: EscalationPolicy,
     from hopweave.engine.branches import search_documents
     from hopweave.engine.query_vectors import bound
     from hopweave.engine.scope import scope_filter, scoped
+    from hopweave.models.filters import fields as tree_fields
     from hopweave.understand.lexical_plan import _stop_words
 
     session, tenant = run.req.session, run.req.session.tenant_id
-    fields = frozenset(getattr(c, "field", "") for c in _clauses(scope_filter(engine.graph, session))) - {""}
+
+    reserve = getattr(engine, "_reserve_ms", None)
+
+    def time_left() -> float:
+        return run.remaining(reserve(run)) if reserve is not None else run.remaining()
+
+    # every field an always-on clause names (the in-force clause's dates and status included)
+    scope = scope_filter(engine.graph, session, run.req.as_of)
+    fields = frozenset(tree_fields(scope)) if scope is not None else frozenset()
 
     def search(p: Plan, reuse: bool) -> tuple[ChunkItem, ...]:
         work = bound(run.vectors, functools.partial(search_documents, engine.index, engine.embedder, tenant, p,
                                                     engine.config.search_limit, run.req.utterance if reuse else None))
         found = engine._run_stage(run.degraded, "search", work, default=None, what="a later retrieval round",
-                                  fallback="the rounds so far", timeout=max(run.remaining(), 0.05))
+                                  fallback="the rounds so far", timeout=time_left())
         return found[0] if found is not None else ()
 
     return LoopInputs(policy=policy, plan=plan, utterance=run.req.utterance, facts=tuple(facts), scope_fields=fields,
-                      rescope=lambda w: scoped(engine.graph, session, w), search=search, count=engine.counter.count,
-                      stop_words=_stop_words(), writer=engine.query_writer)
+                      rescope=lambda w: scoped(engine.graph, session, w, run.req.as_of), search=search,
+                      count=engine.counter.count, stop_words=_stop_words(), writer=engine.query_writer,
+                      time_left=time_left)
 
 
 __all__ = ["LoopInputs", "QueryWriter", "RoundQuery", "RoundRequest", "assess", "expansion_terms",

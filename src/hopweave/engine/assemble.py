@@ -453,10 +453,10 @@ def _select(secs: list[_Section], budget: int, counter: TokenCounter, out: _Omis
         for c in secs[i].cands:
             if c.rank == -1:
                 sel.take(c)
-    firsts = [(i, _first_line(secs[i])) for i in by_prio if secs[i].tpl.required and i not in sel.paid]
-    firsts = [(i, c) for i, c in firsts if c is not None]
-    floor = [sel.cost(c) - c.tokens + _min_tokens(c, counter) for _, c in firsts]
-    for k, (i, c) in enumerate(firsts):  # leave room for a clipped line of each required section still to come
+    firsts = [first for i in by_prio if secs[i].tpl.required and i not in sel.paid
+              if (first := _first_line(secs[i])) is not None]
+    floor = [sel.cost(c) - c.tokens + _min_tokens(c, counter) for c in firsts]
+    for k, c in enumerate(firsts):  # leave room for a clipped line of each required section still to come
         room = sel.budget - sel.used - sum(floor[k + 1:])
         if sel.cost(c) > room or not sel.take(c):
             sel.take_clipped(c, counter, room)

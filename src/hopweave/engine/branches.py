@@ -43,13 +43,13 @@ def search_documents(index: DocumentIndex, embedder: Embedder, tenant_id: str, p
     extra = ({"scope": dict(plan.goal.document_scope)}
              if profile.features is not None and plan.goal is not None and plan.goal.document_scope else {})
     res = index.search(tenant_id, plan.lexical_query, profile, where=plan.filter, limit=limit, query_vector=vec,
-                       query_space=space, **extra)
+                       query_space=space, include_superseded=plan.documents_at is not None, **extra)
     skipped = []
     if res.coverage.semantic_skipped_reason and profile.uses_semantic:
         skipped.append(("semantic channel", res.coverage.semantic_skipped_reason))
     if res.coverage.lexical_skipped_reason and profile.uses_lexical:
         skipped.append(("lexical channel", res.coverage.lexical_skipped_reason))
-    return chunk_items(res.hits), profile, skipped, _ms(t)
+    return chunk_items(res.hits, plan.documents_at), profile, skipped, _ms(t)
 
 
 def graph_branch(

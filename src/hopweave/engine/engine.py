@@ -46,6 +46,8 @@ from hopweave.engine.boundary import Request, check_request, check_session_attri
 from hopweave.engine.branches import graph_branch, pattern_degradations, search_documents
 from hopweave.engine.config import EngineConfig, Run, make_result
 from hopweave.engine.plan import NEUTRAL_NOTE, Plan, agent_notes, build_plan, neutral_filter
+from hopweave.engine.rerank_stage import rerank_chunks
+from hopweave.engine.rules import case_for
 from hopweave.engine.query_vectors import SharedEmbedder, bound
 from hopweave.engine.result import ChunkItem, Degradation, RetrievalResult, Stage
 from hopweave.engine.stages import (
@@ -361,13 +363,14 @@ class Engine:
         loop = asyncio.get_running_loop()
         ticket = _Ticket()
         work = loop.run_in_executor(self._request_pool, ticket.wrap(functools.partial(self._retrieve, req, t0)))
-        if not self._warm:  # the first request warms the engine, outside any budget
-            return await work
-        wait = (req.budget_ms or self.config.budget_ms) / 1000.0 - (time.perf_counter() - t0)
-        done, _ = await asyncio.wait({work}, timeout=max(wait, 0.0))
-        if not done and ticket.abandon():  # still queued for a worker: answer degraded, now
-            return self._retrieve(req, t0)
-        return await work  # started: its stages end at its deadline
+        if self._warm:  # (the first request warms the engine, outside any budget)
+            wait = (req.budget_ms or self.config.budget_ms) / 1000.0 - (time.perf_counter() - t0)
+            done, _ = await asyncio.wait({work}, timeout=max(wait, 0.0))
+            if not done and ticket.abandon():  # still queued for a worker: answer degraded, now
+                return self._retrieve(req, t0)
+        result = await work  # started: its stages end at its deadline
+        assert result is not None  # only an abandoned ticket returns None, and that was not awaited
+        return result
 
     def _retrieve(self, req: Request, t0: float | None = None) -> RetrievalResult:
         """One request: split into parts when it carries several intents
@@ -404,8 +407,9 @@ class Engine:
         """Assemble, make the result, hand the trace to the group commit."""
         req = run.req
         t = time.perf_counter()
-        facts, template_values = self._apply_case(run, plan, facts)
+        facts, template_values = case_for(self, run, plan, facts)  # the procedure applied to the case
         chunks, rounds, round_notes = self._rounds(run, plan, chunks, facts)
+        chunks = rerank_chunks(self, run, plan, chunks)
         assembly = assemble(
             plan.sections, facts, chunks, prec_items, as_of=req.as_of, entities=template_values,
             budget_tokens=req.token_budget or self.config.token_budget, counter=self.counter,
@@ -469,7 +473,7 @@ class Engine:
         plan, why = build_plan(u, goals, pats, utterance=req.utterance, min_confidence=self.config.min_confidence,
                                profile=req.profile, default_profile=self.config.default_profile)
         if u is None:
-            plan.filter = self._neutral_filter(run)
+            plan.filter, plan.documents_at = self._neutral_filter(run)
             plan.notes = (*plan.notes, NEUTRAL_NOTE)
         if why:
             run.degraded.append(Degradation(stage="understand", what="goal", reason=why,
@@ -481,19 +485,21 @@ class Engine:
         run.timings["understand"] = _ms(t)
         return plan
 
-    def _neutral_filter(self, run: Run) -> FilterTree:
-        """The failed understanding's fallback filter (:func:`~hopweave.engine.plan.neutral_filter`);
-        when even the filter mapping cannot be read, one that matches no document (fail closed)."""
-        from hopweave.understand.filter_map import read_filter_mapping
+    def _neutral_filter(self, run: Run) -> tuple[FilterTree, str | None]:
+        """The failed understanding's fallback filter (:func:`~hopweave.engine.plan.neutral_filter`)
+        and the instant its documents are in force at (None: current revisions); when even the
+        filter mapping cannot be read, one that matches no document (fail closed)."""
+        from hopweave.understand.filter_map import instant, read_filter_mapping
 
         try:
             mapping = read_filter_mapping(self.graph, run.req.session.tenant_id)
-            return neutral_filter(mapping, run.req.session, [a.entity for a in run.settings.authoritative],
-                                  self.graph)
+            tree = neutral_filter(mapping, run.req.session, [a.entity for a in run.settings.authoritative],
+                                  self.graph, run.req.as_of)
+            return tree, instant(run.req.as_of) if mapping.in_force is not None else None
         except HopweaveError as exc:
             run.degraded.append(Degradation(stage="search", what="segment scoping", reason=str(exc),
                                             fallback="no policy documents"))
-            return IsEmpty(field="tenant_id")  # every chunk has a tenant: nothing matches
+            return IsEmpty(field="tenant_id"), None  # every chunk has a tenant: nothing matches
 
     def _override(self, p: TraversalPattern, fields: Mapping[str, Any] | None,
                   goal: GoalType | None) -> TraversalPattern:
@@ -551,25 +557,14 @@ class Engine:
         run.timings["search_and_traverse"] = _ms(t)
         return chunks, prof, facts, prec_items
 
-    def _apply_case(self, run: Run, plan: Plan, facts: list[PatternResult]) -> tuple[list[PatternResult], dict[str, Any]]:
-        """The goal's procedure applied to the case (:func:`hopweave.engine.rules.apply_case`);
-        the case state's patterns re-run on the graph when the state is not the default."""
-        from hopweave.engine.rules import apply_case
-        from hopweave.graph.traverse import run_goal_patterns
-
-        def rerun(pats: list[TraversalPattern], entities: dict[str, Any]) -> list[PatternResult]:
-            b = Bindings(session=run.req.session, as_of=run.req.as_of, goal=plan.goal.name if plan.goal else None,
-                         entities=entities)
-            return run_goal_patterns(self.graph, run.req.session.tenant_id, pats, b, max_workers=1)
-
-        spec = plan.goal.case if plan.goal is not None else None
-        return apply_case(spec, plan.patterns, facts, plan.entity_values, run.req.session, rerun)
-
     #: An application's writer of later rounds' queries (e.g. its LLM); None = the
     #: deterministic planner. See :mod:`hopweave.engine.agentic`.
     query_writer: "QueryWriter | None" = None
     #: True: no later rounds and no intent split (the single-pass baseline of `eval scenarios`).
     single_pass: bool = False
+    #: Reranker for every goal ("bi_encoder", "cross_encoder", "none"); None = each goal's own
+    #: ``rerank`` (default off). See :mod:`hopweave.engine.rerank_stage`.
+    rerank: str | None = None
 
     def _rounds(self, run: Run, plan: Plan, chunks: tuple[ChunkItem, ...],
                 facts: list[PatternResult]) -> tuple[tuple[ChunkItem, ...], list[Any], list[str]]:
@@ -596,7 +591,7 @@ class Engine:
         remaining budget. Returns True once durable; False (and a Degradation) when it failed or is
         still queued (it is written when the queue drains, but never claimed)."""
         session, subject = run.req.session, run.settings.subject
-        timeout = run.remaining()
+        timeout = run.remaining(min(self.config.reserve_per_request_ms * self._inflight, run.budget_ms * 0.4))
         fut = self.trace_writer.submit(
             result.tenant_id, lambda: trace_record.build(result, session, self.graph, subject), run.deadline)
         if timeout < MIN_STAGE_S:  # queued, but no time to wait for it: never claimed
@@ -607,6 +602,14 @@ class Engine:
         return self._run_stage(
             run.degraded, "record", fut, default=False, what="decision trace",
             fallback="result returned without a recorded trace (recorded=False)", timeout=timeout)
+
+
+def _started(result: RetrievalResult | None) -> RetrievalResult:
+    """The result of a request that was not abandoned (a ticket answers None only after
+    :meth:`_Ticket.abandon`, whose caller answers without it). Raises RuntimeError otherwise."""
+    if result is None:
+        raise RuntimeError("an abandoned request was awaited")
+    return result
 
 
 class _Ticket:

@@ -36,8 +36,8 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Conjunctions that add a request (a clause after one of them may be a new, goal-less intent).
 ADDITIVE = re.compile(r"\b(?:and also|also|by the way|besides|while you're at it|and can you|and could you)\b",
                       re.IGNORECASE)
-#: More than one sentence (a separator mark followed by more text).
-_SENTENCES = re.compile(r"[.?!;]\s+\S")
+#: More than one sentence (a separator mark followed by at least three more words).
+_SENTENCES = re.compile(r"[.?!;]\s+[A-Za-z'’]+\s+[A-Za-z'’]+\s+[A-Za-z'’]+")
 #: A clause that asks for something (a goal-less clause after an additive conjunction must).
 _REQUEST = re.compile(r"\?|^\s*(?:tell|what|when|where|how|can|could|would|please|show|give|send|let)\b",
                       re.IGNORECASE)
@@ -140,7 +140,10 @@ def _record_combined(engine: Any, req: "Request", combined: RetrievalResult) -> 
 def combine(engine: Any, req: "Request", parts: Sequence[tuple[Span, str | None]], headers: Sequence[str],
             results: Sequence[RetrievalResult], budget: int) -> RetrievalResult:
     """One result: the parts' context blocks under their headers, in utterance order."""
-    blocks, lines, omitted, sections = [], [], [], []
+    blocks: list[str] = []
+    lines: list[ContextLine] = []
+    omitted: list[Any] = []
+    sections: list[Any] = []
     for h, r in zip(headers, results):
         blocks.append(f"{h}\n\n{r.context.text}" if r.context.text else h)
         lines.append(ContextLine(section="request part", kind="header", text=h, tokens=engine.counter.count(h)))

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 from hopweave.engine.assemble import aggregate_line, render
 from hopweave.engine.result import ChannelView, ChunkItem, EntityItem
 from hopweave.models.common import PatternResult, Scalar
+from hopweave.models.documents import CURRENT
 from hopweave.models.filters import And, Eq, FilterTree, In, Range, and_
 from hopweave.models.metagraph import GoalType, SectionTemplate, TraversalPattern
 from hopweave.models.ranking import Hit
@@ -50,6 +51,9 @@ class Plan:
     mentions: tuple[Mention, ...] = ()
     #: The understanding stage's remarks for the agent.
     notes: tuple[str, ...] = ()
+    #: Documents in force at this instant (the filter's in-force clause; every revision is
+    #: searched); None: current revisions only.
+    documents_at: str | None = None
 
 
 def entity_items(u: Understanding) -> tuple[EntityItem, ...]:
@@ -106,6 +110,7 @@ def build_plan(
         best=u.goal or u.classification.best,
         mentions=u.mentions,
         notes=u.notes,
+        documents_at=u.documents_at,
     )
     return plan, why
 
@@ -131,15 +136,16 @@ NEUTRAL_NOTE = ("understanding failed: only policy documents not specific to a s
                 "(the customer's own tier/plan could not be checked)")
 
 
-def neutral_filter(mapping: Any, session: Any, authoritative: Sequence[str], graph: Any = None) -> FilterTree:
+def neutral_filter(mapping: Any, session: Any, authoritative: Sequence[str], graph: Any = None,
+                   as_of: Any = None) -> FilterTree:
     """The filter of a fallback plan whose understanding failed: the mapping's always-on clauses
-    (tenant, status, session region...) and ``is_empty`` on every authoritative attribute's field
+    (tenant, documents in force at ``as_of``, session region...) and ``is_empty`` on every authoritative attribute's field
     (tier, plan...), as for an anonymous session: the utterance's words cannot pick a segment's
     policy when nobody checked them against the record. Raises what ``compile_filter`` raises."""
     from hopweave.understand.filter_map import compile_filter
 
     tree, _ = compile_filter(mapping, [], session, graph, graph.schema if graph is not None else None,
-                             unscoped=authoritative)
+                             unscoped=authoritative, as_of=as_of)
     return tree
 
 
@@ -182,8 +188,13 @@ def case_text_for(utterance: str, plan: Plan, facts: Sequence[PatternResult], as
     return ". ".join(p for p in parts if p)
 
 
-def chunk_items(hits: Sequence[Hit]) -> tuple[ChunkItem, ...]:
-    """Search hits as ChunkItems (rank from 1, per-channel rank / score / contribution)."""
+def chunk_items(hits: Sequence[Hit], documents_at: str | None = None) -> tuple[ChunkItem, ...]:
+    """Search hits as ChunkItems (rank from 1, per-channel rank / score / contribution).
+
+    With ``documents_at`` (the hits are the revisions in force then) a chunk's ``version`` is its
+    lifecycle at that instant, ``current``; the store's own word (which revision was loaded
+    last, e.g. ``superseded`` once a later revision is loaded) stays in ``metadata.stored_version``,
+    so the context at an as_of does not change when a later revision is loaded."""
     items = []
     for i, h in enumerate(hits, start=1):
         chans = []
@@ -196,9 +207,12 @@ def chunk_items(hits: Sequence[Hit]) -> tuple[ChunkItem, ...]:
         if h.rerank is not None:
             chans.append(ChannelView(channel="rerank", rank=h.rerank.fused_rank, score=round(h.rerank.score, 6)))
         meta = {k: v for k, v in h.payload.items() if k not in ("provenance", "text_hash", "embedding_space")}
+        version = h.version or ""
+        if documents_at is not None:
+            meta["stored_version"], meta["version"], version = version, CURRENT, CURRENT
         items.append(ChunkItem(
             chunk_id=h.chunk_id, document_id=h.document_id, document=h.document or "", title=h.title,
-            revision=h.revision or "", version=h.version or "", section=h.section, text=h.text,
+            revision=h.revision or "", version=version, section=h.section, text=h.text,
             score=round(h.score, 6), rank=i, channels=tuple(chans), metadata=meta,
         ))
     return tuple(items)

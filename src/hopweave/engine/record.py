@@ -9,7 +9,9 @@ Every retrieval becomes a ``:DecisionTrace {kind: "retrieval"}`` written through
     (t)-[:SAW_FACT]->(node)            every graph node whose row reached the context
 
 with the goal, entities, filter, chunk/fact/precedent ids, ranking profile, as_of, timings, the
-context text and its hash. The trace id is a hash of the inputs, the as_of, the store revision and
+context text and its hash, and the pins of what was seen (``pins_json``: chunk revisions and text
+hashes, fact row hashes, embedding space; ``context_skeleton``: see :mod:`hopweave.engine.pins`).
+The trace id is a hash of the inputs, the as_of, the store revision and
 what was seen, so replaying the same case on the same store gives the same id (an idempotent
 upsert), and any change in what was seen gives a new id that :func:`diff` can compare.
 
@@ -80,6 +82,8 @@ def build(
 ) -> tuple[list[Node], list[Edge]]:
     """The trace node and its edges for ``result`` (edges only to nodes visible to the tenant);
     ``subject`` names the session subject's label and the trace's relationship to it."""
+    from hopweave.engine.pins import pins, skeleton
+
     tenant = result.tenant_id
     ctx_chunks = [c for c in result.chunks if c.in_context]
     fact_ids = sorted({s for ln in result.context.lines if ln.kind == "fact" for s in ln.sources})
@@ -114,6 +118,8 @@ def build(
         "tokens": result.context.tokens,
         "store_revision": result.store_revision,
         "metagraph_revision": result.metagraph_revision,
+        "pins_json": pins(result, lambda nid: _props_of(store, tenant, nid)),
+        "context_skeleton": skeleton(result),
         "summary": (
             f"retrieval for {result.goal or 'unclear goal'} "
             f"({len(ctx_chunks)} chunks, {len(fact_ids) + len(agg_ids)} facts, {len(prec_ids)} precedent)"
@@ -140,6 +146,11 @@ def build(
     for nid in sorted(set(fact_ids) | set(agg_ids) | set(prec_ids)):
         link(nid, "SAW_FACT", tuple(saw))
     return [node], edges
+
+
+def _props_of(store: GraphStore, tenant_id: str, node_id: str) -> dict[str, Any] | None:
+    node = store.get_node(tenant_id, node_id)
+    return dict(node.props) if node is not None else None
 
 
 def record(store: GraphStore, result: RetrievalResult, session: Session, subject: SubjectSpec) -> bool:
@@ -176,8 +187,9 @@ def redact_props(props: dict[str, Any]) -> dict[str, Any]:
             out[key] = REDACTED
     if out.get("entities_json") is not None:
         out["entities_json"] = redact_entities(_json(out["entities_json"], []))
-    if isinstance(out.get("context_text"), str):
-        out["context_text"] = redact_context(out["context_text"])
+    for key in ("context_text", "context_skeleton"):
+        if isinstance(out.get(key), str):
+            out[key] = redact_context(out[key])
     return out
 
 
@@ -210,6 +222,9 @@ class RecordedTrace(BaseModel):
     tokens: int | None = None
     store_revision: str | None = None
     metagraph_revision: str | None = None
+    #: What was seen, pinned (:mod:`hopweave.engine.pins`); empty for traces recorded before.
+    pins: dict[str, Any] = Field(default_factory=dict)
+    context_skeleton: str | None = None
 
     def redacted(self) -> "RecordedTrace":
         """Without anything derived from the utterance (a PII property): the utterance, the
@@ -219,6 +234,7 @@ class RecordedTrace(BaseModel):
             "search_query": REDACTED if self.search_query else None,
             "entities": redact_entities(self.entities),
             "context_text": redact_context(self.context_text),
+            "context_skeleton": redact_context(self.context_skeleton) if self.context_skeleton else None,
         })
 
 
@@ -262,6 +278,8 @@ def load(store: GraphStore, tenant_id: str, trace_id: str) -> RecordedTrace:
         tokens=p.get("tokens"),
         store_revision=p.get("store_revision"),
         metagraph_revision=p.get("metagraph_revision"),
+        pins=_json(p.get("pins_json"), {}),
+        context_skeleton=p.get("context_skeleton"),
     )
 
 
@@ -323,6 +341,33 @@ def _set_diff(a: Sequence[Any], b: Sequence[Any]) -> dict[str, list[Any]]:
     return d
 
 
+def _chunk_names(t: RecordedTrace) -> dict[str, str]:
+    return {p["chunk_id"]: f"{p.get('document') or p.get('document_id')} {p.get('revision')} "
+                           f"section {p.get('section')} ({p['chunk_id']})" for p in t.pins.get("chunks", [])}
+
+
+def _pinned_changes(a: RecordedTrace, b: RecordedTrace) -> dict[str, Any]:
+    """Named changes from the pins: the chunks (document, revision, section), the document
+    revisions cited, the facts whose rows changed, the embedding space."""
+    out: dict[str, Any] = {}
+    na, nb = _chunk_names(a), _chunk_names(b)
+    removed, added = sorted(na[c] for c in na if c not in nb), sorted(nb[c] for c in nb if c not in na)
+    named = ({"removed": removed} if removed else {}) | ({"added": added} if added else {})
+    if named:
+        out["chunks"] = named
+    revs = _set_diff(sorted({f"{p.get('document_id')}@{p.get('revision')}" for p in a.pins.get("chunks", [])}),
+                     sorted({f"{p.get('document_id')}@{p.get('revision')}" for p in b.pins.get("chunks", [])}))
+    if revs:
+        out["documents"] = revs
+    fa, fb = a.pins.get("facts", {}), b.pins.get("facts", {})
+    changed = sorted(n for n in set(fa) & set(fb) if fa[n] != fb[n])
+    if changed:
+        out["facts"] = {"changed": changed}
+    if a.pins.get("embedding_space") != b.pins.get("embedding_space") and a.pins and b.pins:
+        out["embedding_space"] = (a.pins.get("embedding_space"), b.pins.get("embedding_space"))
+    return out
+
+
 def diff(a: RecordedTrace, b: RecordedTrace) -> TraceDiff:
     """What changed from trace ``a`` to trace ``b``: plan (goal, patterns and versions, filter,
     profile), what was seen (chunks, facts, precedent) and the context, line by line."""
@@ -350,6 +395,7 @@ def diff(a: RecordedTrace, b: RecordedTrace) -> TraceDiff:
         d = _set_diff(getattr(a, field), getattr(b, field))
         if d:
             changes[field] = d
+    changes.update(_pinned_changes(a, b))
     ctx = list(
         difflib.unified_diff(a.context_text.splitlines(), b.context_text.splitlines(), a.trace_id, b.trace_id,
                              lineterm="", n=1)

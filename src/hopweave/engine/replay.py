@@ -19,6 +19,9 @@ and what the retrieval must (and must not) produce::
       forbidden_chunks: [waiver-policy-v2.pdf, gold-waiver-policy-v3.pdf#3.2]
       forbidden_metadata: {version: [superseded], tier: [Gold]}     # no context chunk may carry these
       documents: [waiver-policy-v3.pdf]
+      revisions: {refund-policy-pro: v2}  # the context cites this document at this revision only
+      found_by: [semantic, lexical]       # each `chunks` entry was ranked by these channels
+      in_force: true                      # every retrieved chunk was in force at as_of
       precedent: [TRACE_8514, TRACE_8702, TRACE_8108]
       degraded: [search]            # stages that must report a degradation
       entities: {Tier: Platinum}
@@ -32,7 +35,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Optional, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -48,6 +51,9 @@ from hopweave.models.ranking import RankingProfile, SearchResult
 from hopweave.search.embedder import EmbeddingSpace
 from hopweave.search.index_base import CollectionInfo
 from hopweave.understand.models import Understanding
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.engine.pins import AsRecorded
 
 Fault = Literal["search_unavailable", "understand_unavailable"]
 _UNSET = object()
@@ -86,6 +92,9 @@ class Expect(BaseModel):
     entities: dict[str, Any] = Field(default_factory=dict)
     max_tokens: Optional[int] = None
     truncated_patterns: list[str] = Field(default_factory=list)
+    revisions: dict[str, str] = Field(default_factory=dict)
+    found_by: list[Literal["semantic", "lexical"]] = Field(default_factory=list)
+    in_force: bool = False
     #: Retrieval rounds (issue 15): exactly ``rounds``, at least ``min_rounds``; each string of
     #: ``round_actions`` appears in some later round's action; ``intents``: the parts' goals.
     rounds: Optional[int] = Field(default=None, ge=1)
@@ -168,7 +177,11 @@ class _DownIndex:
     def search(self, tenant_id: str, query: str, profile: RankingProfile,
                where: FilterTree | Mapping[str, object] | None = None, limit: int = 10,
                query_vector: np.ndarray | None = None, query_space: EmbeddingSpace | None = None,
-               include_superseded: bool = False) -> SearchResult:
+               include_superseded: bool = False, scope: Mapping[str, Sequence[object]] | None = None) -> SearchResult:
+        raise StoreUnavailableError("the vector index is unreachable (scenario fault: search_unavailable)")
+
+    def fetch(self, tenant_id: str, where: FilterTree | Mapping[str, object] | None = None,
+              current_only: bool = False, limit: int | None = None) -> list[dict[str, object]]:
         raise StoreUnavailableError("the vector index is unreachable (scenario fault: search_unavailable)")
 
     def require_info(self) -> CollectionInfo:
@@ -285,7 +298,33 @@ def check(sc: Scenario, r: RetrievalResult) -> list[str]:
     for p in e.truncated_patterns:
         if p not in trunc:
             f.append(f"pattern {p} should be truncated (truncated: {sorted(trunc)})")
-    return f + _check_rounds(e, r)
+    return f + _time_checks(e, r, in_ctx) + _check_rounds(e, r)
+
+
+def _time_checks(e: Expect, r: RetrievalResult, in_ctx: Sequence[ChunkItem]) -> list[str]:
+    """The issue-14 expectations: ``revisions``, ``found_by``, ``in_force``."""
+    from hopweave.models.filters import matches
+    from hopweave.understand.filter_map import InForce, instant
+
+    f: list[str] = []
+    for doc_id, rev in e.revisions.items():
+        seen = sorted({c.revision for c in in_ctx if c.document_id == doc_id})
+        if seen != [rev]:
+            f.append(f"document {doc_id}: expected revision {rev} only, the context cites {seen or 'none'}")
+    for ref in e.chunks:
+        for c in (x for x in r.chunks if chunk_matches(x, ref)):
+            got = {ch.channel for ch in c.channels}
+            missing = [ch for ch in e.found_by if ch not in got]
+            if missing:
+                f.append(f"chunk {ref} was not ranked by the {', '.join(missing)} channel (ranked by {sorted(got)})")
+    if e.in_force:
+        clause = InForce(status="status").clause(instant(r.as_of))
+        for c in r.chunks:
+            if not matches(clause, c.metadata):
+                f.append(f"chunk {c.chunk_id} ({c.revision}) was not in force at {r.as_of}: valid "
+                         f"{c.metadata.get('valid_from')} .. {c.metadata.get('valid_until') or 'open'}, "
+                         f"status {c.metadata.get('status')}")
+    return f
 
 
 def _check_rounds(e: Expect, r: RetrievalResult) -> list[str]:
@@ -317,26 +356,43 @@ def replay(engine: Engine, paths: Iterable[str | Path], *, record: bool = True) 
     return out
 
 
+def as_recorded(engine: Engine, tenant_id: str, trace_id: str) -> "AsRecorded":
+    """The context of a recorded retrieval rebuilt from what its trace pinned (chunk texts from
+    the index by id and text hash, the rest from the trace) and checked against its hash: it
+    does not re-run anything, so later document, pattern or metagraph changes cannot alter it.
+
+    Raises:
+        NotFoundError: unknown trace (or another tenant's). InputError: a trace without pins.
+    """
+    from hopweave.engine.pins import rebuild
+
+    return rebuild(trace_record.load(engine.graph, tenant_id, trace_id), engine.index, engine.graph, tenant_id)
+
+
 def replay_trace(
-    engine: Engine, tenant_id: str, trace_id: str, *, record: bool = True
+    engine: Engine, tenant_id: str, trace_id: str, *, record: bool = True, as_of: Any = None
 ) -> tuple[RetrievalResult, trace_record.TraceDiff]:
-    """Re-run a recorded retrieval (its utterance, session and as_of) on the store as it is now
-    and diff it against the recording. Returns (new result, TraceDiff); the diff is empty when
-    nothing changed. Raises NotFoundError for an unknown trace (or another tenant's)."""
+    """Re-run a recorded retrieval (its utterance and session, at its as_of or at ``as_of`` when
+    given: ``replay --as-of-now``) on the store as it is now and diff it against the recording.
+    Returns (new result, TraceDiff); the diff is empty when nothing changed. Raises
+    NotFoundError for an unknown trace (or another tenant's)."""
     old = trace_record.load(engine.graph, tenant_id, trace_id)
     if not old.utterance or not old.as_of:
         raise InputError(f"trace {trace_id} has no utterance/as_of recorded: it cannot be replayed")
     session = parse_session(old.session or {"tenant_id": tenant_id}, f"trace {trace_id}: session")
-    r = engine.retrieve(old.utterance, session=session, as_of=old.as_of, record=record)
+    r = engine.retrieve(old.utterance, session=session, as_of=as_of if as_of is not None else old.as_of,
+                        record=record)
     if record and r.recorded:
         new = trace_record.load(engine.graph, tenant_id, r.trace_id)
     else:  # compare against the result itself without writing it
         nodes, _ = trace_record.build(r, session, engine.graph, engine.settings_for(tenant_id).subject)
         props = nodes[0].props
         new = old.model_copy(update={
-            "trace_id": r.trace_id, "goal": r.goal, "goal_version": r.goal_version, "chunk_ids": props["chunk_ids"],
+            "trace_id": r.trace_id, "as_of": r.as_of.isoformat(), "goal": r.goal, "goal_version": r.goal_version,
+            "chunk_ids": props["chunk_ids"],
             "fact_ids": props["fact_ids"], "precedent_ids": props["precedent_ids"],
             "patterns": props["patterns_json"], "context_hash": r.context.hash, "context_text": r.context.text,
             "tokens": r.context.tokens, "store_revision": r.store_revision,
-            "metagraph_revision": r.metagraph_revision, "filter": r.filter or {}})
+            "metagraph_revision": r.metagraph_revision, "filter": r.filter or {}, "pins": props["pins_json"],
+            "context_skeleton": props.get("context_skeleton")})
     return r, trace_record.diff(old, new)

@@ -105,7 +105,22 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-__all__ = ["STATE_ENTITY", "apply_rules", "case_facts", "resolve_state", "state_line", "state_patterns"]
+def case_for(engine: Any, run: Any, plan: Any, facts: list[PatternResult]) -> tuple[list[PatternResult], dict[str, Any]]:
+    """The engine's :func:`apply_case` for one request: the case state's patterns re-run on the
+    engine's graph when the state is not the default. Returns (facts, template values)."""
+    from hopweave.graph.traverse import run_goal_patterns
+    from hopweave.models.common import Bindings
+
+    def rerun(pats: list[TraversalPattern], entities: dict[str, Any]) -> list[PatternResult]:
+        b = Bindings(session=run.req.session, as_of=run.req.as_of, goal=plan.goal.name if plan.goal else None,
+                     entities=entities)
+        return run_goal_patterns(engine.graph, run.req.session.tenant_id, pats, b, max_workers=1)
+
+    spec = plan.goal.case if plan.goal is not None else None
+    return apply_case(spec, plan.patterns, facts, plan.entity_values, run.req.session, rerun)
+
+
+__all__ = ["STATE_ENTITY", "case_for", "apply_rules", "case_facts", "resolve_state", "state_line", "state_patterns"]
 
 
 def apply_case(

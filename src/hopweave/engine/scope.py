@@ -11,6 +11,7 @@ from the session's value simply matches nothing.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from hopweave.errors import ConfigError
@@ -22,16 +23,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from hopweave.graph.base import GraphStore
 
 
-def scope_filter(graph: "GraphStore", session: Session) -> FilterTree | None:
-    """The session's always-on clauses (tenant, status, version, region, ...) as one tree.
-    Raises ConfigError (no FilterMapping for the tenant) or TenantError (no tenant)."""
-    return and_(*always_on_clauses(read_filter_mapping(graph, session.tenant_id), session))
+def scope_filter(graph: "GraphStore", session: Session, as_of: datetime | None = None) -> FilterTree | None:
+    """The session's always-on clauses (tenant, documents in force at ``as_of`` or today's
+    current ones, region, ...) as one tree. Raises ConfigError (no FilterMapping for the
+    tenant) or TenantError (no tenant)."""
+    return and_(*always_on_clauses(read_filter_mapping(graph, session.tenant_id), session, as_of))
 
 
-def scoped(graph: "GraphStore", session: Session, where: FilterTree | None) -> FilterTree:
+def scoped(graph: "GraphStore", session: Session, where: FilterTree | None,
+           as_of: datetime | None = None) -> FilterTree:
     """``where`` narrowed by the session's scope (the scope's clauses first). Raises as
     :func:`scope_filter`."""
-    tree = and_(scope_filter(graph, session), where)
+    tree = and_(scope_filter(graph, session, as_of), where)
     if tree is None:
         raise ConfigError(f"the filter mapping of tenant {session.tenant_id!r} has no always-on clauses; "
                           "add `{field: tenant_id, session: tenant_id, required: true}` to its filters.yaml")

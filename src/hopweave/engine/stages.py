@@ -58,6 +58,12 @@ class DocumentIndex(Protocol):
         """The collection's identity (embedding space, BM25 statistics). Raises StoreError."""
         ...
 
+    def fetch(self, tenant_id: str, where: FilterTree | Mapping[str, object] | None = None,
+              current_only: bool = False, limit: int | None = None) -> list[dict[str, object]]:
+        """Payloads of the tenant's chunks matching ``where`` (every revision unless
+        ``current_only``), sorted by chunk id: what ``replay --as-recorded`` reads. Raises StoreError."""
+        ...
+
     def close(self) -> None: ...
 
 

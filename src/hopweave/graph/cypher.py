@@ -26,11 +26,11 @@ Row semantics (the contract shared with ``hopweave.graph.walk``; the congruence 
   seed candidates of any tenant, every distinct neighbour of every frontier node, a qualifying
   target once), hop by hop, and empties the frontier once the count passes ``max_visited``, so
   the hops after the cut do no work. The count of a full walk is the walker's ``visited``, and
-  both cut exactly when it exceeds ``max_visited``. A cut is seen after a whole hop (the
-  walker stops on the node that crosses the limit), and a cut query returns no rows (the walker
+  both cut exactly when it exceeds ``max_visited``. Within a hop, a frontier node stops
+  expanding after ``max_visited + 1`` distinct neighbours (the cut is then certain), so a hub
+  costs at most that many expansions per frontier node. A cut query returns no rows (the walker
   returns the rows its depth-first walk found before the cut): capability
-  ``max_visited_rows_on_cut``. The hop a cut happens in is still expanded whole; ``budget_ms``
-  (the server time bound) is what bounds it.
+  ``max_visited_rows_on_cut``. ``budget_ms`` is the server time bound.
 * Hops are subqueries over a frontier of ``[node, path]`` pairs ending in an aggregation, so the
   counters survive an empty frontier; the subquery's opening differs by engine
   (``Capabilities.subquery_open``: Neo4j 5's variable-scope ``CALL (frontier) {``, FalkorDB's
@@ -317,15 +317,18 @@ def _hop_lines(
     conds: list[str],
     schema: GraphSchema,
     caps: Capabilities,
+    cap: str,
 ) -> list[str]:
     """One hop as a subquery over the frontier (``[node, path]`` pairs; a subquery ending in an
     aggregation always returns one row, so the counters survive an empty frontier). Returns
     ``expanded`` (what the hop adds to the visit count) and ``reached`` (the qualifying nodes
     with their smallest path). Every distinct neighbour of every frontier node counts; at the
     last hop a qualifying target counts once however many frontier nodes reach it (the
-    walker skips targets it already found). Paths at one hop have one length, so the smallest
-    ``path + [id]`` is the smallest ``path`` plus ``[id]`` (one list built per node, not per
-    edge: FalkorDB copies every list it projects)."""
+    walker skips targets it already found). A frontier node stops expanding after ``cap``
+    (= max_visited + 1) distinct neighbours: past that the cut is certain, so a hub costs at most
+    ``cap`` expansions. Paths at one hop have one length, so the smallest ``path + [id]`` is the
+    smallest ``path`` plus ``[id]`` (one list built per node, not per edge: FalkorDB copies every
+    list it projects)."""
     step = pattern.edge_sequence[k - 1]
     rel = cypher_identifier(schema, "rel", step.type)
     left, right = {"out": ("-", "->"), "in": ("<-", "-"), "both": ("-", "-")}[step.direction]
@@ -338,8 +341,11 @@ def _hop_lines(
         caps.subquery_open.format(vars="frontier"),
         "  UNWIND frontier AS f",
         f"  WITH f[0] AS {prev}, f[1] AS path",
-        f"  MATCH ({prev}){left}[:{rel}]{right}({cur})",
-        f"  WITH {cur}, count(DISTINCT {prev}) AS seen, min(path) AS path",
+        "  " + caps.subquery_open.format(vars=prev),
+        f"    MATCH ({prev}){left}[:{rel}]{right}({cur})",
+        f"    RETURN DISTINCT {cur} LIMIT {cap}",
+        "  }",
+        f"  WITH {cur}, count(*) AS seen, min(path) AS path",
         f"  RETURN sum({count}) AS expanded, "
         f"collect(CASE WHEN {ok} THEN [{cur}, path + [{cur}.`id`]] END) AS reached",
         "}",
@@ -377,6 +383,7 @@ def compile_pattern(
     if -1 in by_node:
         seed_ok.append("false")
     max_visited = params.add(pattern.max_visited, "max_visited")
+    cap = params.add(pattern.max_visited + 1, "expand_cap")
     lines = [head] + (["WHERE " + " AND ".join(key_conds)] if key_conds else [])
     lines += [
         f"WITH n0, ({' AND '.join(seed_ok)}) AS ok",
@@ -387,7 +394,7 @@ def compile_pattern(
     total = "visited + expanded"  # the count after a hop
     for k in range(1, n + 1):
         conds = _node_where(k, labels[k], by_node.get(k, []), bindings, schema, params, tenants, caps)
-        lines += _hop_lines(k, k == n, pattern, labels[k], conds, schema, caps)
+        lines += _hop_lines(k, k == n, pattern, labels[k], conds, schema, caps, cap)
         if k < n:  # one projection per hop (the frontier list is copied by every projection)
             lines.append(
                 f"WITH {total} AS visited, seed_id, "

@@ -132,8 +132,8 @@ def validate_pattern(
     """Run every per-pattern gate; return the parsed pattern or raise the first error
     (PatternIdentifierError, PIIError or PatternValidationError)."""
     p = parse_pattern(data)
-    for err in _pattern_errors(p, schema, goal):
-        raise err
+    for problem in _pattern_errors(p, schema, goal):
+        raise problem
     return p
 
 

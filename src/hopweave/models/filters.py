@@ -8,11 +8,15 @@ declared in the graph schema (``GraphSchema.filter_fields``). Compilers:
 - Python predicate over a payload / node property dict: :func:`matches` (used by networkx and tests)
 
 Values are plain JSON scalars (str, int, float, bool) or ISO dates as strings. Ranges compare
-numbers, or ISO-8601 strings lexicographically (dates and datetimes in one format sort correctly).
+numbers with numbers; two ISO-8601 date/datetime strings compare as UTC instants (a date-only
+value is midnight UTC, a datetime without an offset is UTC: Qdrant's datetime index semantics),
+any other strings lexicographically.
 """
 
 from __future__ import annotations
 
+from datetime import date, datetime, timezone
+from functools import lru_cache
 from typing import Annotated, Any, Iterable, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -150,6 +154,32 @@ def _cmp_ok(v: Any, bound: Any) -> bool:
     return isinstance(v, str) and isinstance(bound, str)
 
 
+@lru_cache(maxsize=4096)
+def iso_instant(s: str) -> datetime | None:
+    """An ISO-8601 date (``2026-01-01``: midnight UTC) or datetime string (naive = UTC) as an
+    aware UTC datetime; None when ``s`` is not one."""
+    t = s.strip()
+    if len(t) < 10 or not (t[:4].isdigit() and t[4] == "-"):
+        return None
+    try:
+        if len(t) == 10:
+            d = date.fromisoformat(t)
+            return datetime(d.year, d.month, d.day, tzinfo=timezone.utc)
+        dt = datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
+
+
+def _comparable(v: Any, bound: Any) -> tuple[Any, Any]:
+    """Two ISO date/datetime strings as instants; anything else unchanged."""
+    if isinstance(v, str) and isinstance(bound, str):
+        a, b = iso_instant(v), iso_instant(bound)
+        if a is not None and b is not None:
+            return a, b
+    return v, bound
+
+
 def _eq(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
@@ -194,7 +224,7 @@ def matches(tree: FilterTree | None, payload: dict[str, Any]) -> bool:
         ):
             if bound is None:
                 continue
-            if not _cmp_ok(v, bound) or not fn(v, bound):
+            if not _cmp_ok(v, bound) or not fn(*_comparable(v, bound)):
                 ok = False
                 break
         if ok:
@@ -202,24 +232,43 @@ def matches(tree: FilterTree | None, payload: dict[str, Any]) -> bool:
     return False
 
 
-def to_display(tree: FilterTree | None) -> dict[str, Any]:
-    """A flat, seed-004-style view: {field: value | [values] | {gte:..}} for a pure conjunction.
+def to_text(tree: FilterTree) -> str:
+    """A one-line infix form (``valid_from <= 2026-05-12T00:00:00Z or valid_from is empty``)."""
+    if isinstance(tree, (And, Or)):
+        sep = " and " if isinstance(tree, And) else " or "
+        return sep.join(f"({to_text(c)})" if isinstance(c, (And, Or)) else to_text(c) for c in tree.clauses)
+    if isinstance(tree, Not):
+        return f"not ({to_text(tree.clause)})"
+    if isinstance(tree, IsEmpty):
+        return f"{tree.field} is empty"
+    if isinstance(tree, Eq):
+        return f"{tree.field} = {tree.value}"
+    if isinstance(tree, In):
+        return f"{tree.field} in [{', '.join(str(v) for v in tree.values)}]"
+    ops = (("gt", ">"), ("gte", ">="), ("lt", "<"), ("lte", "<="))
+    return " and ".join(f"{tree.field} {sym} {getattr(tree, k)}" for k, sym in ops if getattr(tree, k) is not None)
 
-    Non-conjunctive trees are returned as their JSON form.
-    """
+
+def to_display(tree: FilterTree | None) -> dict[str, Any]:
+    """A flat, seed-004-style view: {field: value | [values] | {gte:..}} for a conjunction; its
+    other clauses (``or`` / ``not`` / a second clause on one field) are listed as infix text
+    under ``"where"`` (e.g. the in-force clause on the validity dates)."""
     if tree is None:
         return {}
     clauses = tree.clauses if isinstance(tree, And) else (tree,)
     out: dict[str, Any] = {}
+    rest: list[str] = []
     for c in clauses:
-        if isinstance(c, Eq) and c.field not in out:
+        if isinstance(c, (And, Or, Not)) or c.field in out:
+            rest.append(to_text(c))
+        elif isinstance(c, Eq):
             out[c.field] = c.value
-        elif isinstance(c, In) and c.field not in out:
+        elif isinstance(c, In):
             out[c.field] = list(c.values)
-        elif isinstance(c, Range) and c.field not in out:
+        elif isinstance(c, Range):
             out[c.field] = c.model_dump(exclude={"op", "field"}, exclude_none=True)
-        elif isinstance(c, IsEmpty) and c.field not in out:
-            out[c.field] = None
         else:
-            return tree.model_dump(mode="json")
+            out[c.field] = None
+    if rest:
+        out["where"] = rest
     return out

@@ -275,6 +275,9 @@ class GoalType(_Frozen):
     case: CaseSpec | None = None
     #: Single pass (default) or a multi-round loop with its budgets (:mod:`hopweave.models.escalation`).
     escalation: EscalationPolicy | None = None
+    #: Rerank this goal's candidate chunks (``bi_encoder`` / ``cross_encoder``); None = the fused
+    #: order (the default: see hopweave.engine.rerank_stage for why).
+    rerank: Optional[Literal["none", "bi_encoder", "cross_encoder"]] = None
 
     @field_validator("name")
     @classmethod

@@ -32,7 +32,8 @@ Normalisation = Literal["none", "minmax", "zscore"]
 
 #: Fields added to RankingProfile after profiles were first published: left out of the
 #: fingerprint while they hold their default, so published fingerprints never move.
-_LATER_FIELDS: dict[str, Any] = {"features": None, "fill_channels": False, "dense_feedback": None}
+_LATER_FIELDS: dict[str, Any] = {"features": None, "fill_channels": False}
+_LATER_FEATURE_FIELDS: dict[str, Any] = {"authority_types": [], "authority_candidates": 0}
 
 
 class FeatureWeights(BaseModel):
@@ -60,21 +61,15 @@ class FeatureWeights(BaseModel):
     section_heading: float = 0.0
     section_number: float = 0.0
     scope: float = 0.0
+    #: Authority prefetch: each channel also fetches its best ``authority_candidates`` points of
+    #: these document types (same filter, same IDF population), so an authoritative passage
+    #: crowded out of the candidate lists by restatements can still be ranked (0 = off).
+    authority_types: tuple[str, ...] = ()
+    authority_candidates: int = Field(default=0, ge=0, le=200)
 
     def payload_fields(self) -> tuple[str, ...]:
         """Payload fields the features read (fetched with every candidate)."""
         return ("doc_type", "valid_from", "section", "heading")
-
-
-class DenseFeedback(BaseModel):
-    """Pseudo-relevance feedback on the semantic channel (Rocchio): the query vector plus
-    ``beta`` times the mean vector of the ``top_k`` best fused candidates, re-normalised, then
-    the semantic channel is scored again with it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    top_k: int = Field(default=3, ge=1, le=50)
-    beta: float = Field(default=0.5, gt=0.0)
 
 
 class RankingProfile(BaseModel):
@@ -97,7 +92,6 @@ class RankingProfile(BaseModel):
     #: Score both channels for every candidate either channel found (a candidate missing from a
     #: channel's list gets that channel's exact score instead of nothing).
     fill_channels: bool = False
-    dense_feedback: Optional[DenseFeedback] = None
     features: Optional[FeatureWeights] = None
 
     @model_validator(mode="after")
@@ -143,6 +137,9 @@ class RankingProfile(BaseModel):
         for key, default in _LATER_FIELDS.items():
             if data.get(key) == default:
                 del data[key]
+        for key, default in _LATER_FEATURE_FIELDS.items():
+            if isinstance(data.get("features"), dict) and data["features"].get(key) == default:
+                del data["features"][key]
         blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
 

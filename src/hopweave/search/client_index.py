@@ -190,11 +190,6 @@ class ClientIndex(VectorIndex):
                 break
         return out
 
-    def _with_ids(self, flt: Any, chunk_ids: Sequence[str]) -> Any:
-        m = _models()
-        ids = m.HasIdCondition(has_id=[point_id(c) for c in chunk_ids])
-        return m.Filter(must=[flt, ids] if flt is not None else [ids])
-
     def _query(self, requests: Sequence[ChannelRequest]) -> list[list[Candidate]]:
         m = _models()
         reqs = []

@@ -60,6 +60,11 @@ INCOMPLETE_FILE = "INCOMPLETE"
 #: The marker the eval runner's frozen indexes carry (written after their own complete build).
 _LEGACY_COMPLETE = "complete"
 _CANDIDATE_FIELDS = ("chunk_id", "tenant_id")
+#: Below this many points passing a filter, the sparse (BM25) channel scores the filtered points
+#: directly instead of walking the inverted index with a filter check per posting (Qdrant's
+#: ``full_scan_threshold`` of the sparse index). None keeps Qdrant's default.
+SPARSE_FULL_SCAN_THRESHOLD: int | None = (int(os.environ["HOPWEAVE_SPARSE_FULL_SCAN"])
+                                          if os.environ.get("HOPWEAVE_SPARSE_FULL_SCAN") else None)
 SHARD_DIR = "shard"
 
 
@@ -171,7 +176,8 @@ class EdgeIndex(VectorIndex):
                                errno=exc.errno) from exc
         cfg = q.EdgeConfig(
             vectors={DENSE: q.EdgeVectorParams(size=info.space.dimensions, distance=q.Distance.Cosine)},
-            sparse_vectors={LEXICAL: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
+            sparse_vectors={LEXICAL: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf,
+                                                              full_scan_threshold=SPARSE_FULL_SCAN_THRESHOLD)},
         )
         with self._lock:
             self._mark_dirty()
@@ -259,11 +265,6 @@ class EdgeIndex(VectorIndex):
                 f"writing to the vector shard at {self.root / SHARD_DIR} failed ({exc}); free space / check "
                 "the disk and re-run the load or ingest"
             ) from exc
-
-    def _with_ids(self, flt: Any, chunk_ids: Sequence[str]) -> Any:
-        q = _q()
-        ids = q.HasIdCondition({point_id(c) for c in chunk_ids})
-        return q.Filter(must=[flt, ids] if flt is not None else [ids])
 
     def _count(self, flt: Any) -> int:
         return int(self._open().count(_q().CountRequest(exact=True, filter=flt)))

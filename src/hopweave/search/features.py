@@ -114,11 +114,15 @@ def score(w: FeatureWeights, ctx: FeatureContext, payload: Mapping[str, Any],
           tokenizer: Tokenizer) -> tuple[float, tuple[FeatureScore, ...]]:
     """(sum of the contributions, every feature's FeatureScore in :data:`FEATURES` order)."""
     vals = _values(w, ctx, payload, tokenizer)
-    scores = tuple(
-        FeatureScore.model_construct(name=n, value=round(v, 6), contribution=wt * v, detail=detail)
-        for n in FEATURES if n in vals for v, wt, detail in (vals[n],)
+    return sum(v * wt for v, wt, _ in vals.values()), _explain(vals)
+
+
+def _explain(vals: Mapping[str, tuple[float, float, str]]) -> tuple[FeatureScore, ...]:
+    return tuple(
+        FeatureScore.model_construct(name=n, value=round(vals[n][0], 6), contribution=vals[n][1] * vals[n][0],
+                                     detail=vals[n][2])
+        for n in FEATURES if n in vals
     )
-    return sum(s.contribution for s in scores), scores
 
 
 def with_features(
@@ -128,16 +132,18 @@ def with_features(
     query: str,
     tokenizer: Tokenizer,
     scope: Mapping[str, Sequence[Any]] | None,
+    limit: int | None = None,
 ) -> list["Fused"]:
     """``fused`` with every candidate's feature contributions added to its score, re-sorted
-    (score descending, then chunk id). ``payloads`` holds each candidate's payload (at least
+    (score descending, then chunk id) and cut to ``limit``; each kept candidate carries its
+    FeatureScores. ``payloads`` holds each candidate's payload (at least
     :meth:`FeatureWeights.payload_fields`; a missing field gives that feature the value 0)."""
     from dataclasses import replace
 
     ctx = context(query, tokenizer, scope, [payloads.get(f.chunk_id, {}) for f in fused])
-    out = []
+    scored = []
     for f in fused:
-        extra, scores = score(weights, ctx, payloads.get(f.chunk_id, {}), tokenizer)
-        out.append(replace(f, score=f.score + extra, features=scores))
-    out.sort(key=lambda f: (-f.score, f.chunk_id))
-    return out
+        vals = _values(weights, ctx, payloads.get(f.chunk_id, {}), tokenizer)
+        scored.append((f.score + sum(v * wt for v, wt, _ in vals.values()), f.chunk_id, f, vals))
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return [replace(f, score=total, features=_explain(vals)) for total, _, f, vals in scored[:limit]]

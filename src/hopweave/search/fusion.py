@@ -123,7 +123,9 @@ def fuse(profile: RankingProfile, lexical: Candidates, semantic: Candidates) -> 
     ``contribution=None`` when the candidate appears in that list).
     """
     cap, alpha = profile.candidates_per_channel, profile.alpha or 0.0
-    if profile.fill_channels:  # lists hold the exact scores of every candidate: keep them all
+    feats = profile.features
+    if profile.fill_channels or (feats is not None and feats.authority_candidates):
+        # lists hold filled scores / authority prefetches beyond the cap: keep them all
         cap = max(cap, len(lexical), len(semantic))
     norm = profile.normalisation if profile.method == "convex" else None
     channels = (

@@ -1,19 +1,21 @@
 """The data a :class:`~hopweave.search.index_base.VectorIndex` exchanges with its adapters:
 the collection's identity (:class:`CollectionInfo`), points to upsert (:class:`IndexPoint`),
-candidate queries (:class:`ChannelRequest`) and their answers (:class:`Candidate`), the payload
-index kinds a collection needs and the deterministic point ids. Plain data, no I/O.
+candidate queries (:class:`ChannelRequest`, built by :func:`lexical_request` and
+:func:`dense_request`) and their answers (:class:`Candidate`), the payload index kinds a
+collection needs and the deterministic point ids. Plain data and pure functions, no I/O.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Callable, Final, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from hopweave.models.ranking import Hit
+from hopweave.errors import EmbeddingSpaceError
+from hopweave.models.ranking import Hit, RankingProfile
 from hopweave.models.schema import GraphSchema
 from hopweave.search.embedder import EmbeddingSpace
 from hopweave.search.fusion import Fused
@@ -28,6 +30,8 @@ __all__ = [
     "ChannelRequest",
     "CollectionInfo",
     "IndexPoint",
+    "dense_request",
+    "lexical_request",
     "hit_of",
     "payload_index_kinds",
     "point_id",
@@ -130,3 +134,47 @@ def hit_of(f: Fused, payload: dict[str, Any]) -> Hit:
         rerank=None,
         features=f.features,
     )
+
+
+def lexical_request(
+    info: CollectionInfo, profile: RankingProfile, query: str, base: Any, cap: int, fields: tuple[str, ...] = ()
+) -> tuple[ChannelRequest | None, str | None]:
+    """The BM25 request (IDF over the filtered population), or None and why it is skipped."""
+    if not profile.uses_lexical:
+        return None, f"profile {profile.name} does not use the lexical channel"
+    sparse = info.encoder().encode_query(query)
+    if len(sparse) == 0:
+        return None, "the query has no index terms"
+    return ChannelRequest(LEXICAL, sparse, base, cap, idf_filter=base, fields=fields), None
+
+def dense_request(
+    info: CollectionInfo,
+    profile: RankingProfile,
+    query_vector: np.ndarray | None,
+    query_space: EmbeddingSpace | None,
+    compiled_filter: Callable[[], Any],
+    cap: int,
+    fields: tuple[str, ...] = (),
+) -> tuple[ChannelRequest | None, str | None]:
+    """The semantic request (points of the query's space only: ``compiled_filter()`` gives the
+    adapter's filter for them), or None and why it is skipped.
+
+    Raises:
+        EmbeddingSpaceError: the vector's length is not the dimensions of ``query_space``.
+    """
+    if not profile.uses_semantic:
+        return None, f"profile {profile.name} does not use the semantic channel"
+    if query_vector is None or query_space is None:
+        return None, "no query embedding was supplied"
+    if query_space.dimensions != info.space.dimensions:
+        return None, (
+            f"query embedding space {query_space.key} has {query_space.dimensions} dimensions, "
+            f"the collection's ({info.space.key}) {info.space.dimensions}: no semantic candidates"
+        )
+    vec = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+    if vec.shape[0] != query_space.dimensions:
+        raise EmbeddingSpaceError(
+            f"query vector has {vec.shape[0]} dimensions, the space {query_space.key} has "
+            f"{query_space.dimensions}"
+        )
+    return ChannelRequest(DENSE, vec.tolist(), compiled_filter(), cap, fields=fields), None

@@ -17,7 +17,7 @@ import os
 import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -29,7 +29,20 @@ RERANKER_PATH_SETTING = "HOPWEAVE_RERANKER_PATH"
 DEFAULT_TOP_N = 40
 
 
-def title_text(hit: Hit) -> str:
+class Candidate(Protocol):
+    """What a reranker reads of a candidate: a search :class:`Hit` or the engine's ``ChunkItem``."""
+
+    @property
+    def chunk_id(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+def title_text(hit: Candidate) -> str:
     """``title. text`` (the title is what tells a short chunk which document it is from)."""
     t = hit.title.strip()
     if not t:
@@ -43,7 +56,7 @@ class Reranker(ABC):
     name: str
 
     @abstractmethod
-    def score(self, query: str, hits: Sequence[Hit], query_vector: np.ndarray | None = None) -> list[float]:
+    def score(self, query: str, hits: Sequence[Candidate], query_vector: np.ndarray | None = None) -> list[float]:
         """One score per hit (higher is better). ``query_vector``: the query's embedding if known."""
 
     def rerank(
@@ -101,7 +114,7 @@ class BiEncoderReranker(Reranker):
     def name(self) -> str:  # type: ignore[override]
         return f"bi-encoder:{self.embedder.space.key}"
 
-    def score(self, query: str, hits: Sequence[Hit], query_vector: np.ndarray | None = None) -> list[float]:
+    def score(self, query: str, hits: Sequence[Candidate], query_vector: np.ndarray | None = None) -> list[float]:
         q = query_vector if query_vector is not None else self.embedder.embed_query(query)
         known = self._stored([h.chunk_id for h in hits]) if self._stored is not None else {}
         missing = [h for h in hits if h.chunk_id not in known]
@@ -156,7 +169,7 @@ class CrossEncoderReranker(Reranker):
                         raise ConfigError(f"cannot load a CrossEncoder from {RERANKER_PATH_SETTING}={self.path}: {exc}") from exc
         return self._model
 
-    def score(self, query: str, hits: Sequence[Hit], query_vector: np.ndarray | None = None) -> list[float]:
+    def score(self, query: str, hits: Sequence[Candidate], query_vector: np.ndarray | None = None) -> list[float]:
         pairs = [(query, title_text(h)) for h in hits]
         scores = self.model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False)
         return [float(s) for s in np.asarray(scores, dtype=np.float64).reshape(-1)]

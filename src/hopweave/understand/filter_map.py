@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hopweave.errors import ConfigError, FilterError, TenantError
+from hopweave.errors import ConfigError, FilterError, InputError, TenantError
 from hopweave.fileio import read_yaml
-from hopweave.models.common import Session
-from hopweave.models.filters import Eq, FilterTree, In, IsEmpty, and_, check_fields
+from hopweave.models.common import Session, to_datetime
+from hopweave.models.filters import And, Eq, FilterTree, In, IsEmpty, Or, Range, and_, check_fields
 from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
 from hopweave.understand.models import Entity
 
@@ -38,21 +39,67 @@ class EntityRule(BaseModel):
     node_property: Optional[str] = None
 
 
+_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+
+
+class InForce(BaseModel):
+    """"In force at as_of": ``from <= as_of < until``, evaluated against the request's as_of.
+
+    An absent ``from`` means in force since ever; an absent ``until`` means open-ended, but only
+    while ``status`` (when named) is ``active``: a document retired without a ``until`` date is
+    never in force, one retired with a ``until`` date was in force in its interval.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    from_: str = Field(default="valid_from", alias="from", pattern=_NAME)
+    until: str = Field(default="valid_until", pattern=_NAME)
+    status: Optional[str] = Field(default=None, pattern=_NAME)
+    active: Scalar = "active"
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return (self.from_, self.until) + ((self.status,) if self.status else ())
+
+    def clause(self, at: str) -> FilterTree:
+        """The clause at ``at`` (an RFC 3339 instant)."""
+        open_ended: FilterTree = IsEmpty(field=self.until)
+        if self.status:
+            open_ended = And(clauses=(open_ended, Eq(field=self.status, value=self.active)))
+        return And(clauses=(
+            Or(clauses=(IsEmpty(field=self.from_), Range(field=self.from_, lte=at))),
+            Or(clauses=(Range(field=self.until, gt=at), open_ended)),
+        ))
+
+
 class AlwaysOn(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    field: str
+    field: Optional[str] = None
     value: Optional[Scalar] = None
     #: A session attribute: built in (tenant_id, customer_id, region, channel, agent_id, locale)
     #: or declared by the domain pack (``session_attributes``, e.g. ``state``).
-    session: Optional[str] = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    session: Optional[str] = Field(default=None, pattern=_NAME)
+    #: Documents in force at the request's as_of (the clause owns its date and status fields).
+    in_force: Optional[InForce] = None
     required: bool = False
 
     @model_validator(mode="after")
     def _one_source(self) -> "AlwaysOn":
+        if self.in_force is not None:
+            if self.field is not None or self.value is not None or self.session is not None:
+                raise ValueError("an in_force clause takes no field / value / session")
+            return self
+        if self.field is None:
+            raise ValueError("an always-on clause needs a field (or is an in_force clause)")
         if (self.value is None) == (self.session is None):
             raise ValueError(f"always-on clause on {self.field!r} needs exactly one of value / session")
         return self
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The chunk fields this clause owns."""
+        return self.in_force.fields if self.in_force is not None else (str(self.field),)
 
 
 class FilterMapping(BaseModel):
@@ -76,18 +123,31 @@ class FilterMapping(BaseModel):
             schema.label(r.entity)
             if r.node_property is not None:
                 schema.prop(r.entity, r.node_property)
-        used = [r.field for r in self.entities] + [a.field for a in self.always_on]
+        used = [r.field for r in self.entities] + [f for a in self.always_on for f in a.fields]
         bad = sorted(set(used) - fields)
         if bad:
             raise FilterError(f"filter mapping names non-chunk field(s) {bad}; chunk fields: {sorted(fields)}")
+        types = schema.chunk_field_map
+        for a in self.always_on:
+            if a.in_force is None:
+                continue
+            for f in (a.in_force.from_, a.in_force.until):
+                if types[f].type not in ("date", "datetime"):
+                    raise FilterError(f"in_force names {f!r}, a {types[f].type} chunk field: "
+                                      "use date/datetime fields (valid_from, valid_until)")
         return self
+
+    @property
+    def in_force(self) -> Optional[InForce]:
+        """The in-force clause, if the mapping has one (documents as of the request's as_of)."""
+        return next((a.in_force for a in self.always_on if a.in_force is not None), None)
 
     @property
     def revision(self) -> str:
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:12]
 
     def canonical_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return json.dumps(self.model_dump(mode="json", by_alias=True), sort_keys=True, separators=(",", ":"))
 
 
 def read_mapping_file(path: str | Path | None = None) -> FilterMapping:
@@ -145,20 +205,29 @@ def load_filter_mapping(store: "GraphStore", path: str | Path | None = None) -> 
     return write_filter_mapping(store, read_mapping_file(path))
 
 
-def always_on_clauses(mapping: FilterMapping, session: Session) -> list[FilterTree]:
+def always_on_clauses(mapping: FilterMapping, session: Session,
+                      as_of: datetime | date | str | None = None) -> list[FilterTree]:
     """The mapping's always-on clauses for ``session``, in declared order: the one place they are
     computed, for the engine's filter and for every other entry point (agent tool, agentic
-    rounds). A ``session`` clause whose attribute is empty is skipped unless required.
+    rounds). A ``session`` clause whose attribute is empty is skipped unless required. The
+    ``in_force`` clause is evaluated at ``as_of``; without one it keeps today's documents:
+    ``status = active`` (and the index adds ``version = current``).
 
     Raises TenantError when a required session attribute (the tenant) is missing."""
     clauses: list[FilterTree] = []
     for a in mapping.always_on:
+        if a.in_force is not None:
+            if as_of is not None:
+                clauses.append(a.in_force.clause(instant(as_of)))
+            elif a.in_force.status:
+                clauses.append(Eq(field=a.in_force.status, value=a.in_force.active))
+            continue
         given: Scalar | None = a.value if a.value is not None else session.attribute(a.session or "")
         if given is None or given == "":
             if a.required:
                 raise TenantError(f"the session has no {a.session}; the {a.field} filter clause is required")
             continue
-        clauses.append(Eq(field=a.field, value=given))
+        clauses.append(Eq(field=str(a.field), value=given))
     return clauses
 
 
@@ -208,6 +277,7 @@ def compile_filter(
     store: "GraphStore | None" = None,
     schema: GraphSchema | None = None,
     unscoped: Iterable[str] = (),
+    as_of: datetime | str | None = None,
 ) -> tuple[FilterTree, list[str]]:
     """Entities + session -> ``(filter tree, notes)``.
 
@@ -215,14 +285,15 @@ def compile_filter(
     for the ``unscoped`` entity types (authoritative attributes with no value on record: no
     segment-specific document), then the always-on clauses in declared order. One value ->
     ``eq``; several -> ``in``. Always-on ``session`` clauses read built-in or pack-declared
-    session attributes.
+    session attributes; an ``in_force`` clause is evaluated at ``as_of`` (:func:`instant`).
 
     Raises:
         TenantError: a required session attribute (the tenant) is missing.
-        FilterError: the tree names a field outside the schema's chunk fields.
+        FilterError: the tree names a field outside the schema's chunk fields, or the mapping
+            has an in_force clause and no ``as_of`` was given.
     """
     notes: list[str] = []
-    owned = {a.field for a in mapping.always_on}
+    owned = {f for a in mapping.always_on for f in a.fields}
     values: dict[str, list[Scalar]] = {}
     ents = list(entities)
     for rule in mapping.entities:
@@ -248,7 +319,9 @@ def compile_filter(
     for f in dict.fromkeys(r.field for r in mapping.entities if r.entity in empty):
         if f not in values and f not in owned:
             clauses.append(IsEmpty(field=f))
-    clauses.extend(always_on_clauses(mapping, session))
+    if mapping.in_force is not None and as_of is None:
+        raise FilterError("the filter mapping's in_force clause needs the request's as_of")
+    clauses.extend(always_on_clauses(mapping, session, as_of))
     tree = and_(*clauses)
     if tree is None:  # pragma: no cover - tenant_id is always on in any sane mapping
         raise FilterError("the filter mapping produced no clauses; add always-on clauses (tenant_id)")
@@ -256,3 +329,17 @@ def compile_filter(
         check_fields(tree, schema.filter_fields())
     return tree, notes
 
+
+
+def instant(as_of: datetime | date | str) -> str:
+    """``as_of`` as the RFC 3339 UTC instant the in-force clause compares with, by the engine's
+    one as_of rule (:func:`~hopweave.models.common.to_datetime`: a bare date is the end of that
+    day, ``2026-05-12`` -> ``2026-05-12T23:59:59Z``; a naive datetime is UTC).
+
+    Raises:
+        InputError: not an ISO date/datetime.
+    """
+    dt = to_datetime(as_of)
+    if dt is None:
+        raise InputError("as_of is required for the in-force clause")
+    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -12,6 +12,7 @@ from typing import Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field
 
 from hopweave.models.filters import FilterTree, to_display
+from hopweave.understand.temporal import TimeWindow, window_bounds
 
 Scalar = Union[str, int, float, bool]
 Source = Literal["utterance", "session", "graph"]
@@ -135,6 +136,9 @@ class Understanding(_Frozen):
     mentions: tuple[Mention, ...] = ()
     #: The chunk filter: entity clauses (from the FilterMapping node) AND the always-on clauses.
     filter: FilterTree
+    #: The instant the filter's in-force clause was evaluated at (documents in force then, every
+    #: revision searched); None: the mapping has none and only current revisions are searched.
+    documents_at: Optional[str] = None
     lexical: LexicalPlan
     #: Human-readable remarks (e.g. "utterance looks non-English; the classifier is English-only").
     notes: tuple[str, ...] = ()
@@ -142,6 +146,8 @@ class Understanding(_Frozen):
     revisions: dict[str, str] = Field(default_factory=dict)
     #: The domain whose settings resolved it (``hopweave.yaml`` ``name``).
     domain: str = ""
+    #: Windows on events from the utterance's dates, resolved against as_of (with their spans).
+    time_windows: tuple[TimeWindow, ...] = ()
 
     def entity_bindings(self) -> dict[str, Scalar]:
         """Canonical value per entity type for pattern bindings (``entity.<Type>``).
@@ -152,6 +158,9 @@ class Understanding(_Frozen):
         out: dict[str, Scalar] = {}
         for e in self.entities:
             out.setdefault(e.type, e.value)
+        bounds = window_bounds(self.time_windows, self.as_of)
+        if bounds is not None:  # ``entity.DateFrom`` / ``entity.DateUntil`` in patterns
+            out["DateFrom"], out["DateUntil"] = bounds
         return out
 
     def filter_display(self) -> dict[str, Any]:

@@ -6,7 +6,12 @@ whenever it is replayed. Each match becomes an interval of ISO dates ``(start, e
 Recognised: ISO dates (2026-05-10), US numeric dates (05/10/2026), month-name dates
 ("May 10", "10 May 2026", "May 10th, 2026", "March 2026", "in March"), and relative phrases
 ("today", "yesterday", "this/last week|month|year", "past/last N days|weeks|months|years",
-"N days ago", "year to date").
+"N days ago", "year to date"), and a day of the month alone ("on the 10th": the latest 10th not
+after as_of).
+
+:func:`time_windows` turns them into :class:`TimeWindow` s, the windows the patterns' events are
+read in (``entity.DateFrom`` / ``entity.DateUntil``), each cut at as_of: a date after as_of
+never lets a later event in.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ import calendar
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+
+from pydantic import BaseModel, ConfigDict
 
 from hopweave.graph.values import relative_instant
 from hopweave.models.metagraph import RelativeTime
@@ -130,6 +137,8 @@ _MONTH_DAY = re.compile(
     re.IGNORECASE,
 )
 _MONTH_YEAR = re.compile(r"\b(?P<m>" + _MONTH_RE + r")\s+(?P<y>\d{4})\b", re.IGNORECASE)
+_DAY_ALONE = re.compile(r"\b(?:on|from|since)\s+the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\s+)?" + _MONTH_RE + ")",
+                        re.IGNORECASE)
 _MONTH_ALONE = re.compile(
     r"\b(?:in|during|since|from|until|before|after|of)\s+(?P<m>" + _MONTH_RE + r")(?![\w])", re.IGNORECASE
 )
@@ -177,4 +186,73 @@ def find_dates(text: str, as_of: datetime) -> list[DateMatch]:
         add(m.start("m"), m.end("m"), _latest(_MONTHS[mon_s], None, today), "absolute")
     for m in _RELATIVE.finditer(text):
         add(m.start(), m.end(), _relative(m, as_of), "relative")
+    for m in _DAY_ALONE.finditer(text):
+        add(m.start("d") - len("the "), m.end(), _latest_day(int(m["d"]), today), "relative")
     return sorted(found, key=lambda f: f.start_char)
+
+
+def _latest_day(d: int, today: date) -> tuple[date, date] | None:
+    """The latest ``d``-th of a month not after ``today`` (skipping months without that day)."""
+    y, m = today.year, today.month
+    for _ in range(13):
+        dt = _safe_date(y, m, d)
+        if dt is not None and dt <= today:
+            return dt, dt
+        y, m = (y, m - 1) if m > 1 else (y - 1, 12)
+    return None
+
+
+class TimeWindow(BaseModel):
+    """A window on the events the patterns return, from one date expression of the utterance:
+    ``start`` .. ``end`` (inclusive dates) cut at as_of; ``future``: the expression lies after
+    as_of (the window is empty: nothing later than as_of is shown)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    span: tuple[int, int]
+    start: date
+    end: date
+    future: bool = False
+    cut: bool = False
+
+    def bounds(self, as_of: datetime) -> tuple[str, str]:
+        """(from, until) as ISO datetimes for ``timestamp`` predicates: the start of ``start``,
+        the end of ``end`` or as_of, whichever is earlier."""
+        until = datetime.combine(self.end, datetime.max.time()).replace(microsecond=0)
+        return datetime.combine(self.start, datetime.min.time()).isoformat(), min(until, as_of).isoformat()
+
+    def note(self, as_of: datetime) -> str:
+        """The line shown to the agent, naming the span it came from."""
+        where = f"{self.text!r} (characters {self.span[0]}-{self.span[1]})"
+        if self.future:
+            return (f"{where} is after as_of {as_of.date().isoformat()}: no events after as_of are shown")
+        tail = f", cut at as_of {as_of.date().isoformat()}" if self.cut else ""
+        return f"{where} -> events from {self.start.isoformat()} to {self.end.isoformat()}{tail}"
+
+
+def time_windows(text: str, as_of: datetime) -> list[TimeWindow]:
+    """The date expressions of ``text`` as windows resolved against ``as_of`` (left to right)."""
+    today = as_of.date()
+    out = []
+    for d in find_dates(text, as_of):
+        future = d.start > today
+        open_ended = text[: d.start_char].rstrip().lower().endswith(("since", "after"))
+        end = today if open_ended else min(d.end, today)
+        out.append(TimeWindow(text=d.text, span=(d.start_char, d.end_char), start=d.start,
+                              end=d.end if future else end, future=future,
+                              cut=not future and not open_ended and end < d.end))
+    return out
+
+
+def window_bounds(windows: "list[TimeWindow] | tuple[TimeWindow, ...]", as_of: datetime) -> tuple[str, str] | None:
+    """One (from, until) over the utterance's windows for the patterns (``entity.DateFrom`` /
+    ``entity.DateUntil``): the union of the windows not after as_of, else the first (empty) one;
+    None without windows."""
+    if not windows:
+        return None
+    past = [w for w in windows if not w.future]
+    if not past:
+        return windows[0].bounds(as_of)
+    bounds = [w.bounds(as_of) for w in past]
+    return min(b[0] for b in bounds), max(b[1] for b in bounds)

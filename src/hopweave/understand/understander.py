@@ -14,9 +14,10 @@ from hopweave.errors import InputError
 from hopweave.models.common import Session, check_tenant, to_datetime
 from hopweave.models.domain import DomainSettings
 from hopweave.understand.classifier import GoalClassifier
-from hopweave.understand.filter_map import FilterMapping, compile_filter, read_filter_mapping
+from hopweave.understand.filter_map import FilterMapping, compile_filter, instant, read_filter_mapping
 from hopweave.understand.lexical_plan import _stop_words, build_lexical_plan
 from hopweave.understand.models import Understanding
+from hopweave.understand.temporal import time_windows
 from hopweave.understand.resolver import EntityResolver
 from hopweave.understand.text import MAX_CHARS, check_utterance, looks_non_english
 
@@ -129,11 +130,13 @@ class Understander:
             )
         res = self.resolver.resolve(text, session, when)
         mapping = self.filter_mapping(session.tenant_id)
-        store = _VocabularyReads(self.store, self.resolver.pipeline(session.tenant_id)[2])
+        store: Any = _VocabularyReads(self.store, self.resolver.pipeline(session.tenant_id)[2])
         tree, fnotes = compile_filter(mapping, res.entities, session, store, self.store.schema,
-                                      unscoped=res.unscoped)
+                                      unscoped=res.unscoped, as_of=when)
         notes.extend(res.notes)
         notes.extend(fnotes)
+        windows = tuple(time_windows(text, when))
+        notes.extend(w.note(when) for w in windows)
         if res.unscoped:
             notes.append(f"no {', '.join(res.unscoped)} on record for this session: only documents that are "
                          "not specific to one are searched")
@@ -149,6 +152,7 @@ class Understander:
             entities=tuple(res.entities),
             mentions=tuple(res.mentions),
             filter=tree,
+            documents_at=instant(when) if mapping.in_force is not None else None,
             lexical=lexical,
             notes=tuple(notes),
             revisions={
@@ -158,6 +162,7 @@ class Understander:
                 "calibration": cls.calibration_id,
             },
             domain=self.settings.name,
+            time_windows=windows,
         )
 
 

@@ -41,20 +41,22 @@ def test_agent_tool_bad_top_k(bare_engine, top_k) -> None:  # type: ignore[no-un
         RetrieveTool(bare_engine, MARIA)("late fee", top_k=top_k)
 
 
-def test_langchain_retriever_bad_session_and_args() -> None:
+def test_langchain_retriever_bad_session_and_args(bare_engine) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("langchain_core")
     from hopweave.adapters.langchain import HopweaveRetriever
 
     with pytest.raises(InputError, match="session"):
-        HopweaveRetriever(engine=None, session={"tenant_id": "deltabank", "customer_id": 7})
+        HopweaveRetriever(engine=bare_engine, session={"tenant_id": "deltabank", "customer_id": 7})
     with pytest.raises(InputError, match="session"):
-        HopweaveRetriever(engine=None, session="deltabank")
+        HopweaveRetriever(engine=bare_engine, session="deltabank")
     with pytest.raises(TenantError):
-        HopweaveRetriever(engine=None, session={"customer_id": "CUST_4421"})
+        HopweaveRetriever(engine=bare_engine, session={"customer_id": "CUST_4421"})
+    with pytest.raises(InputError, match="engine"):
+        HopweaveRetriever(engine=None, session=MARIA)
     with pytest.raises(InputError, match="as_of"):
-        HopweaveRetriever(engine=None, session=MARIA, as_of=20260512)
+        HopweaveRetriever(engine=bare_engine, session=MARIA, as_of=20260512)
     with pytest.raises(InputError, match="token_budget"):
-        HopweaveRetriever(engine=None, session=MARIA, token_budget=0)
+        HopweaveRetriever(engine=bare_engine, session=MARIA, token_budget=0)
 
 
 def test_langchain_retriever_bad_query(bare_engine) -> None:  # type: ignore[no-untyped-def]

@@ -60,11 +60,20 @@ def _resolve(argv: list[str]) -> tuple[list[str], Any, list[str]]:
     return path, cmd, rest
 
 
-def _tenant_is_required(param: Any) -> bool:
+def _help(param: Any) -> str:
+    return (getattr(param, "help", None) or "").lower()
+
+
+def _tenant_is_required(param: Any, cmd: Any, used: set[str]) -> bool:
     """A --tenant option with no default of its own (only $HOPWEAVE_TENANT): the command
-    fails without it, so the README must show it."""
-    help_text = (getattr(param, "help", None) or "").lower()
-    return param.name == "tenant" and param.default is None and "default" not in help_text
+    fails without it, so the docs must show it. A "tenant of the trace" (``hopweave replay``)
+    is needed only when the line uses one of the command's options that name a trace."""
+    if param.name != "tenant" or param.default is not None or "default" in _help(param):
+        return False
+    if "of the trace" in _help(param):
+        trace_opts = {o for p in cmd.params if p is not param and "trace" in _help(p) for o in p.opts}
+        return bool(trace_opts & used)
+    return True
 
 
 COMMANDS = [(doc.relative_to(ROOT).as_posix(), line) for doc in DOCS for line in doc_commands(doc)]
@@ -95,7 +104,7 @@ def test_documented_command_matches_the_cli(doc: str, line: str) -> None:
     for p in cmd.params:
         if p.param_type_name == "option" and p.required:
             assert set(p.opts) & used, f"{line!r}: missing the required option {p.opts[0]}"
-        if _tenant_is_required(p):
+        if _tenant_is_required(p, cmd, used):
             assert set(p.opts) & used, f"{line!r}: the command needs {p.opts[0]} (or $HOPWEAVE_TENANT)"
 
 

@@ -48,7 +48,12 @@ def test_agent_tool_modes(engine) -> None:
         assert 0 < len(hits) <= 5
         assert all(h["version"] == "current" for h in hits)  # the tool cannot widen the scope
     exact = tool("3.2 Annual courtesy waiver $50", mode="keyword", filters={**flt, "document_id": "waiver-policy"})
+    assert exact and all(h["document"] == "waiver-policy-v4.pdf" for h in exact)  # the revision loaded last
+    then = RetrieveTool(engine, MARIA, as_of="2026-05-12")  # the revision in force then
+    exact = then("3.2 Annual courtesy waiver $50", mode="keyword", filters={**flt, "document_id": "waiver-policy"})
     assert exact and all(h["document"] == "waiver-policy-v3.pdf" for h in exact)
+    old = RetrieveTool(engine, MARIA, as_of="2025-03-01")("courtesy waiver", mode="hybrid", filters=flt)
+    assert old and {h["revision"] for h in old if h["document_id"] == "waiver-policy"} == {"v2"}
 
 
 def test_agent_tool_rejects_bad_input(engine) -> None:

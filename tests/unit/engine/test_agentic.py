@@ -11,7 +11,7 @@ from hopweave.engine.agentic import LoopInputs, RoundQuery, assess, expansion_te
 from hopweave.engine.plan import Plan
 from hopweave.engine.result import ChannelView, ChunkItem
 from hopweave.models.escalation import EscalationPolicy
-from hopweave.models.filters import And, Eq, FilterTree, and_
+from hopweave.models.filters import Eq, FilterTree, and_
 from hopweave.models.metagraph import GoalType, SectionTemplate
 
 from conftest import AS_OF, MARIA, UTTERANCE
@@ -196,3 +196,23 @@ def test_engine_query_writer_hook(engine) -> None:  # noqa: ANN001
     assert "Not relaxed: region is an always-on scope clause of the session" in r.context.text or \
         "does not declare relaxable" in r.context.text
     assert all(c.metadata.get("region") in ("US", None) for c in r.chunks)
+
+
+def test_rerank_stage_is_off_by_default_and_degrades_safely(engine, monkeypatch) -> None:  # noqa: ANN001
+    base = engine.retrieve(UTTERANCE, session=MARIA, as_of=AS_OF, record=False)
+    assert not any(ch.channel == "rerank" for c in base.chunks for ch in c.channels)
+    engine.rerank = "bi_encoder"
+    try:
+        r = engine.retrieve(UTTERANCE, session=MARIA, as_of=AS_OF, record=False)
+        assert all(any(ch.channel == "rerank" for ch in c.channels) for c in r.chunks[:5])
+        from hopweave.search import rerank as rr
+
+        def boom(self, query, hits, query_vector=None):  # noqa: ANN001, ANN202
+            raise RuntimeError("reranker down")
+
+        monkeypatch.setattr(rr.BiEncoderReranker, "score", boom)
+        d = engine.retrieve(UTTERANCE, session=MARIA, as_of=AS_OF, record=False)
+        assert any("reranking" in x.what for x in d.degraded)
+        assert [c.chunk_id for c in d.chunks] == [c.chunk_id for c in base.chunks]
+    finally:
+        engine.rerank = None

@@ -77,7 +77,7 @@ def test_typed_result_json(maria) -> None:
         assert key in d
     json.dumps(d)  # serialisable
     assert d["tokens"] == count_tokens(d["context"]) <= d["token_budget"]
-    assert d["filter_display"]["tier"] == "Platinum" and d["filter_display"]["version"] == "current"
+    assert d["filter_display"]["tier"] == "Platinum" and "valid_from" in d["filter_display"]["where"][0]
     chunk = next(c for c in d["chunks"] if c["in_context"])
     assert {"chunk_id", "document", "revision", "version", "section", "text", "score", "channels"} <= set(chunk)
     assert all({"channel", "rank", "score", "contribution"} <= set(ch) for ch in chunk["channels"])

@@ -37,6 +37,21 @@ def test_a_failing_expectation_is_reported(engine) -> None:
     assert any("forbidden tier" in f for f in fails)
 
 
+def test_time_expectations_fail_on_the_wrong_revision(engine) -> None:
+    sc = load_scenario(SCENARIOS / "44_waiver_policy_after_v3.yaml")
+    r = run_scenario(engine, sc, record=False)
+    assert check(sc, r) == []
+    wrong = sc.model_copy(update={"expect": sc.expect.model_copy(update={"revisions": {"waiver-policy": "v4"}})})
+    assert any("expected revision v4 only, the context cites ['v3']" in f for f in check(wrong, r))
+    # a chunk from outside its interval is named, with its validity
+    stale = r.model_copy(update={"chunks": tuple(c.model_copy(update={"metadata": {**c.metadata, "valid_until": "2026-02-01"}})
+                                                 for c in r.chunks)})
+    assert any("was not in force at" in f and "2026-02-01" in f for f in check(sc, stale))
+    lexical_only = r.model_copy(update={"chunks": tuple(c.model_copy(update={"channels": tuple(
+        ch for ch in c.channels if ch.channel == "lexical")}) for c in r.chunks)})
+    assert any("not ranked by the semantic channel" in f for f in check(sc, lexical_only))
+
+
 def test_trace_diff_shows_what_changed(engine, maria) -> None:
     cut = engine.retrieve(UTTERANCE, session=MARIA, as_of=AS_OF,
                           pattern_overrides={"recent_transactions": {"max_visited": 5}})

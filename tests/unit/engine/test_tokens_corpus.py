@@ -43,7 +43,10 @@ def corpus():
 def test_corpus_has_the_seed_passage_and_its_traps(corpus) -> None:
     by = {(d.document_id, d.revision): d for d in corpus}
     v3 = by[("waiver-policy", "v3")]
-    assert v3.metadata["document"] == "waiver-policy-v3.pdf" and v3.version == "current"
+    # v3 is in force 2026-01-01 .. 2026-09-01; v4 (loaded, scheduled) supersedes it then
+    assert v3.metadata["document"] == "waiver-policy-v3.pdf" and v3.version == "superseded"
+    assert (v3.metadata["valid_from"], v3.metadata["valid_until"]) == ("2026-01-01", "2026-09-01")
+    assert by[("waiver-policy", "v4")].metadata["valid_from"] == "2026-09-01"
     sec = next(c for c in chunk_document(v3) if c.section == "3.2")
     assert sec.text.startswith(QUOTE)
     assert by[("waiver-policy", "v2")].version == "superseded"
@@ -71,4 +74,4 @@ def test_the_store_holds_both_sides(engine) -> None:
     assert node is not None and node.props["version"] == "superseded"
     assert engine.graph.get_node("northbank", "DOC_waiver-policy_v3") is None  # tenant data
     assert engine.index.count("deltabank", {"op": "eq", "field": "document_id", "value": "waiver-policy"},
-                              current_only=False) == 7 + 7 + 5
+                              current_only=False) == 7 + 7 + 7 + 5  # v4, v3, v2, v1: history stays

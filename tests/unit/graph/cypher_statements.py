@@ -308,7 +308,7 @@ def collect_traces(out: Collection, packs: dict[str, Any]) -> None:
                                  lines=(ContextLine(section="facts", kind="fact", text="x", tokens=1,
                                                     sources=tuple(facts)),)),
         )
-        record.record(store, result, session)
+        record.record(store, result, session, p.settings.subject)
     finally:
         store.close()
 

@@ -100,8 +100,11 @@ def test_recent_transactions_exact_string(schema: GraphSchema) -> None:
         "CALL (frontier) {\n"
         "  UNWIND frontier AS f\n"
         "  WITH f[0] AS n0, f[1] AS path\n"
-        "  MATCH (n0)-[:`HOLDS`]->(n1)\n"
-        "  WITH n1, count(DISTINCT n0) AS seen, min(path) AS path\n"
+        "  CALL (n0) {\n"
+        "    MATCH (n0)-[:`HOLDS`]->(n1)\n"
+        "    RETURN DISTINCT n1 LIMIT $expand_cap\n"
+        "  }\n"
+        "  WITH n1, count(*) AS seen, min(path) AS path\n"
         "  RETURN sum(seen) AS expanded, collect(CASE WHEN (n1:`Account` AND n1.`tenant_id` IN $tenants) "
         "THEN [n1, path + [n1.`id`]] END) AS reached\n"
         "}\n"
@@ -110,8 +113,11 @@ def test_recent_transactions_exact_string(schema: GraphSchema) -> None:
         "CALL (frontier) {\n"
         "  UNWIND frontier AS f\n"
         "  WITH f[0] AS n1, f[1] AS path\n"
-        "  MATCH (n1)-[:`HAS_EVENT`]->(n2)\n"
-        "  WITH n2, count(DISTINCT n1) AS seen, min(path) AS path\n"
+        "  CALL (n1) {\n"
+        "    MATCH (n1)-[:`HAS_EVENT`]->(n2)\n"
+        "    RETURN DISTINCT n2 LIMIT $expand_cap\n"
+        "  }\n"
+        "  WITH n2, count(*) AS seen, min(path) AS path\n"
         f"  RETURN sum(CASE WHEN {target_ok} THEN 1 ELSE seen END) AS expanded, "
         f"collect(CASE WHEN {target_ok} THEN [n2, path + [n2.`id`]] END) AS reached\n"
         "}\n"
@@ -130,6 +136,7 @@ def test_recent_transactions_exact_string(schema: GraphSchema) -> None:
         "tenants": ["deltabank", "_global"],
         "seed": "CUST_4421",
         "max_visited": 10_000,
+        "expand_cap": 10_001,
         "type": "Transaction",
         "timestamp": "2024-05-12T23:59:59",
         "timestamp_1": "2026-05-12T23:59:59",
@@ -145,10 +152,11 @@ def test_falkordb_dialect(schema: GraphSchema) -> None:
     assert "[n2.`timestamp`][0] >= $timestamp AND [n2.`timestamp`][0] <= $timestamp_1" in q
     assert "n2.`type` = $type" in q  # string equality may use the index
     assert q.count("CALL { WITH frontier\n") == 2 and "CALL (" not in q
+    assert "  CALL { WITH n0\n" in q and "  CALL { WITH n1\n" in q
     neo = compile_pattern(p, MARIA, schema, NEO4J)[0]
     assert q.replace("[n2.`timestamp`][0]", "n2.`timestamp`").replace(
         "CALL { WITH frontier", "CALL (frontier) {"
-    ) == neo
+    ).replace("CALL { WITH n0", "CALL (n0) {").replace("CALL { WITH n1", "CALL (n1) {") == neo
 
 
 def test_max_visited_is_counted_per_hop(schema: GraphSchema) -> None:
@@ -159,7 +167,7 @@ def test_max_visited_is_counted_per_hop(schema: GraphSchema) -> None:
         max_visited=42,
     )
     q, params = compile_pattern(p, MARIA, schema)
-    assert params["max_visited"] == 42
+    assert params["max_visited"] == 42 and params["expand_cap"] == 43
     lines = q.split("\n")
     assert lines[0] == "MATCH (n0:`Customer` {`id`: $seed})"  # no tenant filter: candidates count
     assert lines[2].startswith("WITH count(n0) AS visited, ")
@@ -174,7 +182,9 @@ def test_max_visited_is_counted_per_hop(schema: GraphSchema) -> None:
         "collect(CASE WHEN (n2:`Event` AND n2.`tenant_id` IN $tenants) THEN [n2, path + [n2.`id`]] END) AS reached" \
         in lines
     assert lines[-5].startswith("UNWIND CASE WHEN visited + expanded > $max_visited OR size(reached) = 0")
-    assert "  MATCH (n0)-[:`HOLDS`]->(n1)" in lines  # unlabelled: every neighbour is a visit
+    assert "    MATCH (n0)-[:`HOLDS`]->(n1)" in lines  # unlabelled: every neighbour is a visit
+    # a frontier node stops expanding once the cut is certain (a hub costs max_visited + 1)
+    assert lines.count("    RETURN DISTINCT n1 LIMIT $expand_cap") == 1
     assert q.endswith(" AS props, path, visited, seed_id")
 
 
@@ -211,10 +221,10 @@ def test_directions_via_types_and_label_disjunction(schema: GraphSchema) -> None
     )
     q, _ = compile_pattern(p, MARIA, schema)
     lines = q.split("\n")
-    assert "  MATCH (n0)-[:`HOLDS`]->(n1)" in lines
-    assert "  MATCH (n1)<-[:`HOLDS`]-(n2)" in lines
-    assert "  MATCH (n2)<-[:`SAW_FACT`]-(n3)" in lines
-    assert "  MATCH (n3)-[:`RESULTED_IN`]-(n4)" in lines
+    assert "    MATCH (n0)-[:`HOLDS`]->(n1)" in lines
+    assert "    MATCH (n1)<-[:`HOLDS`]-(n2)" in lines
+    assert "    MATCH (n2)<-[:`SAW_FACT`]-(n3)" in lines
+    assert "    MATCH (n3)-[:`RESULTED_IN`]-(n4)" in lines
     assert "CASE WHEN (n2:`Customer` AND n2.`tenant_id` IN $tenants) THEN [n2, path" in q
     assert "CASE WHEN (n4:`CustomerProfile` AND n4.`tenant_id` IN $tenants) THEN [n4, path" in q
     # an intermediate node reachable with several labels gets them all, in schema order
@@ -229,7 +239,7 @@ def test_directions_via_types_and_label_disjunction(schema: GraphSchema) -> None
     )
     q2, _ = compile_pattern(p2, MARIA, schema)
     assert hop_labels(p2, schema)[1] == ("Conversation", "Outcome", "CustomerProfile", "DecisionTrace")
-    assert "  MATCH (n0)-[:`RESULTED_IN`]-(n1)" in q2.split("\n")
+    assert "    MATCH (n0)-[:`RESULTED_IN`]-(n1)" in q2.split("\n")
     assert (
         "(n1.`tenant_id` IN $tenants AND (n1:`Conversation` OR n1:`Outcome` OR n1:`CustomerProfile` "
         "OR n1:`DecisionTrace`)) THEN [n1, path"

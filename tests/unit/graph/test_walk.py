@@ -114,8 +114,11 @@ def test_directions_distinct_targets_and_smallest_path(schema):
             [Edge("P1", "P2", "SIMILAR_TO"), Edge("P3", "P1", "SIMILAR_TO"), Edge("P2", "P4", "SIMILAR_TO"),
              Edge("P3", "P4", "SIMILAR_TO")])
     seed = Seed(type="CustomerProfile", key="id", value=Literal_(value="P1"))
-    one = lambda d: pattern(seed=seed, edge_sequence=(EdgeStep(type="SIMILAR_TO", direction=d),),
-                            target_type="CustomerProfile")
+
+    def one(d: str):  # -> TraversalPattern
+        return pattern(seed=seed, edge_sequence=(EdgeStep(type="SIMILAR_TO", direction=d),),
+                       target_type="CustomerProfile")
+
     b = bindings()
     assert ids(s.run_pattern("t1", one("out"), b)) == ["P2"]
     assert ids(s.run_pattern("t1", one("in"), b)) == ["P3"]

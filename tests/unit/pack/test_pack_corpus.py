@@ -29,7 +29,7 @@ def schema() -> GraphSchema:
 def test_deltabank_documents_link_as_the_manifest_says(schema):
     docs = load_corpus(PACK / "corpus", schema, "deltabank")
     nodes, edges = document_graph(docs, LINKS, schema=schema, resolve=lambda lab, m, v: f"{PREFIX[lab]}_{v}")
-    assert len(nodes) == len(docs) == 34
+    assert len(nodes) == len(docs) == 35
     by_id = {n.id: n for n in nodes}
     fee = by_id["DOC_fee-schedule-platinum_v4"]
     assert fee.props["tier"] == "Platinum" and fee.props["region"] == "US" and fee.props["version"] == "current"

@@ -108,11 +108,43 @@ def test_fill_channels_scores_both_channels_exactly(kind, tmp_path, schema, hash
     vec = hash_embedder.embed_one(Q)
     kw = dict(limit=200, query_vector=vec, query_space=hash_embedder.space)
     filled = idx.search("t1", Q, _profile(candidates_per_channel=5, fill_channels=True), **kw)
-    lex = {h.chunk_id: h.score for h in idx.search("t1", Q, get_profile("lexical_only"), **kw).hits}
+    wide = RankingProfile(**{**get_profile("lexical_only").model_dump(), "candidates_per_channel": 500})
+    lex_hits = idx.search("t1", Q, wide, **kw).hits
+    lex = {h.chunk_id: h.score for h in lex_hits}
+    depth = {h.chunk_id for h in lex_hits[: 5 * 4 + 1]}  # the lexical channel's deeper fetch
     sem = {h.chunk_id: h.score for h in idx.search("t1", Q, get_profile("dense_only"), **kw).hits}
     assert 5 < len(filled.hits) <= 10
-    for h in filled.hits:
+    for h in filled.hits:  # both channels score every candidate
         assert h.semantic is not None and h.semantic.score == pytest.approx(sem[h.chunk_id], abs=1e-5)
-        if h.chunk_id in lex:
-            assert h.lexical is not None and h.lexical.score == pytest.approx(lex[h.chunk_id], rel=1e-5)
+        assert h.lexical is not None
+        if h.chunk_id in depth:
+            assert h.lexical.score == pytest.approx(lex[h.chunk_id], rel=1e-5)
+        else:  # below the fetched depth BM25 counts as 0
+            assert h.lexical.score == 0.0
+    idx.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_authority_prefetch_brings_crowded_out_policies(kind, tmp_path, schema, hash_embedder):
+    """Restatements fill both channels' top 3; the prefetch adds the best policy points."""
+    idx = make_index(kind, tmp_path, schema, hash_embedder)
+    payloads = random_payloads(150, seed=11)
+    for i, p in enumerate(payloads):
+        p["doc_type"] = "policy" if i % 25 == 0 else "faq"
+    load(idx, payloads, hash_embedder)
+    vec = hash_embedder.embed_one(Q)
+    kw = dict(limit=50, query_vector=vec, query_space=hash_embedder.space)
+    plain = _profile(candidates_per_channel=3, features=FeatureWeights(doc_type={"policy": 0.5}))
+    auth = _profile(name="t_auth", candidates_per_channel=3,
+                    features=FeatureWeights(doc_type={"policy": 0.5}, authority_types=("policy",),
+                                            authority_candidates=4))
+    a = idx.search("t1", Q, plain, **kw)
+    b = idx.search("t1", Q, auth, **kw)
+    policies = {p["chunk_id"] for p in payloads if p["doc_type"] == "policy" and p["tenant_id"] == "t1"
+                and p["version"] == "current"}
+    got_a = {h.chunk_id for h in a.hits} & policies
+    got_b = {h.chunk_id for h in b.hits} & policies
+    assert len(b.hits) <= 6 + 8 and got_b > got_a and len(got_b) >= min(4, len(policies))
+    assert b.hits[0].payload["doc_type"] == "policy"  # the document-type weight puts one first
+    assert idx.search("t1", Q, auth, **kw).hits == b.hits
     idx.close()

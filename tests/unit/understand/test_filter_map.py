@@ -11,7 +11,7 @@ from conftest import AS_OF, MARIA_UTTERANCE
 from domains import DELTABANK
 from hopweave.errors import ConfigError, FilterError, SchemaError, TenantError
 from hopweave.models.common import Session
-from hopweave.models.filters import And, Eq, In, matches
+from hopweave.models.filters import And, Eq, In, IsEmpty, Or, Range, matches
 from hopweave.models.schema import GLOBAL_TENANT
 from hopweave.understand.filter_map import (
     FILTER_MAPPING_ID,
@@ -24,19 +24,23 @@ from hopweave.understand.filter_map import (
 from hopweave.understand.models import Entity
 from hopweave.understand.resolver import EntityResolver
 
-SEED_004 = {
-    "tier": "Platinum",
-    "product": "Platinum_Card",
-    "policy_type": ["LateFeeWaiver", "FeeSchedule"],
-    "status": "active",
-    "version": "current",
-    "region": "US",
-}
+AT = "2026-05-12T23:59:59Z"  # a date-only as_of is the end of that day
+#: seed 004's `status = active, version = current` became "in force at as_of" (issue 14)
+IN_FORCE = And(clauses=(
+    Or(clauses=(IsEmpty(field="valid_from"), Range(field="valid_from", lte=AT))),
+    Or(clauses=(Range(field="valid_until", gt=AT),
+                And(clauses=(IsEmpty(field="valid_until"), Eq(field="status", value="active"))))),
+))
 
 
 def _maria_filter(store, session):  # type: ignore[no-untyped-def]
     res = EntityResolver(store, DELTABANK).resolve(MARIA_UTTERANCE, session, AS_OF)
-    return compile_filter(read_filter_mapping(store, session.tenant_id), res.entities, session, store, store.schema)
+    return compile_filter(read_filter_mapping(store, session.tenant_id), res.entities, session, store, store.schema,
+                          as_of=AS_OF)
+
+
+def _by_field(tree):  # type: ignore[no-untyped-def]
+    return {c.field: c for c in tree.clauses if hasattr(c, "field")}
 
 
 def test_maria_compiles_to_exactly_seed_004_plus_tenant(bank, maria: Session) -> None:  # type: ignore[no-untyped-def]
@@ -45,14 +49,10 @@ def test_maria_compiles_to_exactly_seed_004_plus_tenant(bank, maria: Session) ->
         Eq(field="tier", value="Platinum"),
         Eq(field="product", value="Platinum_Card"),
         In(field="policy_type", values=("LateFeeWaiver", "FeeSchedule")),
-        Eq(field="status", value="active"),
-        Eq(field="version", value="current"),
+        *IN_FORCE.clauses,  # flattened into the conjunction
         Eq(field="region", value="US"),
         Eq(field="tenant_id", value="deltabank"),
     ))
-    from hopweave.models.filters import to_display
-
-    assert to_display(tree) == {**SEED_004, "tenant_id": "deltabank"}
     assert notes == []
 
 
@@ -60,24 +60,28 @@ def test_compiled_qdrant_filter(bank, maria: Session) -> None:  # type: ignore[n
     from hopweave.search.qdrant_filter import to_qdrant
 
     tree, _ = _maria_filter(bank, maria)
-    q = to_qdrant(tree).model_dump(mode="json", exclude_none=True)
-    must = {c["key"]: c["match"] for c in q["must"]}
+    ranges = [c for c in to_qdrant(tree, {f.name: f.type for f in bank.schema.chunk_fields}).must
+              if getattr(c, "should", None)]
+    assert len(ranges) == 2  # valid_from <= as_of, as_of < valid_until (or open-ended while active)
+    q = to_qdrant(tree, {f.name: f.type for f in bank.schema.chunk_fields}).model_dump(mode="json", exclude_none=True)
+    must = {c["key"]: c["match"] for c in q["must"] if "key" in c}
     assert must == {
         "tier": {"value": "Platinum"}, "product": {"value": "Platinum_Card"},
-        "policy_type": {"any": ["LateFeeWaiver", "FeeSchedule"]}, "status": {"value": "active"},
-        "version": {"value": "current"}, "region": {"value": "US"}, "tenant_id": {"value": "deltabank"},
+        "policy_type": {"any": ["LateFeeWaiver", "FeeSchedule"]}, "region": {"value": "US"},
+        "tenant_id": {"value": "deltabank"},
     }
     chunk = {"tier": "Platinum", "product": "Platinum_Card", "policy_type": "LateFeeWaiver", "status": "active",
-             "version": "current", "region": "US", "tenant_id": "deltabank"}
+             "version": "current", "region": "US", "tenant_id": "deltabank", "valid_from": "2026-01-01"}
     assert matches(tree, chunk)
-    for field, wrong in (("tier", "Gold"), ("version", "superseded"), ("status", "retired"), ("region", "CA"),
-                         ("tenant_id", "northbank"), ("policy_type", "FraudClaim")):
+    assert matches(tree, {**chunk, "version": "superseded", "valid_until": "2026-09-01"})  # still in force
+    for field, wrong in (("tier", "Gold"), ("status", "retired"), ("region", "CA"), ("valid_from", "2026-06-01"),
+                         ("tenant_id", "northbank"), ("policy_type", "FraudClaim"), ("valid_until", "2026-05-12")):
         assert not matches(tree, {**chunk, field: wrong})
 
 
 def test_the_mapping_is_read_from_the_graph(fresh_store, maria: Session) -> None:  # type: ignore[no-untyped-def]
     tree, _ = _maria_filter(fresh_store, maria)
-    assert "policy_type" in {c.field for c in tree.clauses}
+    assert "policy_type" in _by_field(tree)
     # change the data, not the code: drop the EventType rule and add an always-on language clause
     shipped = read_mapping_file()
     changed = shipped.model_copy(update={
@@ -88,7 +92,7 @@ def test_the_mapping_is_read_from_the_graph(fresh_store, maria: Session) -> None
     })
     write_filter_mapping(fresh_store, changed)
     tree, _ = _maria_filter(fresh_store, maria)
-    fields = [c.field for c in tree.clauses]
+    fields = list(_by_field(tree))
     assert "policy_type" not in fields and fields[-1] == "language"
 
 
@@ -116,8 +120,8 @@ def test_session_region_wins_and_several_values_become_in(bank, maria: Session) 
         Entity(type="Region", value="CA", source="utterance", span=(20, 26)),
         Entity(type="PolicyType", value="FeeSchedule", source="utterance", span=(30, 40), node_id="POLICYTYPE_FeeSchedule"),
     ]
-    tree, notes = compile_filter(mapping, ents, maria, bank, bank.schema)
-    by = {c.field: c for c in tree.clauses}
+    tree, notes = compile_filter(mapping, ents, maria, bank, bank.schema, as_of=AS_OF)
+    by = _by_field(tree)
     assert by["tier"] == In(field="tier", values=("Gold", "Platinum"))
     assert by["region"] == Eq(field="region", value="US")
     assert by["policy_type"] == Eq(field="policy_type", value="FeeSchedule")
@@ -127,8 +131,8 @@ def test_session_region_wins_and_several_values_become_in(bank, maria: Session) 
 def test_tenant_is_always_on_and_required(bank) -> None:  # type: ignore[no-untyped-def]
     mapping = read_filter_mapping(bank, "northbank")
     nb = Session(tenant_id="northbank", customer_id="NB_CUST_4421")
-    tree, _ = compile_filter(mapping, [], nb, bank, bank.schema)
-    assert {c.field: c.value for c in tree.clauses} == {"status": "active", "version": "current", "tenant_id": "northbank"}
+    tree, _ = compile_filter(mapping, [], nb, bank, bank.schema, as_of=AS_OF)
+    assert tree == And(clauses=(*IN_FORCE.clauses, Eq(field="tenant_id", value="northbank")))
     broken = FilterMapping.model_validate({"version": 1, "always_on": [{"field": "tenant_id", "session": "customer_id",
                                                                         "required": True}]})
     with pytest.raises(TenantError):
@@ -139,3 +143,37 @@ def test_node_is_written_as_shared_json(bank) -> None:  # type: ignore[no-untype
     node = bank.get_node("deltabank", FILTER_MAPPING_ID)
     assert node is not None and node.tenant_id == GLOBAL_TENANT and node.label == "FilterMapping"
     assert FilterMapping.model_validate(json.loads(node.props["definition"])) == read_mapping_file()
+
+
+def test_in_force_clause_is_data_and_needs_as_of(bank) -> None:  # type: ignore[no-untyped-def]
+    m = FilterMapping.model_validate({"version": 1, "always_on": [
+        {"in_force": {"from": "valid_from", "until": "valid_until", "status": "status"}},
+        {"field": "tenant_id", "session": "tenant_id", "required": True}]}).check(bank.schema)
+    assert m.in_force is not None and m.in_force.fields == ("valid_from", "valid_until", "status")
+    assert FilterMapping.model_validate(json.loads(m.canonical_json())) == m  # `from` survives the graph node
+    with pytest.raises(FilterError, match="as_of"):
+        compile_filter(m, [], Session(tenant_id="deltabank"))
+    with pytest.raises(FilterError, match="date"):
+        FilterMapping.model_validate({"version": 1, "always_on": [
+            {"in_force": {"from": "valid_from", "until": "revision"}}]}).check(bank.schema)
+    with pytest.raises(ValidationError):
+        FilterMapping.model_validate({"version": 1, "always_on": [{"field": "status", "in_force": {}}]})
+
+
+@pytest.mark.parametrize("doc, at, expected", [
+    ({"valid_from": "2024-01-01", "valid_until": "2026-01-01", "status": "active"}, "2025-12-31T23:59:59Z", True),
+    ({"valid_from": "2024-01-01", "valid_until": "2026-01-01", "status": "active"}, "2026-01-01T00:00:00Z", False),
+    ({"valid_from": "2026-01-01", "status": "active"}, "2026-01-01T00:00:00Z", True),
+    ({"valid_from": "2026-01-01", "status": "active"}, "2025-12-31", False),  # the end of Dec 31
+    ({"valid_from": "2026-01-01", "status": "active"}, "2025-12-31T23:59:59+00:00", False),
+    ({"valid_from": "2026-01-01", "status": "active"}, "2026-01-01T00:30:00+01:00", False),  # 23:30 UTC the day before
+    ({"valid_from": "2025-11-15", "valid_until": "2026-01-01", "status": "retired"}, "2025-12-31", True),
+    ({"valid_from": "2025-11-15", "valid_until": "2026-01-01", "status": "retired"}, "2026-05-12", False),
+    ({"valid_from": "2025-11-15", "status": "retired"}, "2026-05-12", False),  # retired, no date: never
+    ({"status": "active"}, "1999-01-01", True),  # no valid_from: since ever
+])
+def test_in_force_semantics(doc, at, expected) -> None:  # type: ignore[no-untyped-def]
+    from hopweave.understand.filter_map import InForce, instant
+
+    rule = InForce.model_validate({"from": "valid_from", "until": "valid_until", "status": "status"})
+    assert matches(rule.clause(instant(at)), doc) is expected

@@ -21,7 +21,8 @@ ANON = Session(tenant_id="deltabank", region="US", channel="web")
 def _clauses(u) -> dict[str, object]:  # type: ignore[no-untyped-def]
     out: dict[str, object] = {}
     for c in u.filter.clauses:
-        out[c.field] = c.value if isinstance(c, Eq) else type(c).__name__
+        if hasattr(c, "field"):  # the in-force clause (or/and on the validity dates) has none
+            out[c.field] = c.value if isinstance(c, Eq) else type(c).__name__
     return out
 
 

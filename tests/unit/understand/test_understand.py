@@ -18,9 +18,13 @@ def test_maria_end_to_end(understander: Understander, maria: Session) -> None:
     assert {("Customer", "CUST_4421", "session"), ("Tier", "Platinum", "utterance"),
             ("Product", "Platinum_Card", "utterance"), ("EventType", "LateFeeCharged", "utterance")} <= seed
     assert next(e for e in u.entities if e.type == "EventType").properties["amount"] == 39
+    at = "2026-05-12T23:59:59Z"  # a date-only as_of is the end of that day
     assert u.filter_display() == {"tier": "Platinum", "product": "Platinum_Card",
-                                  "policy_type": ["LateFeeWaiver", "FeeSchedule"], "status": "active",
-                                  "version": "current", "region": "US", "tenant_id": "deltabank"}
+                                  "policy_type": ["LateFeeWaiver", "FeeSchedule"], "region": "US",
+                                  "tenant_id": "deltabank",
+                                  "where": [f"valid_from is empty or valid_from <= {at}",
+                                            f"valid_until > {at} or (valid_until is empty and status = active)"]}
+    assert u.documents_at == at
     b = u.entity_bindings()
     assert b["Customer"] == "CUST_4421" and b["Tier"] == "Platinum" and b["Region"] == "US"
     assert set(u.revisions) == {"metagraph", "vocabulary", "filter_mapping", "calibration"}
@@ -37,7 +41,7 @@ def test_abstention_is_a_result_with_a_note(understander: Understander, maria: S
     assert u.goal is None and u.abstained and u.classification.best is not None
     assert any("no confident goal" in n for n in u.notes)
     # the filter still scopes the tenant and lifecycle
-    assert {"tenant_id", "status", "version"} <= set(u.filter_display())
+    assert {"tenant_id", "where"} <= set(u.filter_display())
 
 
 @pytest.mark.parametrize("bad", ["", "   ", "\n\t  \r\n", "\x00\x01", "x" * 100_000, None, 42])

@@ -1,0 +1,128 @@
+"""``hopweave audit SCENARIOS --as-of DATE --html report.html``: the audit report (issue 14).
+
+One page a person reads without JSON: a summary table (scenario, as_of, goal, pass/fail,
+document revisions in force and cited, what changed by the audit date), then per scenario the
+utterance, the failures, the revisions with their validity, the context sections the agent saw
+and the changes. Self-contained HTML (no scripts, no external assets), every value escaped,
+deterministic for the same store and dates.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional, Sequence
+
+import typer
+
+from hopweave.cli import app
+from hopweave.cli.common import STORE_HELP, emit_json, handle_errors
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.engine.audit import AuditRow, CitedRevision
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
+color:#1d2330;line-height:1.45;padding:0 1rem}
+h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2.2rem;border-top:1px solid #d5d9e0;
+padding-top:1rem}h3{font-size:1rem;margin:1rem 0 .3rem}
+table{border-collapse:collapse;width:100%;font-size:.9rem}th,td{border:1px solid #d5d9e0;padding:.35rem .5rem;
+text-align:left;vertical-align:top}th{background:#f1f3f7}
+.pass{color:#1b7f3b;font-weight:600}.fail{color:#b3261e;font-weight:600}.muted{color:#5b6475}
+.changed{background:#fff6dc}.ctx{background:#f7f8fa;border:1px solid #e1e4ea;padding:.6rem;white-space:pre-wrap;
+font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.82rem}
+.utt{font-style:italic}ul{margin:.2rem 0 .6rem 1.2rem;padding:0}
+"""
+
+
+def _rev(d: CitedRevision) -> str:
+    until = d.valid_until or "open"
+    return (f"{escape(d.document)} <b>{escape(d.revision)}</b> §{escape(', '.join(d.sections))} "
+            f"<span class='muted'>(in force {escape(d.valid_from or 'always')} .. {escape(until)})</span>")
+
+
+def _summary(rows: Sequence[AuditRow]) -> str:
+    body = []
+    for r in rows:
+        verdict = "<span class='pass'>pass</span>" if r.passed else "<span class='fail'>FAIL</span>"
+        docs = "<br>".join(_rev(d) for d in r.documents) or "<span class='muted'>none</span>"
+        changed = "<br>".join(escape(c) for c in r.changes) or (
+            "context differs" if r.context_changed else "<span class='muted'>unchanged</span>")
+        cls = " class='changed'" if r.changes or r.context_changed else ""
+        body.append(f"<tr{cls}><td><a href='#{escape(r.scenario)}'>{escape(r.scenario)}</a></td>"
+                    f"<td>{escape(r.as_of[:10])}</td><td>{escape(r.goal or '-')}</td><td>{verdict}</td>"
+                    f"<td>{docs}</td><td>{changed}</td></tr>")
+    return ("<table><tr><th>Scenario</th><th>as of</th><th>Goal</th><th>Result</th>"
+            "<th>Documents in force and cited</th><th>Changed by the audit date</th></tr>"
+            + "".join(body) + "</table>")
+
+
+def _detail(r: AuditRow) -> str:
+    out = [f"<h2 id='{escape(r.scenario)}'>{escape(r.scenario)} "
+           f"{'<span class=pass>pass</span>' if r.passed else '<span class=fail>FAIL</span>'}</h2>",
+           f"<p>{escape(r.description)}</p>",
+           f"<p>Asked <span class='utt'>“{escape(r.utterance)}”</span> as of <b>{escape(r.as_of)}</b>; "
+           f"goal {escape(r.goal or 'unclear (clarify)')}.</p>"]
+    if r.failures:
+        out.append("<h3>Expectations not met</h3><ul>" + "".join(f"<li>{escape(f)}</li>" for f in r.failures)
+                   + "</ul>")
+    out.append("<h3>Documents in force and cited</h3><ul>"
+               + ("".join(f"<li>{_rev(d)}</li>" for d in r.documents) or "<li class='muted'>none</li>") + "</ul>")
+    out.append(f"<h3>As of the audit date ({escape(r.audit_as_of[:10])})</h3><ul>"
+               + ("".join(f"<li>{_rev(d)}</li>" for d in r.documents_at_audit) or "<li class='muted'>none</li>")
+               + "</ul>")
+    if r.changes or r.context_changed:
+        out.append("<p class='changed'>Changed: " + (escape("; ".join(r.changes)) or "the context differs")
+                   + "</p>")
+    out.append("<h3>What the agent saw</h3>")
+    for name, lines in r.sections.items():
+        out.append(f"<p><b>{escape(name)}</b></p><ul>" + "".join(f"<li>{escape(x)}</li>" for x in lines) + "</ul>")
+    out.append(f"<details><summary>Context block as sent</summary><div class='ctx'>{escape(r.context)}</div></details>")
+    return "\n".join(out)
+
+
+def render_audit(rows: Sequence[AuditRow], audit_as_of: str, source: str) -> str:
+    """The audit report as one self-contained HTML page."""
+    passed = sum(1 for r in rows if r.passed)
+    changed = sum(1 for r in rows if r.changes or r.context_changed)
+    head = (f"<h1>hopweave audit</h1><p class='muted'>{escape(source)} · audit date {escape(audit_as_of)} · "
+            f"{passed}/{len(rows)} scenarios passed · {changed} changed by the audit date</p>")
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>hopweave audit</title>"
+            f"<style>{_CSS}</style></head><body>{head}{_summary(rows)}"
+            + "".join(_detail(r) for r in rows) + "</body></html>\n")
+
+
+@app.command()
+@handle_errors
+def audit(
+    paths: list[Path] = typer.Argument(..., help="Scenario files or folders."),
+    as_of: str = typer.Option(..., "--as-of", help="The audit date: what changed by then is shown."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Write the report as HTML to this file."),
+    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
+) -> None:
+    """Audit scenarios: what the agent saw at each as_of, the documents in force, pass/fail, and
+    what changed by --as-of (exit 1 when a scenario fails)."""
+    from hopweave.cli.engine_cmds import _open_engine, _store
+    from hopweave.engine.audit import audit as run
+    from hopweave.engine.boundary import check_as_of
+    from hopweave.engine.replay import REPLAY_CONFIG
+
+    check_as_of(as_of)
+    engine = _open_engine(_store(store), **REPLAY_CONFIG.__dict__)
+    try:
+        rows = run(engine, paths, as_of)
+    finally:
+        engine.close()
+    if html is not None:
+        html.write_text(render_audit(rows, as_of, ", ".join(str(p) for p in paths)), encoding="utf-8")
+    if as_json:
+        emit_json([r.model_dump(mode="json") for r in rows])
+    else:
+        for r in rows:
+            typer.echo(f"{'PASS' if r.passed else 'FAIL'}  {r.scenario:40s} as_of={r.as_of[:10]} "
+                       f"{'; '.join(r.changes) or ('context differs' if r.context_changed else 'unchanged')}")
+        typer.echo(f"\n{sum(r.passed for r in rows)}/{len(rows)} scenarios passed"
+                   + (f"; report written to {html}" if html else ""))
+    if not all(r.passed for r in rows):
+        raise typer.Exit(code=1)
