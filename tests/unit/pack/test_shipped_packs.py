@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hopweave.engine.engine import Engine
-from hopweave.engine.replay import replay, scenario_paths
+from hopweave.engine.replay import REPLAY_CONFIG, replay, scenario_paths
 from hopweave.pack.loader import load_pack
 from hopweave.pack.validate import validate_pack
 
@@ -30,7 +30,7 @@ def test_shipped_pack_validates_clean(pack: Path) -> None:
 def telecom_engine(tmp_path_factory: pytest.TempPathFactory):
     store = tmp_path_factory.mktemp("telecom") / "store"
     load_pack(EXAMPLES / "telecom", store)
-    engine = Engine.open(store)
+    engine = Engine.open(store, config=REPLAY_CONFIG)  # deterministic budgets: a busy machine cuts nothing
     yield engine
     engine.close()
 
