@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from conftest import AS_OF, MARIA
+from domains import DELTABANK, DELTABANK_REGISTRY  # tests/shared (on sys.path via this folder's conftest)
 
 from hopweave.engine.engine import Engine
 from hopweave.engine.query_vectors import SharedEmbedder
@@ -95,7 +96,6 @@ def test_group_commit_makes_many_traces_durable_in_few_writes(engine: Engine, ma
     import threading
     import time
 
-    from conftest import DELTABANK
 
     from hopweave.engine import record as trace_record
     from hopweave.engine.stages import open_graph
@@ -170,7 +170,6 @@ UTTERANCES = [
 
 
 def _overload_engine(engine: Engine, budget_ms: int) -> Engine:
-    from conftest import DELTABANK, DELTABANK_REGISTRY
 
     from hopweave.engine.config import EngineConfig
 
