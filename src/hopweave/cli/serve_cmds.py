@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Optional
@@ -34,15 +35,19 @@ def serve(
         import uvicorn
     except ModuleNotFoundError as exc:
         raise MissingDependencyError(exc.name or "fastapi", "serve", "hopweave serve") from exc
-    from hopweave.adapters.http import create_app
-    from hopweave.engine.engine import Engine, EngineConfig
-
     root = store_path(store)
     if not (root / "graph").exists():
         raise InputError(f"no hopweave store at {root}: run `hopweave load PACK --store {root}` first")
     if switch_interval_ms <= 0:
         raise InputError("--switch-interval-ms must be > 0")
+    if budget_ms is not None and budget_ms < 1:
+        raise InputError("--budget-ms must be >= 1")
     sys.setswitchinterval(switch_interval_ms / 1000.0)
-    engine = Engine.open(root, config=EngineConfig(budget_ms=budget_ms) if budget_ms else None)
-    uvicorn.run(create_app(engine, max_inflight=max_inflight), host=host, port=port, log_level=log_level,
+    # the app is an adapter (hopweave.adapters.http); uvicorn builds it from its factory, so
+    # the CLI stays beside the adapters rather than importing them
+    os.environ["HOPWEAVE_SERVE_STORE"] = str(root)
+    os.environ["HOPWEAVE_SERVE_MAX_INFLIGHT"] = str(max_inflight)
+    if budget_ms is not None:
+        os.environ["HOPWEAVE_SERVE_BUDGET_MS"] = str(budget_ms)
+    uvicorn.run("hopweave.adapters.http:app_from_env", factory=True, host=host, port=port, log_level=log_level,
                 timeout_graceful_shutdown=30)
