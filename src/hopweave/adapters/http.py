@@ -192,6 +192,27 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
     return app
 
 
+#: The environment ``hopweave serve`` passes to :func:`app_from_env` (uvicorn's factory).
+SERVE_ENV = {"store": "HOPWEAVE_SERVE_STORE", "budget_ms": "HOPWEAVE_SERVE_BUDGET_MS",
+             "max_inflight": "HOPWEAVE_SERVE_MAX_INFLIGHT"}
+
+
+def app_from_env() -> "FastAPI":
+    """The app for the store named by ``HOPWEAVE_SERVE_STORE`` (``uvicorn
+    hopweave.adapters.http:app_from_env --factory``, which is what ``hopweave serve`` runs).
+    Raises InputError without a store, StoreError for an unreadable one."""
+    import os
+
+    from hopweave.engine.engine import Engine, EngineConfig
+
+    store = os.environ.get(SERVE_ENV["store"])
+    if not store:
+        raise InputError(f"set {SERVE_ENV['store']} to the store directory (hopweave load PACK --store DIR)")
+    budget = os.environ.get(SERVE_ENV["budget_ms"])
+    engine = Engine.open(store, config=EngineConfig(budget_ms=int(budget)) if budget else None)
+    return create_app(engine, max_inflight=int(os.environ.get(SERVE_ENV["max_inflight"], "128")))
+
+
 def _status(exc: HopweaveError) -> int:
     """The HTTP status of a typed error."""
     if isinstance(exc, TenantError):

@@ -94,3 +94,12 @@ def test_a_full_service_sheds_load_with_503_and_retry_after(engine: Engine) -> N
     assert codes == [200, 200, 503, 503, 503], codes
     shed = [r for r in out if r.status_code == 503]
     assert all(r.headers["Retry-After"] == "3" and r.json()["error"] == "OverloadedError" for r in shed)
+
+
+def test_the_uvicorn_factory_needs_a_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hopweave.adapters.http import SERVE_ENV, app_from_env
+    from hopweave.errors import InputError
+
+    monkeypatch.delenv(SERVE_ENV["store"], raising=False)
+    with pytest.raises(InputError, match=SERVE_ENV["store"]):
+        app_from_env()
