@@ -31,18 +31,17 @@ NONE = "(no goal)"
 
 
 def _store(store_dir: str | None) -> Any:
-    from hopweave.deltabank.load import metagraph_items
-    from hopweave.deltabank.vocabulary import vocabulary
+    import deltabank_pack  # noqa: F401  (puts the pack's generator on sys.path)
+    from generator.build import metagraph_items
+    from generator.vocabulary import vocabulary
     from hopweave.graph import open_graph_store
     from hopweave.graph.networkx_store import NetworkxGraphStore
     from hopweave.models.schema import GLOBAL_TENANT
-    from hopweave.understand.filter_map import filter_mapping_node
 
     if store_dir:
         return open_graph_store(store_dir, read_only=True)
     s = NetworkxGraphStore(None)
-    items, _, _ = metagraph_items(None, s.schema)
-    s.bulk_write(GLOBAL_TENANT, [*vocabulary(), *items, filter_mapping_node(s.schema)])
+    s.bulk_write(GLOBAL_TENANT, [*vocabulary(), *metagraph_items(s.schema)])
     return s
 
 

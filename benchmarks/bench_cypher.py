@@ -27,10 +27,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hopweave.deltabank.maria import AS_OF, CUSTOMER_ID, TENANT
+import deltabank_pack  # noqa: F401  (puts the pack's generator on sys.path)
+from generator.build import deltabank_batches
+from generator.maria import AS_OF, CUSTOMER_ID, TENANT
 from hopweave.graph.falkordb_store import FalkorDBStore
 from hopweave.graph.networkx_store import NetworkxGraphStore
-from hopweave.graph.server_load import deltabank_batches
 from hopweave.graph.traverse import run_goal_patterns, seed_entities
 from hopweave.models.common import Bindings, Session, to_datetime
 from hopweave.models.schema import GraphSchema
@@ -102,7 +103,7 @@ def main() -> None:
     t0 = time.perf_counter()
     nx = NetworkxGraphStore(None, schema)
     with nx.bulk(replace=True) as bulk:
-        for tenant, items in deltabank_batches(schema, nodes=args.nodes):
+        for tenant, items in deltabank_batches(nodes=args.nodes):
             bulk.write(tenant, items)
     nx_load = time.perf_counter() - t0
     stats = nx.stats()
@@ -114,7 +115,7 @@ def main() -> None:
     fk = FalkorDBStore(tmp)
     try:
         t0 = time.perf_counter()
-        n_nodes, n_edges = fk.bulk_load(deltabank_batches(schema, nodes=args.nodes), replace=True)
+        n_nodes, n_edges = fk.bulk_load(deltabank_batches(nodes=args.nodes), replace=True)
         fk_load = time.perf_counter() - t0
         print(f"falkordb: {n_nodes:,} nodes, {n_edges:,} edges loaded in {fk_load:.0f} s", flush=True)
         gc.collect()

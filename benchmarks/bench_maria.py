@@ -3,7 +3,7 @@
     python benchmarks/bench_maria.py --chunks 50000 --nodes 1000000 --concurrency 100 --json
 
 Builds (or reuses) a store with the DeltaBank graph at ``--nodes`` nodes and a vector index of
-the example corpus plus ``--chunks`` generated chunks (``hopweave.deltabank.scale``; embeddings
+the example corpus plus ``--chunks`` generated chunks (``examples/deltabank/generator/scale.py``; embeddings
 cached on disk), then measures in one run: Maria's full retrieval (p50/p95/p99 + stages),
 concurrent retrievals (threads and asyncio), hybrid search alone over Maria's filtered set,
 baselines as ratios (naive unfiltered top-10 + post-filter, sequential traversals, LangChain's
@@ -29,8 +29,9 @@ import maria_measure as mm  # noqa: E402
 from machine import machine  # noqa: E402
 from maria_baselines import langchain_available, langchain_ensemble, post_filtered, quality  # noqa: E402
 
-from hopweave.deltabank.scale import DEFAULT_SEED, GENERATOR_VERSION, QUALITY_QUERIES  # noqa: E402
-from hopweave.deltabank.scale_store import build_scale_store  # noqa: E402
+import deltabank_pack  # noqa: E402,F401  (puts the pack's generator on sys.path)
+from generator.scale import DEFAULT_SEED, GENERATOR_VERSION, QUALITY_QUERIES  # noqa: E402
+from generator.scale_store import build_scale_store  # noqa: E402
 
 #: Targets of issue 7 (benchmarks, not tests).
 TARGETS = {"maria_p50_ms_concurrent": 50.0, "maria_p99_ms_concurrent": 150.0, "search_alone_p50_ms": 15.0,

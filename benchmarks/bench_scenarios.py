@@ -218,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     if not (a.store / "graph").exists():
-        from hopweave.deltabank.load import load_deltabank
+        import deltabank_pack  # noqa: F401  (puts the pack's generator on sys.path)
+        from generator.build import load_deltabank
 
         load_deltabank(a.store, **({"nodes": a.nodes} if a.nodes else {}))
     res = run(a.store, a.runs)

@@ -23,8 +23,9 @@ from pathlib import Path
 
 from machine import machine_line
 
-from hopweave.deltabank import AS_OF, CUSTOMER_ID, TENANT
-from hopweave.deltabank.load import load_deltabank
+import deltabank_pack  # noqa: F401  (puts the pack's generator on sys.path)
+from generator import AS_OF, CUSTOMER_ID, TENANT
+from generator.build import load_deltabank
 from hopweave.graph import open_graph_store
 from hopweave.graph.traverse import run_goal_patterns, seed_entities
 from hopweave.models.common import Bindings, Session, to_datetime

@@ -1,6 +1,6 @@
 """Quality ground truth and the LangChain baseline for ``bench_maria``.
 
-Quality: for each :data:`~hopweave.deltabank.scale.QUALITY_QUERIES` query, a top-10 chunk is
+Quality: for each :data:`generator.scale.QUALITY_QUERIES` query, a top-10 chunk is
 *eligible* when it passes Maria's filter and *relevant* when it is eligible and its section has
 the query's topic (``topic_of_heading``). precision@10 = relevant / 10; violations@10 = chunks
 that break the filter (wrong tier, superseded, retired, other region or policy type) / 10.
@@ -19,7 +19,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from hopweave.deltabank.scale import TENANT, maria_filter, topic_of_heading
+import deltabank_pack  # noqa: F401  (puts the pack's generator on sys.path)
+from generator.scale import TENANT, maria_filter, topic_of_heading
 from hopweave.models.filters import matches
 
 from maria_measure import summary

@@ -20,7 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from hopweave.deltabank.scale import TENANT, maria_filter, scale_documents
+import deltabank_pack  # noqa: F401  (puts the pack's generator on sys.path)
+from generator.scale import TENANT, maria_filter, scale_documents
 
 MARIA_UTTERANCE = "I want to dispute this $39 late fee on my Platinum card."
 MARIA_SESSION = {"tenant_id": "deltabank", "customer_id": "CUST_4421", "region": "US", "channel": "phone",

@@ -110,7 +110,7 @@ def write_report(path: Path, res: dict[str, Any]) -> None:
         lines.append(f"| {name} | {_f(q.get('precision_at_10'), nd=3)} | {_f(q.get('violations_at_10'), nd=3)} | "
                      f"{_f(q.get('eligible_left_after_postfilter'), nd=2)} |")
     lines += ["", "Relevant = passes Maria's filter and the section's topic is the query's topic "
-              "(`hopweave.deltabank.scale.topic_of_heading`).", ""]
+              "(`generator.scale.topic_of_heading` in examples/deltabank).", ""]
     ing, build = res.get("ingest_sample", {}), st.get("timings_s", {})
     lines += ["## Ingestion, cold start, memory", "",
               f"- Live ingest sample (uncached embedder): {_f(ing.get('chunks'), nd=0)} chunks in {_f(ing.get('seconds'))} s = "

@@ -15,7 +15,7 @@ import deltabank_checks as checks  # noqa: E402
 from congruence import load_networkx  # noqa: E402
 
 from hopweave.graph.networkx_store import NetworkxGraphStore  # noqa: E402
-from hopweave.graph.server_load import deltabank_batches  # noqa: E402
+from generator.build import deltabank_batches  # noqa: E402  (deltabank_checks put the pack's generator on sys.path)
 
 pytestmark = pytest.mark.falkordb
 
@@ -24,7 +24,7 @@ NODES = 3000
 
 @pytest.fixture(scope="module")
 def stores(falkordb_store, schema):
-    batches = [(t, list(items)) for t, items in deltabank_batches(schema, nodes=NODES)]
+    batches = [(t, list(items)) for t, items in deltabank_batches(nodes=NODES)]
     ref = NetworkxGraphStore(None, schema)
     load_networkx(ref, batches)
     falkordb_store.bulk_load(batches, replace=True)

@@ -18,9 +18,10 @@ def deltabank(neo4j_store, schema):
     from congruence import load_networkx
 
     from hopweave.graph.networkx_store import NetworkxGraphStore
-    from hopweave.graph.server_load import deltabank_batches
+    import deltabank_checks  # noqa: F401  (puts the DeltaBank pack's generator on sys.path)
+    from generator.build import deltabank_batches
 
-    batches = [(t, list(items)) for t, items in deltabank_batches(schema, nodes=3000)]
+    batches = [(t, list(items)) for t, items in deltabank_batches(nodes=3000)]
     ref = NetworkxGraphStore(None, schema)
     load_networkx(ref, batches)
     neo4j_store.bulk_load(batches, replace=True)

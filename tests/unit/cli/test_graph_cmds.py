@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -10,13 +12,18 @@ from typer.testing import CliRunner
 
 from hopweave.cli import app
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
+
 runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
+    from generator.build import sized_pack  # the DeltaBank pack's generator step
+
+    pack = sized_pack(tmp_path_factory.mktemp("pack"), nodes=3000, seed=4421)
     d = tmp_path_factory.mktemp("cli") / "store"
-    r = runner.invoke(app, ["load", "--store", str(d), "--nodes", "3000", "--no-vectors", "--json"])
+    r = runner.invoke(app, ["load", str(pack), "--store", str(d), "--no-vectors", "--json"])
     assert r.exit_code == 0, r.output
     summary = json.loads(r.stdout)
     assert summary["goals"] == 4 and summary["nodes"] > 2500
