@@ -21,8 +21,11 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	$(VENV)/bin/hopweave demo
 
-# The default suite (fast), then the slow suite (deselected by default: pytest.ini_options addopts).
+# Lint (ruff) and types (mypy, strict on the public API), then the default suite (fast), then the
+# slow suite (deselected by default: pytest.ini_options addopts). Any failure fails .ci/run.
 test: setup
+	$(PY) -m ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 	$(PY) -m pytest -q -m slow
 	bash .ci/falkordb.sh

@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     a = ap.parse_args(argv)
 
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
     from hopweave.understand.classifier import GoalClassifier
     from hopweave.understand.datasets import load_split
 

@@ -71,7 +71,7 @@ def run(store: Path, runs: int) -> dict[str, Any]:
     from hopweave.engine.replay import REPLAY_CONFIG, check, load_scenario, run_scenario, scenario_paths
     from hopweave.engine.tokens import count_tokens
 
-    from hopweave.search.embedders import SentenceTransformerEmbedder
+    from hopweave.search.embedder import SentenceTransformerEmbedder
 
     # No query-embedding cache: every request (hopweave and naive alike) pays for its embeddings,
     # otherwise the repeated warm runs of one utterance would measure cache hits.

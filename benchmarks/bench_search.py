@@ -22,7 +22,6 @@ import json
 import os
 import platform
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -53,7 +52,7 @@ def machine() -> dict:
 
 
 def bench_ablation(data: Path, split: str, cache: Path | None) -> dict:
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
     from hopweave.search.eval.beir import load_beir
     from hopweave.search.eval.runner import EVAL_TENANT, build_index, compare, evaluate
     from hopweave.search.profiles import default_profile, list_profiles
@@ -84,7 +83,7 @@ def _text(rng: random.Random, n: int) -> str:
 
 def bench_ingest(n_docs: int = 60) -> dict:
     from hopweave.search.edge_index import EdgeIndex
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
     from hopweave.search.ingest import Ingestor
 
     schema = GraphSchema.load(default_schema_path())
@@ -112,7 +111,7 @@ def bench_ingest(n_docs: int = 60) -> dict:
 def bench_filtered(n: int = 50_000, queries: int = 200) -> dict:
     from hopweave.search.edge_index import EdgeIndex
     from hopweave.search.embedder import EmbeddingSpace
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
     from hopweave.search.index_base import SPACE_FIELD, CollectionInfo, IndexPoint
     from hopweave.search.profiles import default_profile
 

@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 
 import deltabank_pack  # noqa: F401  (puts the pack's generator on sys.path)
 from generator.scale import TENANT, maria_filter, scale_documents
+from hopweave.search.embedder import Embedder
 
 MARIA_UTTERANCE = "I want to dispute this $39 late fee on my Platinum card."
 MARIA_SESSION = {"tenant_id": "deltabank", "customer_id": "CUST_4421", "region": "US", "channel": "phone",
@@ -374,7 +375,7 @@ def traversal_modes(engine: Any, runs: int) -> dict[str, Any]:
 
 
 # ---- ingestion ---------------------------------------------------------------------------
-class TimedEmbedder:
+class TimedEmbedder(Embedder):
     """Counts the wall time spent inside ``embed`` of the wrapped embedder."""
 
     def __init__(self, inner: Any) -> None:

@@ -29,7 +29,7 @@ class HopweaveSettings(BaseSettings):
     #: Directory of the embedded stores (networkx graph, Qdrant local, FalkorDB data file):
     #: ``HOPWEAVE_STORE`` (as the engine CLI reads it) or ``HOPWEAVE_STORE_DIR``.
     store_dir: Path = Field(
-        default=Path(".hopweave") / "deltabank",
+        default=Path(".hopweave") / "store",
         validation_alias=AliasChoices("HOPWEAVE_STORE", "HOPWEAVE_STORE_DIR", "store_dir"),
     )
     #: Graph backend: "networkx" (embedded default), "neo4j" or "falkordb".

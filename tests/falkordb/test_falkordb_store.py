@@ -27,7 +27,7 @@ from hopweave.graph.base import Edge, Node  # noqa: E402
 from hopweave.graph.falkordb_store import FalkorDBStore, stop_server  # noqa: E402
 from hopweave.models.common import Bindings, Session  # noqa: E402
 from hopweave.models.filters import Eq  # noqa: E402
-from hopweave.models.metagraph import EdgeStep, Literal_, Predicate, Seed, TraversalPattern  # noqa: E402
+from hopweave.models.metagraph import EdgeStep, Literal_, Predicate, TraversalPattern  # noqa: E402
 
 from factories import make_pattern  # noqa: E402
 

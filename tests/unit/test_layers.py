@@ -124,6 +124,14 @@ def test_no_import_cycles() -> None:
     ) + "\n" + floor_map()
 
 
+def test_every_hopweave_import_resolves() -> None:
+    """An import of a hopweave module that does not exist (a stale name after a rename) fails
+    here, even inside a function that no test calls."""
+    known = _modules()
+    missing = sorted(f"  {src} imports {dst}" for src, dst in import_graph().edges if dst not in known)
+    assert not missing, "imports of hopweave modules that do not exist:\n" + "\n".join(missing)
+
+
 def test_known_exceptions_are_still_needed() -> None:
     """An exception that no import needs any more must be deleted from KNOWN_EXCEPTIONS."""
     edges = import_graph().edges

@@ -137,7 +137,7 @@ def build_scale_store(store_dir: str | Path, *, chunks: int = DEFAULT_CHUNKS, no
     docs = benchmark_documents(chunks, seed, example_dir)
     timings["generate_s"] = time.perf_counter() - t
     if embedder is None:
-        from hopweave.search.embedders import default_embedder
+        from hopweave.search.embedder import default_embedder
 
         embedder = default_embedder()
     vectors, cache = embed_texts_cached(embedder, chunk_texts(docs), cache_dir,

@@ -12,11 +12,15 @@ Use :class:`RetrieveTool` directly (a plain callable returning JSON-ready dicts)
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Mapping
 
+from hopweave.engine.boundary import check_session, check_utterance_input
 from hopweave.errors import InputError, MissingDependencyError
 from hopweave.models.common import Session
 from hopweave.models.filters import And, Eq, FilterTree, In, and_, check_fields, parse_filter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.engine.engine import Engine
 
 Mode = Literal["semantic", "keyword", "hybrid"]
 
@@ -40,6 +44,8 @@ def filters_to_tree(filters: Mapping[str, Any] | None) -> FilterTree | None:
     clauses: list[FilterTree] = []
     for k in sorted(filters):
         v = filters[k]
+        if not isinstance(k, str):
+            raise InputError(f"filter names must be strings, not {type(k).__name__}")
         if isinstance(v, (list, tuple)):
             if not v:
                 raise InputError(f"filter {k!r} has an empty list of values")
@@ -57,22 +63,22 @@ class RetrieveTool:
     name = "retrieve"
     description = DESCRIPTION
 
-    def __init__(self, engine: Any, session: Session | Mapping[str, Any]) -> None:
+    def __init__(self, engine: "Engine", session: Session | Mapping[str, Any]) -> None:
+        """Raises InputError / TenantError for a malformed session (the engine's boundary)."""
         self.engine = engine
-        self.session = session if isinstance(session, Session) else Session.model_validate(dict(session))
+        self.session = check_session(session, "the agent tool's session")
 
     def __call__(self, query: str, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
                  top_k: int = 10) -> list[dict[str, Any]]:
         """Ranked passages as dicts (chunk_id, document, revision, version, section, text, score,
         channels). Raises InputError for a bad mode / top_k / filter, FilterError for an unknown
         field, StoreError when the index is unavailable."""
-        from hopweave.engine.stack import profile as get_profile
+        from hopweave.search.profiles import get_profile
 
-        if not isinstance(query, str) or not query.strip():
-            raise InputError("query must be a non-empty string")
+        check_utterance_input(query)
         if mode not in MODE_PROFILES:
             raise InputError(f"mode must be one of {sorted(MODE_PROFILES)}, not {mode!r}")
-        if not isinstance(top_k, int) or not 1 <= top_k <= 100:
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 100:
             raise InputError("top_k must be an integer between 1 and 100")
         if self.engine.index is None:
             raise InputError("the engine has no vector index to search")

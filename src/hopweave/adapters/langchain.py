@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from hopweave.engine.boundary import check_as_of, check_positive, check_session
+from hopweave.engine.boundary import MAX_TOKEN_BUDGET
 from hopweave.engine.result import RetrievalResult
 from hopweave.errors import MissingDependencyError
 
@@ -22,7 +24,7 @@ try:  # pragma: no cover - exercised through the two branches in tests
     from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
-    from pydantic import ConfigDict
+    from pydantic import ConfigDict, field_validator
 
     _HAVE_LANGCHAIN = True
 except ImportError:  # pragma: no cover
@@ -85,11 +87,28 @@ if _HAVE_LANGCHAIN:
 
         engine: Any
         session: Any
-        as_of: Optional[str] = None
+        as_of: Any = None  # an ISO string, date or datetime (checked by the engine boundary)
         k: int = 8
         include_context: bool = False
         include_sections: bool = True
         token_budget: Optional[int] = None
+
+        @field_validator("session", mode="before")
+        @classmethod
+        def _session(cls, v: Any) -> Any:  # the engine's boundary: InputError / TenantError
+            return check_session(v, "HopweaveRetriever.session")
+
+        @field_validator("as_of", mode="before")
+        @classmethod
+        def _as_of(cls, v: Any) -> Any:
+            if v is not None:
+                check_as_of(v)
+            return v
+
+        @field_validator("token_budget", mode="before")
+        @classmethod
+        def _budget(cls, v: Any) -> Any:
+            return check_positive("token_budget", v, MAX_TOKEN_BUDGET)
 
         def _kwargs(self) -> dict[str, Any]:
             return {"session": self.session, "as_of": self.as_of, "token_budget": self.token_budget}

@@ -36,7 +36,7 @@ def handle_errors(fn: F) -> F:
 
 def store_path(store: Path | None) -> Path:
     """The store directory every command uses: ``--store``, else ``$HOPWEAVE_STORE``
-    (``HopweaveSettings.store_dir``), else ``.hopweave/deltabank``."""
+    (``HopweaveSettings.store_dir``), else ``.hopweave/store``."""
     if store is not None:
         return store
     from hopweave.config import HopweaveSettings
@@ -44,4 +44,4 @@ def store_path(store: Path | None) -> Path:
     return HopweaveSettings().store_dir
 
 
-STORE_HELP = "Store directory (default: $HOPWEAVE_STORE or .hopweave/deltabank; build it with `hopweave load`)."
+STORE_HELP = "Store directory (default: $HOPWEAVE_STORE or .hopweave/store; build it with `hopweave load PACK`)."

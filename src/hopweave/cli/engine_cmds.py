@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -13,40 +13,42 @@ from hopweave.cli import app
 from hopweave.cli.common import STORE_HELP, emit_json, handle_errors, store_path
 from hopweave.errors import ConfigError, InputError
 
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.engine.engine import Engine
+    from hopweave.engine.result import RetrievalResult
+    from hopweave.models.domain import DomainRegistry
+
 trace_app = typer.Typer(help="Inspect recorded retrievals (DecisionTrace nodes).", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 
-DEMO_SCENARIO = "01_maria_late_fee.yaml"
 
 
 def _store(store: Optional[Path]) -> Path:
     return store_path(store)
 
 
-def _example_dir() -> Path:
-    from hopweave.paths import repo_root
+def _demo_scenario(pack: Path) -> Path:
+    """The pack's demo scenario: the first (by file name) tagged ``demo``, else the first one."""
+    from hopweave.fileio import read_yaml
+    from hopweave.pack.manifest import read_manifest
 
-    env = os.environ.get("HOPWEAVE_EXAMPLES")
-    if env:
-        return Path(env) / "deltabank"
-    root = repo_root()
-    if root is None:
-        raise ConfigError(
-            "cannot find examples/deltabank: run from a source checkout (pip install -e .) or set "
-            "HOPWEAVE_EXAMPLES to the examples folder"
-        )
-    return root / "examples" / "deltabank"
+    m = read_manifest(pack)
+    files = sorted((pack / (m.scenarios or "scenarios")).glob("*.yaml"))
+    if not files:
+        raise InputError(f"pack {pack} has no scenarios to demo: add one under {m.scenarios or 'scenarios'}/")
+    tagged = [f for f in files if "demo" in ((read_yaml(f, "scenario") or {}).get("tags") or [])]
+    return (tagged or files)[0]
 
 
-def _open_engine(store: Path, **config: Any) -> Any:
+def _open_engine(store: Path, **config: Any) -> "Engine":
     from hopweave.engine.engine import Engine, EngineConfig
 
     if not (store / "graph").exists():
-        raise InputError(f"no hopweave store at {store}: run `hopweave demo` or `hopweave load` first")
+        raise InputError(f"no hopweave store at {store}: run `hopweave load PACK --store {store}` first")
     return Engine.open(store, config=EngineConfig(**config) if config else None)
 
 
-def _print_context(result: Any, first_ms: float | None = None) -> None:
+def _print_context(result: "RetrievalResult", first_ms: float | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -56,6 +58,9 @@ def _print_context(result: Any, first_ms: float | None = None) -> None:
     typer.echo(result.context.text)  # plain: the block is never re-wrapped
     typer.echo(f"\n{result.context.tokens} tokens of {result.context.budget} ({result.context.tokenizer}); "
                f"{len(result.context.omitted)} line(s) left out")
+    if not result.recorded:
+        typer.echo("trace not recorded" + (" (see degraded)" if any(d.stage == "record" for d in result.degraded)
+                                           else ""))
     if result.degraded:
         typer.echo("degraded:")
         for d in result.degraded:
@@ -73,23 +78,22 @@ def _print_context(result: Any, first_ms: float | None = None) -> None:
 @app.command()
 @handle_errors
 def demo(
+    pack: Path = typer.Argument(Path("examples/deltabank"), help="Domain pack whose demo scenario to run."),
     store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
-    pack: Optional[Path] = typer.Option(
-        None, "--pack", help="Pack loaded when the store is absent (default: the example pack; a copy "
-                             "with another graph size works too)."),
 ) -> None:
-    """Run Maria's late-fee dispute (seed 004) end to end on the embedded store.
+    """Run a pack's demo scenario end to end on the embedded store (default: DeltaBank's Maria,
+    seed 004's late-fee dispute).
 
-    Loads the example pack (graph, metagraph, policy corpus) into the store if it is absent,
-    then prints the context block and a stage-timing table.
+    Loads the pack (graph, metagraph, policy corpus) into the store if it is absent, then prints
+    the context block and a stage-timing table.
     """
     import time
 
     from hopweave.engine.replay import check, load_scenario, run_scenario
 
+    example = pack
     store_dir = _store(store)
-    example = pack if pack is not None else _example_dir()
     if not (store_dir / "graph").exists():
         from hopweave.pack.loader import load_pack
 
@@ -97,7 +101,7 @@ def demo(
         typer.echo(f"loading the example pack {example} into {store_dir} ...", err=True)
         load_pack(example, store_dir)
         typer.echo(f"loaded in {time.perf_counter() - t:.1f} s", err=True)
-    sc = load_scenario(example / "scenarios" / DEMO_SCENARIO)
+    sc = load_scenario(_demo_scenario(example))
     engine = _open_engine(store_dir)
     try:
         warm = engine.warmup()
@@ -134,9 +138,12 @@ def retrieve(
     as_json: bool = typer.Option(False, "--json", help="Print the typed result as JSON."),
 ) -> None:
     """Retrieve the working set for one utterance."""
-    from hopweave.understand.datasets import read_session
+    from hopweave.engine.boundary import check_request
+    from hopweave.models.common import read_session_file
 
-    sess = read_session(session)  # a bad session file fails before the stores are opened
+    sess = read_session_file(session)  # a bad session or argument fails before the stores open
+    check_request(utterance, session=sess, as_of=as_of, budget_ms=budget_ms, profile=profile,
+                  token_budget=token_budget)
     engine = _open_engine(_store(store))
     try:
         result = engine.retrieve(utterance, session=sess, as_of=as_of, profile=profile,
@@ -208,11 +215,11 @@ def trace_show(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """What trace T saw: plan, patterns and versions, chunks, facts, precedent, context."""
-    from hopweave.engine import record as rec
-    from hopweave.engine.stack import open_graph
+    from hopweave.engine import record as trace_record
+    from hopweave.engine.stages import open_graph
 
     graph = open_graph(_store(store))
-    t = rec.load(graph, _tenant(tenant), trace_id)
+    t = trace_record.load(graph, _tenant(tenant), trace_id)
     t = t if pii else t.redacted()
     if as_json:
         emit_json(t.model_dump(mode="json"))
@@ -240,12 +247,12 @@ def trace_diff(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Exactly what changed between two recorded retrievals (plan, what was seen, context)."""
-    from hopweave.engine import record as rec
-    from hopweave.engine.stack import open_graph
+    from hopweave.engine import record as trace_record
+    from hopweave.engine.stages import open_graph
 
     graph = open_graph(_store(store))
     t = _tenant(tenant)
-    d = rec.diff(rec.load(graph, t, a), rec.load(graph, t, b))
+    d = trace_record.diff(trace_record.load(graph, t, a), trace_record.load(graph, t, b))
     if as_json:
         emit_json(d.model_dump(mode="json"))
     else:
@@ -289,11 +296,11 @@ def trace_used_by(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Which recorded retrievals used pattern X (through USED_PATTERN edges)."""
-    from hopweave.engine import record as rec
-    from hopweave.engine.stack import open_graph
+    from hopweave.engine import record as trace_record
+    from hopweave.engine.stages import open_graph
 
     graph = open_graph(_store(store))
-    traces = rec.traces_using(graph, _tenant(tenant), pattern, version)
+    traces = trace_record.traces_using(graph, _tenant(tenant), pattern, version)
     if as_json:
         emit_json([{"trace_id": x.trace_id, "as_of": x.as_of, "goal": x.goal,
                     "pattern_versions": [p for p in x.patterns if p.get("name") == pattern]} for x in traces])

@@ -87,7 +87,7 @@ def patterns_validate(
         sch = GraphSchema.load(schema) if schema else None
         errors = validate_all(s, sch)
         total = len(s.patterns()) + len(s.pattern_problems())
-    out = {"patterns": total, "invalid": {k: [str(e) for e in v] for k, v in sorted(errors.items())}}
+    out: dict[str, Any] = {"patterns": total, "invalid": {k: [str(e) for e in v] for k, v in sorted(errors.items())}}
     if as_json:
         emit_json(out)
     else:
@@ -137,10 +137,10 @@ def _parse_entities(values: list[str]) -> dict[str, Any]:
 @handle_errors
 def traverse_cmd(
     goal: str = typer.Option(..., "--goal", help="Goal type whose patterns to run, e.g. LateFeeDispute."),
-    seed: str = typer.Option(..., "--seed", help="The session's customer id (the patterns' seed), e.g. CUST_4421."),
+    seed: str = typer.Option(..., "--seed", help="The session's subject id (the patterns' seed), e.g. CUST_4421."),
     as_of: str = typer.Option(..., "--as-of", help="Request time (YYYY-MM-DD or ISO datetime); relative times use it."),
     store: Optional[Path] = StoreOpt,
-    tenant: str = typer.Option("deltabank", "--tenant", help="The session's tenant."),
+    tenant: Optional[str] = typer.Option(None, "--tenant", help="The session's tenant (default: the store's default tenant)."),
     entity: list[str] = typer.Option([], "--entity", help="Resolved entity TYPE=VALUE (repeatable)."),
     workers: int = typer.Option(8, "--workers", help="Parallel patterns."),
     as_json: bool = JsonOpt,
@@ -149,17 +149,26 @@ def traverse_cmd(
     from hopweave.graph.traverse import run_goal_patterns, seed_entities
     from hopweave.models.common import Bindings, Session, to_datetime
 
+    from hopweave.models.store_settings import read_store_settings
+
     when = to_datetime(as_of)
+    stored = read_store_settings(store_path(store))
+    if stored is None:
+        raise InputError(f"{store_path(store)} was not loaded from a domain pack: run `hopweave load PACK --store DIR`")
+    tenant = tenant or stored.default_tenant()
+    if tenant is None:
+        raise InputError("give --tenant: the store's packs name no default tenant")
+    subject = stored.registry().for_tenant(tenant).subject.label
     with _open_existing(store) as s:
         patterns = s.patterns(goal)
         if not patterns:
             known = sorted(g.name for g in s.goal_types())
             raise NotFoundError(f"goal {goal!r} has no patterns in the store; goals: {known}")
-        entities = {**seed_entities(s, tenant, "Customer", seed), **_parse_entities(entity)}
+        entities = {**seed_entities(s, tenant, subject, seed), **_parse_entities(entity)}
         bindings = Bindings(session=Session(tenant_id=tenant, customer_id=seed), as_of=when, goal=goal,
                             entities=entities)
         results = run_goal_patterns(s, tenant, patterns, bindings, max_workers=workers)
-    out = [
+    out: list[dict[str, Any]] = [
         {
             "pattern": r.pattern, "version": r.version, "sub_question": r.sub_question, "section": r.section,
             "rows": [row.model_dump(mode="json") for row in r.rows], "truncated": r.truncated,

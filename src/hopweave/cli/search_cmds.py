@@ -68,7 +68,7 @@ def ingest(
     docs, report = load_documents(read_records(path), schema, tenant, on_error=on_error)  # type: ignore[arg-type]
     embedder = None
     if not no_embed:
-        from hopweave.search.embedders import default_embedder
+        from hopweave.search.embedder import default_embedder
 
         embedder = default_embedder()
     index = EdgeIndex(store_path(store), schema)
@@ -105,7 +105,7 @@ def search(
 ) -> None:
     """Pre-filtered hybrid search over an ingested store."""
     from hopweave.search.edge_index import EdgeIndex
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
     from hopweave.search.profiles import get_profile
     from hopweave.search.rerank import get_reranker
 
@@ -154,7 +154,7 @@ def profiles_cmd(as_json: bool = typer.Option(False, "--json")) -> None:
 
 
 def _eval_setup(data: Path, split: str, cache: Optional[Path], as_json: bool) -> tuple[Any, Any, Any, dict[str, Any]]:
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
     from hopweave.search.eval.beir import load_beir
     from hopweave.search.eval.runner import build_index
 

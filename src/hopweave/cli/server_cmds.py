@@ -15,7 +15,7 @@ from typing import Optional
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import emit_json, handle_errors, store_path
+from hopweave.cli.common import STORE_HELP, emit_json, handle_errors, store_path
 from hopweave.errors import InputError
 
 inspect_app = typer.Typer(help="Look at the graph: decision traces as pictures.", no_args_is_help=True)
@@ -92,7 +92,7 @@ def _ingest_qdrant(pack: Path, url: str, api_key: Optional[str]) -> dict[str, in
     from hopweave.pack.loader import read_pack
     from hopweave.pack.manifest import pack_path
     from hopweave.search.client_index import ClientIndex
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
 
     p = read_pack(pack)
     if p.manifest.corpus is None:
@@ -116,7 +116,7 @@ def inspect_trace(
     html_out: Path = typer.Option(..., "--html", help="Write the picture to this HTML file."),
     tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant id (or $HOPWEAVE_TENANT)."),
     store: Optional[Path] = typer.Option(
-        None, "--store", help="Store directory (default: $HOPWEAVE_STORE or .hopweave/deltabank)."
+        None, "--store", help=STORE_HELP
     ),
     neo4j: Optional[str] = Neo4jOpt,
     falkordb: Optional[Path] = FalkorOpt,

@@ -11,81 +11,51 @@ offline. PII properties are never written (the same rule as pattern rows).
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from typing import Any, Mapping
 
+from hopweave.engine.record import redact_props
 from hopweave.errors import NotFoundError
 from hopweave.graph.base import GraphStore
 from hopweave.models.common import Bindings, Session
-from hopweave.models.metagraph import EdgeStep, Literal_, Seed, TraversalPattern
+from hopweave.models.internal_patterns import INTERNAL_EPOCH, internal_pattern
+from hopweave.models.metagraph import EdgeStep, Literal_, Seed
 
-#: Node colours: the same palette as cypher/browser/style.grass (a test keeps them in sync).
-COLORS: dict[str, str] = {
+#: Colours of the labels the engine writes itself (every domain has them).
+BASE_COLORS: dict[str, str] = {
     "DecisionTrace": "#C990C0",
     "TraversalPattern": "#FFC454",
     "GoalType": "#F79767",
-    "Customer": "#4C8EDA",
-    "CustomerProfile": "#8DCC93",
-    "Account": "#57C7E3",
-    "Event": "#F16667",
-    "Tier": "#D9C8AE",
-    "Product": "#D9C8AE",
     "Document": "#ECB5C9",
-    "Outcome": "#6DCE9E",
-    "Conversation": "#A5ABB6",
-    "Workflow": "#FFE081",
-    "Rule": "#FFE081",
-    "Heuristic": "#FFE081",
-    "CaseType": "#F79767",
-    "CaseState": "#F79767",
-    "TraceStep": "#E5C7E0",
     "Chunk": "#B0D7F0",
 }
+#: A neutral palette for a domain's labels that its pack gives no colour (``domain.styles``):
+#: a label always gets the same one (by a hash of its name).
+NEUTRAL_PALETTE: tuple[str, ...] = ("#4C8EDA", "#57C7E3", "#8DCC93", "#D9C8AE", "#F16667", "#6DCE9E",
+                                    "#FFE081", "#A5ABB6", "#E5C7E0", "#C9A27E")
 DEFAULT_COLOR = "#A5ABB6"
-#: Order of groups around the trace.
-GROUP_ORDER = (
-    "GoalType",
-    "TraversalPattern",
-    "Customer",
-    "Account",
-    "Event",
-    "Tier",
-    "Product",
-    "Outcome",
-    "Conversation",
-    "CustomerProfile",
-    "DecisionTrace",
-    "Workflow",
-    "Rule",
-    "Heuristic",
-    "Step",
-    "CaseType",
-    "Document",
-    "Chunk",
-    "TraceStep",
-)
-_EPOCH = datetime(2000, 1, 1)
-#: Caption property per label (as in style.grass); "id" means the node id.
-_CAPTIONS = {
-    "GoalType": "name",
-    "TraversalPattern": "name",
-    "Tier": "name",
-    "Product": "name",
-    "Workflow": "name",
-    "Rule": "name",
-    "CaseType": "name",
-    "CaseState": "name",
-    "Event": "type",
-    "Outcome": "result",
-    "Document": "document_id",
-    "CustomerProfile": "tier",
-    "TraceStep": "idx",
-    "Chunk": "chunk_id",
-}
+#: Order of groups around the trace: engine labels first, then the domain's, alphabetically.
+GROUP_ORDER = ("GoalType", "TraversalPattern")
+#: Caption properties tried in order (the first one a node has); else its id.
+_CAPTION_KEYS = ("name", "document_id", "chunk_id", "type", "result", "idx")
+_TAIL_GROUPS = ("DecisionTrace", "Document", "Chunk")
+
+
+def colors(styles: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Label -> colour: the engine's base labels, then the domain's ``styles``."""
+    return {**BASE_COLORS, **dict(styles or {})}
+
+
+def color_of(label: str, palette: Mapping[str, str]) -> str:
+    """A label's colour: from ``palette``, else a stable neutral one."""
+    if label in palette:
+        return palette[label]
+    digest = hashlib.sha256(label.encode()).digest()
+    return NEUTRAL_PALETTE[digest[0] % len(NEUTRAL_PALETTE)]
 
 
 @dataclass
@@ -98,8 +68,8 @@ class GNode:
     def caption(self) -> str:
         if self.label == "TraversalPattern" and "version_used" in self.props:
             return f"{self.props.get('name', self.id)} v{self.props['version_used']}"
-        value = self.props.get(_CAPTIONS.get(self.label, "id"))
-        return str(value if value not in (None, "") else self.id)[:28]
+        value = next((self.props[k] for k in _CAPTION_KEYS if self.props.get(k) not in (None, "")), self.id)
+        return str(value)[:28]
 
 
 @dataclass
@@ -120,22 +90,13 @@ class TraceGraph:
 def _walk(
     store: GraphStore, tenant: str, trace_id: str, rel: str, direction: str, target: str
 ) -> list[GNode]:
-    p = TraversalPattern(
-        name=f"inspect_{rel.lower()}",
-        goal="_inspect",
-        sub_question=f"trace {rel} {target}",
+    p = internal_pattern(
+        f"inspect_{rel.lower()}", owner="_inspect", question=f"trace {rel} {target}",
         seed=Seed(type="DecisionTrace", key="id", value=Literal_(value=trace_id)),
-        edge_sequence=(EdgeStep(type=rel, direction=direction),),
-        target_type=target,
-        depth=1,  # type: ignore[arg-type]
-        budget_ms=10_000,
-        max_visited=1_000_000,
-        limit=10_000,
-        version=1,
-        author="hopweave",
-        created_at=_EPOCH,
+        edges=[EdgeStep(type=rel, direction=direction)],  # type: ignore[arg-type]
+        target=target,
     )
-    res = store.run_pattern(tenant, p, Bindings(session=Session(tenant_id=tenant), as_of=_EPOCH))
+    res = store.run_pattern(tenant, p, Bindings(session=Session(tenant_id=tenant), as_of=INTERNAL_EPOCH))
     return [GNode(r.node_id, r.label, dict(r.properties)) for r in res.rows]
 
 
@@ -149,21 +110,14 @@ def collect(store: GraphStore, tenant: str, trace_id: str) -> TraceGraph:
         )
     schema = store.schema
     pii = schema.pii_properties("DecisionTrace")
-    trace = GNode(node.id, node.label, {k: v for k, v in node.props.items() if k not in pii})
+    shown = redact_props(node.props)  # nothing derived from the utterance (search query, notes...)
+    trace = GNode(node.id, node.label, {k: v for k, v in shown.items() if k not in pii})
     trace.props["id"] = node.id
     versions = _pattern_versions(trace.props.get("patterns_json"))
     nodes: dict[str, GNode] = {}
     edges: list[GEdge] = []
-    for rel in (
-        "USED_PATTERN",
-        "FOR_GOAL",
-        "FOR_CUSTOMER",
-        "CITES",
-        "HAS_OUTCOME",
-        "HAS_TRACE_STEP",
-        "ABOUT",
-        "SAW_FACT",
-    ):
+    outgoing = sorted(r.name for r in schema.relationships if "DecisionTrace" in r.from_labels)
+    for rel in outgoing:
         for target in schema.rel(rel).to_labels:
             for g in _walk(store, tenant, trace_id, rel, "out", target):
                 caption = rel
@@ -172,10 +126,13 @@ def collect(store: GraphStore, tenant: str, trace_id: str) -> TraceGraph:
                     caption = f"USED_PATTERN v{versions[g.props['name']]}"
                 nodes.setdefault(g.id, g)
                 edges.append(GEdge(trace.id, g.id, rel, caption))
-    for source in schema.rel("RESULTED_IN").from_labels:  # precedent: the profile that led to it
-        for g in _walk(store, tenant, trace_id, "RESULTED_IN", "in", source):
-            nodes.setdefault(g.id, g)
-            edges.append(GEdge(g.id, trace.id, "RESULTED_IN", "RESULTED_IN"))
+    incoming = sorted(r.name for r in schema.relationships if "DecisionTrace" in r.to_labels
+                      and "DecisionTrace" not in r.from_labels)
+    for rel in incoming:  # e.g. precedent: the profile that led to it
+        for source in schema.rel(rel).from_labels:
+            for g in _walk(store, tenant, trace_id, rel, "in", source):
+                nodes.setdefault(g.id, g)
+                edges.append(GEdge(g.id, trace.id, rel, rel))
     for cid in trace.props.get("chunk_ids") or []:
         nodes.setdefault(f"chunk:{cid}", GNode(f"chunk:{cid}", "Chunk", {"chunk_id": cid, "name": cid}))
         edges.append(GEdge(trace.id, f"chunk:{cid}", "SAW_CHUNK", "SAW_CHUNK"))
@@ -192,11 +149,15 @@ def _pattern_versions(raw: Any) -> dict[str, Any]:
             return {}
     if not isinstance(raw, list):
         return {}
-    return {p.get("name"): p.get("version") for p in raw if isinstance(p, dict)}
+    return {str(p.get("name")): p.get("version") for p in raw if isinstance(p, dict)}
 
 
-def _group_rank(label: str) -> int:
-    return GROUP_ORDER.index(label) if label in GROUP_ORDER else len(GROUP_ORDER)
+def _group_rank(label: str) -> tuple[int, str]:
+    if label in GROUP_ORDER:
+        return (GROUP_ORDER.index(label), "")
+    if label in _TAIL_GROUPS:
+        return (len(GROUP_ORDER) + 2 + _TAIL_GROUPS.index(label), "")
+    return (len(GROUP_ORDER) + 1, label)
 
 
 # ---- rendering --------------------------------------------------------------------------------
@@ -225,8 +186,10 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def render(graph: TraceGraph) -> str:
-    """The complete HTML document (str). Same graph => byte-identical page."""
+def render(graph: TraceGraph, styles: Mapping[str, str] | None = None) -> str:
+    """The complete HTML document (str); ``styles`` are the domain's label colours (neutral
+    ones otherwise). Same graph and styles => byte-identical page."""
+    palette = colors(styles)
     pos = layout(graph)
     all_nodes = [graph.trace, *graph.nodes]
     parts: list[str] = []
@@ -239,7 +202,7 @@ def render(graph: TraceGraph) -> str:
     for i, node in enumerate(all_nodes):
         x, y = pos[node.id]
         r = 46 if i == 0 else 30
-        color = COLORS.get(node.label, DEFAULT_COLOR)
+        color = color_of(node.label, palette)
         parts.append(
             f'<g class="node" data-id="{_e(node.id)}" data-label="{_e(node.label)}" data-row="row{i}" tabindex="0">'
             f'<circle cx="{x}" cy="{y}" r="{r}" fill="{color}"/>'
@@ -248,7 +211,7 @@ def render(graph: TraceGraph) -> str:
         )
     legend_labels = sorted({n.label for n in all_nodes}, key=lambda lab: (_group_rank(lab), lab))
     legend = "".join(
-        f'<span class="sw"><i style="background:{COLORS.get(lab, DEFAULT_COLOR)}"></i>{_e(lab)}</span>'
+        f'<span class="sw"><i style="background:{color_of(lab, palette)}"></i>{_e(lab)}</span>'
         for lab in legend_labels
     )
     rows = "".join(

@@ -68,14 +68,28 @@ def understand_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Classify the goal, resolve entities, and print the filter and lexical plan for one utterance."""
+    from hopweave.engine.boundary import check_session_attributes, check_utterance_input
+    from hopweave.models.common import read_session_file
     from hopweave.understand import Understander
-    from hopweave.understand.datasets import read_session
 
-    sess = read_session(session)
+    sess = read_session_file(session)
+    check_utterance_input(utterance)
+    from hopweave.errors import ConfigError
+    from hopweave.models.store_settings import read_store_settings
+    from hopweave.understand.classifier import classifier_settings
+
+    stored = read_store_settings(store_path(store))
+    if stored is None:
+        raise ConfigError(f"{store_path(store)} was not loaded from a domain pack: run `hopweave load PACK --store DIR`")
+    settings = stored.registry().for_tenant(sess.tenant_id)
+    check_session_attributes(sess, settings)
+    rec = stored.domains[settings.name]
+    config, calibration = classifier_settings(rec.classifier, rec.calibration)
     when = as_of if as_of is not None else date.today().isoformat()
     graph = _open_store(store)
     try:
-        u = Understander(graph, threshold=threshold).understand(utterance, sess, when)
+        u = Understander(graph, threshold=threshold, settings=settings, classifier_config=config,
+                         calibration=calibration).understand(utterance, sess, when)
         d = u.to_json_dict()
         d["qdrant_filter"] = _qdrant_filter(u.filter, graph.schema)
     finally:

@@ -23,7 +23,7 @@ import string
 from dataclasses import dataclass, field
 from functools import lru_cache
 from datetime import datetime
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, TypeVar
 
 from hopweave.engine.result import (
     ChunkItem,
@@ -164,15 +164,22 @@ class Assembly:
     precedent: tuple[PrecedentItem, ...]
 
 
-def _cut_ranked(items: Sequence[Any], tpl: SectionTemplate) -> tuple[list[Any], dict[str, str]]:
+_Ranked = TypeVar("_Ranked", ChunkItem, PrecedentItem)
+
+
+def _item_id(it: ChunkItem | PrecedentItem) -> str:
+    return it.chunk_id if isinstance(it, ChunkItem) else it.trace_id
+
+
+def _cut_ranked(items: Sequence[_Ranked], tpl: SectionTemplate) -> tuple[list[_Ranked], dict[str, str]]:
     """Score-cliff cut over items sorted by score desc; returns kept and {id: reason}."""
-    kept: list[Any] = []
+    kept: list[_Ranked] = []
     dropped: dict[str, str] = {}
     best = items[0].score if items else 0.0
     prev = None
     stopped = False
     for it in items:
-        key = getattr(it, "chunk_id", None) or it.trace_id
+        key = _item_id(it)
         if stopped:
             dropped[key] = "score_cliff"
             continue
@@ -289,6 +296,21 @@ def _facts_section(
     return omitted
 
 
+@dataclass
+class _Omissions:
+    """What the assembler left out: lines, and why each chunk / precedent item was dropped."""
+
+    lines: list[OmittedLine] = field(default_factory=list)
+    chunks: dict[str, str] = field(default_factory=dict)
+    precedent: dict[str, str] = field(default_factory=dict)
+
+    def over_budget(self, s: _Section, c: _Cand) -> None:
+        self.lines.append(OmittedLine(section=s.tpl.name, kind=c.kind, tokens=c.tokens, reason="token_budget",
+                                      sources=c.sources))
+        if c.item_id:
+            (self.chunks if c.kind == "chunk" else self.precedent)[c.item_id] = "token_budget"
+
+
 def assemble(
     sections: Sequence[SectionTemplate],
     facts: Sequence[PatternResult],
@@ -302,129 +324,156 @@ def assemble(
     provenance: bool = True,
     notes: Sequence[str] = (),
 ) -> Assembly:
-    """Build the context block.
+    """Build the context block: a [Note] section (when there are notes), then the goal's
+    sections, selected greedily and round-robin under one token budget.
 
     Returns an :class:`Assembly`: the block plus the chunks and precedent items marked
     ``in_context`` / ``omitted_reason``. Never raises for content; a budget too small even for
     the notes yields an empty block with everything listed as omitted.
     """
     counter = counter or default_counter()
+    base = _base_values(as_of, entities)
+    out = _Omissions()
+    secs = [_note_section(notes)] if notes else []
+    assigned: set[str] = set()
+    facts_by_pattern = {f.pattern: f for f in facts}
+    for tpl in sections:
+        tpl = _with_extra_patterns(tpl, facts)
+        s = _Section(tpl, "" if "{" in tpl.title and tpl.source == "chunks" else f"[{tpl.title}]")
+        if tpl.source == "facts":
+            assigned.update(tpl.patterns)
+            out.lines += _facts_section(s, len(secs), facts_by_pattern, base, provenance)
+        elif tpl.source == "chunks":
+            out.chunks.update(_chunks_section(s, len(secs), chunks, provenance))
+        else:
+            assigned.update(tpl.patterns)
+            out.precedent.update(_precedent_section(s, len(secs), precedent))
+        _mark_empty(s, len(secs))
+        secs.append(s)
+    out.lines += _unassigned(facts, assigned)
+    chosen = _select(secs, budget_tokens, counter, out)
+    text, lines, total = _fit(secs, chosen, budget_tokens, counter, out)
+    in_ctx = {c.item_id for c in chosen if c.item_id}
+    block = ContextBlock(
+        text=text, tokens=total, budget=budget_tokens, tokenizer=counter.name,
+        sections=tuple(secs[i].tpl.name for i in sorted({c.section for c in chosen})),
+        lines=tuple(lines), omitted=tuple(out.lines),
+    )
+    return Assembly(block=block, chunks=_mark_chunks(chunks, in_ctx, out.chunks),
+                    precedent=_mark_precedent(precedent, in_ctx, out.precedent))
+
+
+def _base_values(as_of: datetime, entities: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Values every template may use: ``as_of_year``, ``as_of_date``, ``entity_<Type>``."""
     base: dict[str, Any] = {"as_of_year": as_of.year, "as_of_date": as_of.date().isoformat()}
     for k, v in (entities or {}).items():
         base[f"entity_{k}"] = v
-    facts_by_pattern = {f.pattern: f for f in facts}
-    omitted: list[OmittedLine] = []
-    secs: list[_Section] = []
-    chunk_reason: dict[str, str] = {}
-    prec_reason: dict[str, str] = {}
-    assigned: set[str] = set()
+    return base
 
-    if notes:
-        note_sec = _Section(SectionTemplate(name="note", title="Note", source="facts"), "[Note]")
-        for i, n in enumerate(notes):
-            note_sec.cands.append(_Cand(0, i, -1, "note", n))
-        secs.append(note_sec)
 
-    for tpl in sections:
-        si = len(secs)
-        extra = sorted(f.pattern for f in facts if f.section == tpl.name and f.pattern not in tpl.patterns)
-        if extra:
-            tpl = tpl.model_copy(update={"patterns": tuple(tpl.patterns) + tuple(extra)})
-        templated = "{" in tpl.title
-        s = _Section(tpl, "" if templated and tpl.source == "chunks" else f"[{tpl.title}]")
-        if tpl.source == "facts":
-            assigned.update(tpl.patterns)
-            omitted += _facts_section(s, si, facts_by_pattern, base, provenance)
-        elif tpl.source == "chunks":
-            kept, dropped = _chunk_order(chunks, tpl)
-            chunk_reason.update(dropped)
-            line_t = '"{text}"' if tpl.line == "{summary}" else tpl.line
-            for i, c in enumerate(kept):
-                vals = {**c.metadata, **c.model_dump(exclude={"metadata", "channels"})}
-                short = " ".join(x for x in (c.chunk_id, c.revision, c.version) if x)
-                text = _with_src(render(line_t, vals, '"{text}"'), (short,), provenance)
-                header = f"[{render(tpl.title, vals, '{document}')}]" if templated else None
-                s.cands.append(_Cand(si, i, i, "chunk", text, (c.chunk_id,), _citation(c), header, c.chunk_id))
-        else:
-            assigned.update(tpl.patterns)
-            ranked = sorted(precedent, key=lambda p: (-p.score, p.trace_id))
-            kept, dropped = _cut_ranked(ranked, tpl)
-            prec_reason.update(dropped)
-            for p in kept[tpl.max_lines :]:
-                prec_reason[p.trace_id] = "max_lines"
-            line_t = "{id}: {summary}" if tpl.line == "{summary}" else tpl.line
-            for i, p in enumerate(kept[: tpl.max_lines]):
-                vals = {**p.properties, "id": p.trace_id, "summary": p.summary, "score": p.score}
-                text = render(line_t, vals, "{id}: {summary}", "{id}")
-                s.cands.append(_Cand(si, i, i, "precedent", text, (p.trace_id,), item_id=p.trace_id))
-        if not s.cands:
-            if not s.header:  # a per-chunk title template: head the empty section with its stem
-                s.header = f"[{plain_title(tpl.title)}]"
-            s.cands.append(_Cand(si, 0, -1, "empty", tpl.empty))
-        secs.append(s)
+def _note_section(notes: Sequence[str]) -> _Section:
+    """The [Note] section: ranked first, so a tight budget keeps what the agent must know."""
+    s = _Section(SectionTemplate(name="note", title="Note", source="facts"), "[Note]")
+    s.cands.extend(_Cand(0, i, -1, "note", n) for i, n in enumerate(notes))
+    return s
 
-    for f in facts:
-        if f.pattern not in assigned and f.rows:
-            omitted.append(
-                OmittedLine(section="", kind="fact", tokens=0, reason=f"pattern {f.pattern} feeds no section",
-                            sources=tuple(r.node_id for r in f.rows))
-            )
 
-    # ---- greedy, round-robin selection under one budget -----------------------------------
+def _with_extra_patterns(tpl: SectionTemplate, facts: Sequence[PatternResult]) -> SectionTemplate:
+    """The template plus the patterns that assign themselves to it (``pattern.section``)."""
+    extra = sorted(f.pattern for f in facts if f.section == tpl.name and f.pattern not in tpl.patterns)
+    return tpl.model_copy(update={"patterns": tuple(tpl.patterns) + tuple(extra)}) if extra else tpl
+
+
+def _chunks_section(s: _Section, si: int, chunks: Sequence[ChunkItem], provenance: bool) -> dict[str, str]:
+    """Fill a chunks section; returns {chunk id: why it was dropped}."""
+    tpl = s.tpl
+    kept, dropped = _chunk_order(chunks, tpl)
+    line_t = '"{text}"' if tpl.line == "{summary}" else tpl.line
+    for i, c in enumerate(kept):
+        vals = {**c.metadata, **c.model_dump(exclude={"metadata", "channels"})}
+        short = " ".join(x for x in (c.chunk_id, c.revision, c.version) if x)
+        text = _with_src(render(line_t, vals, '"{text}"'), (short,), provenance)
+        header = f"[{render(tpl.title, vals, '{document}')}]" if "{" in tpl.title else None
+        s.cands.append(_Cand(si, i, i, "chunk", text, (c.chunk_id,), _citation(c), header, c.chunk_id))
+    return dropped
+
+
+def _precedent_section(s: _Section, si: int, precedent: Sequence[PrecedentItem]) -> dict[str, str]:
+    """Fill a precedent section; returns {trace id: why it was dropped}."""
+    tpl = s.tpl
+    kept, dropped = _cut_ranked(sorted(precedent, key=lambda p: (-p.score, p.trace_id)), tpl)
+    for p in kept[tpl.max_lines :]:
+        dropped[p.trace_id] = "max_lines"
+    line_t = "{id}: {summary}" if tpl.line == "{summary}" else tpl.line
+    for i, p in enumerate(kept[: tpl.max_lines]):
+        vals = {**p.properties, "id": p.trace_id, "summary": p.summary, "score": p.score}
+        text = render(line_t, vals, "{id}: {summary}", "{id}")
+        s.cands.append(_Cand(si, i, i, "precedent", text, (p.trace_id,), item_id=p.trace_id))
+    return dropped
+
+
+def _mark_empty(s: _Section, si: int) -> None:
+    """An empty section still says so (its ``empty`` text), under its plain title."""
+    if s.cands:
+        return
+    if not s.header:  # a per-chunk title template: head the empty section with its stem
+        s.header = f"[{plain_title(s.tpl.title)}]"
+    s.cands.append(_Cand(si, 0, -1, "empty", s.tpl.empty))
+
+
+def _unassigned(facts: Sequence[PatternResult], assigned: set[str]) -> list[OmittedLine]:
+    return [OmittedLine(section="", kind="fact", tokens=0, reason=f"pattern {f.pattern} feeds no section",
+                        sources=tuple(r.node_id for r in f.rows))
+            for f in facts if f.pattern not in assigned and f.rows]
+
+
+def _select(secs: list[_Section], budget: int, counter: TokenCounter, out: _Omissions) -> list[_Cand]:
+    """Greedy, round-robin selection under one budget (notes and empties first, then the first
+    line of every section, then the second, ...). A section's header is paid with its first line."""
     for s in secs:
         for c in s.cands:
             c.tokens = counter.count(c.text) + (counter.count(c.header) if c.header else 0)
     header_cost = [counter.count(s.header) if s.header else 0 for s in secs]
-    queue = sorted(
-        (c for s in secs for c in s.cands), key=lambda c: (c.rank > -1, c.rank, c.section, c.order)
-    )
+    queue = sorted((c for s in secs for c in s.cands), key=lambda c: (c.rank > -1, c.rank, c.section, c.order))
     used = 0
     paid: set[int] = set()
     chosen: list[_Cand] = []
     for c in queue:
         cost = c.tokens + (header_cost[c.section] if c.section not in paid else 0)
-        if used + cost <= budget_tokens:
+        if used + cost <= budget:
             used += cost
             paid.add(c.section)
             chosen.append(c)
         else:
-            omitted.append(OmittedLine(section=secs[c.section].tpl.name, kind=c.kind, tokens=c.tokens,
-                                       reason="token_budget", sources=c.sources))
-            if c.item_id:
-                (chunk_reason if c.kind == "chunk" else prec_reason)[c.item_id] = "token_budget"
+            out.over_budget(secs[c.section], c)
+    return chosen
 
+
+def _fit(secs: list[_Section], chosen: list[_Cand], budget: int, counter: TokenCounter,
+         out: _Omissions) -> tuple[str, list[ContextLine], int]:
+    """Render, dropping the last chosen lines while the text is over budget (title
+    placeholders such as ``{count}`` can shift a count). Returns (text, lines, tokens)."""
     text, lines = _render(secs, chosen, counter)
     total = counter.count(text)
-    while total > budget_tokens and chosen:  # title placeholders ({count}) can shift a count
+    while total > budget and chosen:
         c = chosen.pop()
-        omitted.append(OmittedLine(section=secs[c.section].tpl.name, kind=c.kind, tokens=c.tokens,
-                                   reason="token_budget", sources=c.sources))
-        if c.item_id:
-            (chunk_reason if c.kind == "chunk" else prec_reason)[c.item_id] = "token_budget"
+        out.over_budget(secs[c.section], c)
         text, lines = _render(secs, chosen, counter)
         total = counter.count(text)
+    return text, lines, total
 
-    in_ctx = {c.item_id for c in chosen if c.item_id}
-    out_chunks = tuple(
-        c.model_copy(update={"in_context": c.chunk_id in in_ctx, "omitted_reason": None if c.chunk_id in in_ctx
-                             else chunk_reason.get(c.chunk_id, "not_selected")})
-        for c in chunks
-    )
-    out_prec = tuple(
-        p.model_copy(update={"in_context": p.trace_id in in_ctx, "omitted_reason": None if p.trace_id in in_ctx
-                             else prec_reason.get(p.trace_id, "not_selected")})
-        for p in precedent
-    )
-    block = ContextBlock(
-        text=text,
-        tokens=total,
-        budget=budget_tokens,
-        tokenizer=getattr(counter, "name", type(counter).__name__),
-        sections=tuple(secs[i].tpl.name for i in sorted({c.section for c in chosen})),
-        lines=tuple(lines),
-        omitted=tuple(omitted),
-    )
-    return Assembly(block=block, chunks=out_chunks, precedent=out_prec)
+
+def _mark_chunks(chunks: Sequence[ChunkItem], in_ctx: set[str], why: dict[str, str]) -> tuple[ChunkItem, ...]:
+    return tuple(c.model_copy(update={"in_context": c.chunk_id in in_ctx, "omitted_reason": None
+                                      if c.chunk_id in in_ctx else why.get(c.chunk_id, "not_selected")})
+                 for c in chunks)
+
+
+def _mark_precedent(items: Sequence[PrecedentItem], in_ctx: set[str],
+                    why: dict[str, str]) -> tuple[PrecedentItem, ...]:
+    return tuple(p.model_copy(update={"in_context": p.trace_id in in_ctx, "omitted_reason": None
+                                      if p.trace_id in in_ctx else why.get(p.trace_id, "not_selected")})
+                 for p in items)
 
 
 def _render(secs: list[_Section], chosen: list[_Cand], counter: TokenCounter) -> tuple[str, list[ContextLine]]:

@@ -13,10 +13,11 @@ from typing import Any, Mapping, Sequence
 
 from hopweave.engine.assemble import aggregate_line, render
 from hopweave.engine.result import ChannelView, ChunkItem, EntityItem
-from hopweave.engine.stack import UnderstandingView
-from hopweave.models.common import PatternResult
+from hopweave.models.common import PatternResult, Scalar
 from hopweave.models.filters import And, Eq, FilterTree, In, Range, and_
 from hopweave.models.metagraph import GoalType, SectionTemplate, TraversalPattern
+from hopweave.models.ranking import Hit
+from hopweave.understand.models import Mention, Understanding
 
 #: Sections used when no goal is confident enough (the fallback plan): documents only.
 FALLBACK_SECTIONS: tuple[SectionTemplate, ...] = (
@@ -36,7 +37,7 @@ class Plan:
     confidence: float
     clarify: bool
     entities: tuple[EntityItem, ...]
-    entity_values: dict[str, Any]
+    entity_values: dict[str, Scalar]
     filter: FilterTree | None
     lexical_query: str
     dense_query: str
@@ -45,10 +46,21 @@ class Plan:
     profile: str | None = None
     #: The goal the classifier leaned to (also when it was not confident enough).
     best: str | None = None
+    #: What the utterance named that is not used (others' ids, claims the record contradicts).
+    mentions: tuple[Mention, ...] = ()
+    #: The understanding stage's remarks for the agent.
+    notes: tuple[str, ...] = ()
+
+
+def entity_items(u: Understanding) -> tuple[EntityItem, ...]:
+    """The understanding's entities as result items, sorted by (type, value)."""
+    items = [EntityItem(type=e.type, value=e.value, source=e.source, text=e.text or "", node_id=e.node_id)
+             for e in u.entities]
+    return tuple(sorted(items, key=lambda x: (x.type, str(x.value))))
 
 
 def build_plan(
-    view: UnderstandingView,
+    u: Understanding | None,
     goals: Mapping[str, GoalType],
     patterns: Mapping[str, Sequence[TraversalPattern]],
     *,
@@ -57,48 +69,61 @@ def build_plan(
     profile: str | None,
     default_profile: str | None,
 ) -> tuple[Plan, str | None]:
-    """The plan for one understanding. Returns (plan, why the fallback plan was chosen or None).
+    """The plan for one understanding (None when the stage failed). Returns (plan, why the
+    fallback plan was chosen, or None; None too when the stage failed: it reported that itself).
 
     Confident (a known goal, not abstained, confidence >= ``min_confidence``): the goal's
     patterns, sections, ranking profile, document scope and search question. Otherwise: no
     goal, no patterns, the fallback sections, ``clarify = True``.
     """
-    goal = goals.get(view.goal) if view.goal else None
-    confident = goal is not None and not view.abstained and view.confidence >= min_confidence
-    why = None
-    if not confident:
-        if view.goal and goal is None:
-            why = f"goal {view.goal!r} is not in the metagraph"
-        elif view.abstained:
-            why = "the classifier abstained"
-        elif goal is not None:
-            why = f"confidence {view.confidence:.2f} < {min_confidence}"
-        else:
-            why = "no goal matched"
-    dense_query = view.dense_query or utterance
-    flt = view.filter
+    if u is None:
+        return _fallback_plan(utterance, profile or default_profile), None
+    goal = goals.get(u.goal) if u.goal else None
+    confident = goal is not None and not u.abstained and u.confidence >= min_confidence
+    why = None if confident else _why_not(u, goal, min_confidence)
+    values = u.entity_bindings()
+    dense_query = utterance
+    flt: FilterTree | None = u.filter
     if confident and goal is not None:
         if goal.search_template:
-            question = render(goal.search_template, {**view.entity_values, "utterance": utterance})
+            question = render(goal.search_template, {**values, "utterance": utterance})
             if question:  # the goal's question, then the customer's own words
                 dense_query = question if "{utterance}" in goal.search_template else f"{question} {utterance}"
         if goal.document_scope:
             flt = scope_filter(flt, goal.document_scope)
     plan = Plan(
         goal=goal if confident else None,
-        confidence=view.confidence,
+        confidence=u.confidence,
         clarify=not confident,
-        entities=view.entities,
-        entity_values=view.entity_values,
+        entities=entity_items(u),
+        entity_values=values,
         filter=flt,
-        lexical_query=view.lexical_query or utterance,
+        lexical_query=u.lexical.query or utterance,
         dense_query=dense_query,
         patterns=list(patterns.get(goal.name, [])) if confident and goal is not None else [],
         sections=goal.sections if confident and goal is not None else FALLBACK_SECTIONS,
         profile=profile or (goal.ranking_profile if confident and goal is not None else None) or default_profile,
-        best=view.goal or view.best,
+        best=u.goal or u.classification.best,
+        mentions=u.mentions,
+        notes=u.notes,
     )
     return plan, why
+
+
+def _why_not(u: Understanding, goal: GoalType | None, min_confidence: float) -> str:
+    if u.goal and goal is None:
+        return f"goal {u.goal!r} is not in the metagraph"
+    if u.abstained:
+        return "the classifier abstained"
+    if goal is not None:
+        return f"confidence {u.confidence:.2f} < {min_confidence}"
+    return "no goal matched"
+
+
+def _fallback_plan(utterance: str, profile: str | None) -> Plan:
+    """No understanding: a generic document search on the utterance, no patterns, clarify."""
+    return Plan(goal=None, confidence=0.0, clarify=True, entities=(), entity_values={}, filter=None,
+                lexical_query=utterance, dense_query=utterance, sections=FALLBACK_SECTIONS, profile=profile)
 
 
 def scope_filter(tree: FilterTree | None, scope: Mapping[str, Sequence[Any]]) -> FilterTree | None:
@@ -140,7 +165,7 @@ def case_text_for(utterance: str, plan: Plan, facts: Sequence[PatternResult], as
     return ". ".join(p for p in parts if p)
 
 
-def chunk_items(hits: Sequence[Any]) -> tuple[ChunkItem, ...]:
+def chunk_items(hits: Sequence[Hit]) -> tuple[ChunkItem, ...]:
     """Search hits as ChunkItems (rank from 1, per-channel rank / score / contribution)."""
     items = []
     for i, h in enumerate(hits, start=1):
@@ -151,7 +176,7 @@ def chunk_items(hits: Sequence[Any]) -> tuple[ChunkItem, ...]:
         if h.lexical is not None:
             chans.append(ChannelView(channel="lexical", rank=h.lexical.rank, score=round(h.lexical.score, 6),
                                      contribution=_round(h.lexical.contribution)))
-        if getattr(h, "rerank", None) is not None:
+        if h.rerank is not None:
             chans.append(ChannelView(channel="rerank", rank=h.rerank.fused_rank, score=round(h.rerank.score, 6)))
         meta = {k: v for k, v in h.payload.items() if k not in ("provenance", "text_hash", "embedding_space")}
         items.append(ChunkItem(
@@ -164,3 +189,15 @@ def chunk_items(hits: Sequence[Any]) -> tuple[ChunkItem, ...]:
 
 def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 6)
+
+
+def agent_notes(plan: Plan) -> list[str]:
+    """The [Note] lines the agent sees: an unclear goal, what the utterance named that was not
+    used (mentions), and the understanding stage's remarks (de-duplicated, in that order)."""
+    notes = []
+    if plan.clarify:
+        notes.append(f"Goal unclear (best guess {plan.best or 'none'}, confidence {plan.confidence:.2f}): "
+                     "ask the customer what they need before acting.")
+    notes.extend(m.line() for m in plan.mentions)
+    notes.extend(plan.notes)
+    return list(dict.fromkeys(notes))

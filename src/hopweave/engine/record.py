@@ -4,7 +4,7 @@ Every retrieval becomes a ``:DecisionTrace {kind: "retrieval"}`` written through
 (so tenant scoping and schema validation apply), linked::
 
     (t)-[:USED_PATTERN {version}]->(:TraversalPattern)   one per pattern that ran
-    (t)-[:FOR_CUSTOMER]->(:Customer)   (t)-[:FOR_GOAL]->(:GoalType)
+    (t)-[:<subject.trace_relationship>]->(:<subject.label>)   (t)-[:FOR_GOAL]->(:GoalType)
     (t)-[:CITES]->(:Document)          every document revision whose chunk reached the context
     (t)-[:SAW_FACT]->(node)            every graph node whose row reached the context
 
@@ -12,6 +12,11 @@ with the goal, entities, filter, chunk/fact/precedent ids, ranking profile, as_o
 context text and its hash. The trace id is a hash of the inputs, the as_of, the store revision and
 what was seen, so replaying the same case on the same store gives the same id (an idempotent
 upsert), and any change in what was seen gives a new id that :func:`diff` can compare.
+
+The subject link (``FOR_CUSTOMER`` to ``:Customer`` in DeltaBank) comes from the domain's
+``subject`` settings. :func:`redact_props` blanks every property derived from the utterance (the
+utterance, the search query, utterance entities, the [Note] lines quoting it); ``trace show`` and
+the HTML view use it unless ``--pii`` is given.
 """
 
 from __future__ import annotations
@@ -29,19 +34,12 @@ from hopweave.errors import NotFoundError
 from hopweave.graph.base import Edge, GraphStore, Node
 from hopweave.models.common import Bindings, Session
 from hopweave.models.documents import document_node_id
-from hopweave.models.metagraph import (
-    EdgeStep,
-    Literal_,
-    OrderBy,
-    Predicate,
-    Seed,
-    TraversalPattern,
-    goal_node_id,
-    pattern_node_id,
-)
+from hopweave.models.domain import SubjectSpec
+from hopweave.models.internal_patterns import INTERNAL_EPOCH, internal_pattern
+from hopweave.models.metagraph import EdgeStep, Literal_, Predicate, Seed, goal_node_id, pattern_node_id
 
 KIND = "retrieval"
-_EPOCH = datetime(2000, 1, 1)
+REDACTED = "<redacted: derived from the utterance>"
 
 
 def _canon(obj: Any) -> str:
@@ -77,8 +75,11 @@ def trace_id_for(
     return "RT_" + hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
-def build(result: RetrievalResult, session: Session, store: GraphStore) -> tuple[list[Node], list[Edge]]:
-    """The trace node and its edges for ``result`` (edges only to nodes visible to the tenant)."""
+def build(
+    result: RetrievalResult, session: Session, store: GraphStore, subject: SubjectSpec
+) -> tuple[list[Node], list[Edge]]:
+    """The trace node and its edges for ``result`` (edges only to nodes visible to the tenant);
+    ``subject`` names the session subject's label and the trace's relationship to it."""
     tenant = result.tenant_id
     ctx_chunks = [c for c in result.chunks if c.in_context]
     fact_ids = sorted({s for ln in result.context.lines if ln.kind == "fact" for s in ln.sources})
@@ -130,7 +131,7 @@ def build(result: RetrievalResult, session: Session, store: GraphStore) -> tuple
     for name, version in patterns:
         link(pattern_node_id(name), "USED_PATTERN", ("TraversalPattern",), version=version)
     if session.customer_id:
-        link(session.customer_id, "FOR_CUSTOMER", ("Customer",))
+        link(session.customer_id, subject.trace_relationship, (subject.label,))
     if result.goal:
         link(goal_node_id(result.goal), "FOR_GOAL", ("GoalType",))
     for doc in sorted({(c.document_id, c.revision) for c in ctx_chunks}):
@@ -141,10 +142,43 @@ def build(result: RetrievalResult, session: Session, store: GraphStore) -> tuple
     return [node], edges
 
 
-def record(store: GraphStore, result: RetrievalResult, session: Session) -> None:
-    """Write the trace of ``result`` (idempotent for the same trace id). Raises StoreError."""
-    nodes, edges = build(result, session, store)
+def record(store: GraphStore, result: RetrievalResult, session: Session, subject: SubjectSpec) -> bool:
+    """Write the trace of ``result`` (idempotent for the same trace id). Returns True once
+    written. Raises StoreError (and whatever the store raises; the engine types it)."""
+    nodes, edges = build(result, session, store, subject)
     store.write(result.tenant_id, nodes, edges)
+    return True
+
+
+def redact_context(text: str) -> str:
+    """The context text with its [Note] section (which quotes what the utterance named)
+    replaced by a redaction marker."""
+    blocks = text.split("\n\n")
+    return "\n\n".join(f"[Note]\n{REDACTED}" if b.startswith("[Note]") else b for b in blocks)
+
+
+def redact_entities(entities: list[Any]) -> list[Any]:
+    """Entity dicts with the surface text and value of utterance-sourced ones blanked."""
+    out = []
+    for e in entities:
+        if isinstance(e, dict) and e.get("source") == "utterance":
+            e = {**e, "text": REDACTED, "value": REDACTED}
+        out.append(e)
+    return out
+
+
+def redact_props(props: dict[str, Any]) -> dict[str, Any]:
+    """A DecisionTrace's properties without anything derived from the utterance (for display):
+    utterance, search query, utterance entities, the context's [Note] lines."""
+    out = dict(props)
+    for key in ("utterance", "search_query"):
+        if out.get(key):
+            out[key] = REDACTED
+    if out.get("entities_json") is not None:
+        out["entities_json"] = redact_entities(_json(out["entities_json"], []))
+    if isinstance(out.get("context_text"), str):
+        out["context_text"] = redact_context(out["context_text"])
+    return out
 
 
 # ---------------------------------------------------------------------------- reading
@@ -178,8 +212,14 @@ class RecordedTrace(BaseModel):
     metagraph_revision: str | None = None
 
     def redacted(self) -> "RecordedTrace":
-        """Without the PII utterance (the schema flags DecisionTrace.utterance as PII)."""
-        return self.model_copy(update={"utterance": "<redacted: PII>" if self.utterance else None})
+        """Without anything derived from the utterance (a PII property): the utterance, the
+        search query, utterance entities and the context's [Note] lines are blanked."""
+        return self.model_copy(update={
+            "utterance": REDACTED if self.utterance else None,
+            "search_query": REDACTED if self.search_query else None,
+            "entities": redact_entities(self.entities),
+            "context_text": redact_context(self.context_text),
+        })
 
 
 def _json(v: Any, default: Any) -> Any:
@@ -225,30 +265,18 @@ def load(store: GraphStore, tenant_id: str, trace_id: str) -> RecordedTrace:
     )
 
 
-def _query_pattern(name: str, seed: Seed, edge: EdgeStep, target: str, predicates: tuple[Predicate, ...] = (),
-                   returns: tuple[str, ...] = (), order: tuple[OrderBy, ...] = ()) -> TraversalPattern:
-    """An ad-hoc (never stored) pattern: the audit queries are graph walks like any other."""
-    return TraversalPattern(
-        name=name, goal="_audit", sub_question=name.replace("_", " "), seed=seed, edge_sequence=(edge,),
-        target_type=target, predicates=predicates, depth=1, budget_ms=5_000, max_visited=1_000_000,
-        limit=10_000, returns=returns, order_by=order, version=1, author="hopweave", created_at=_EPOCH,
-    )
-
-
 def traces_using(
     store: GraphStore, tenant_id: str, pattern: str, version: int | None = None
 ) -> list[RecordedTrace]:
     """Recorded retrievals of the tenant that used ``pattern`` (at ``version`` if given), newest
     as_of first, ties by id."""
-    q = _query_pattern(
-        "traces_using_pattern",
-        Seed(type="TraversalPattern", key="name", value=Literal_(value=pattern)),
-        EdgeStep(type="USED_PATTERN", direction="in"),
-        "DecisionTrace",
-        predicates=(Predicate(property="kind", op="eq", value=Literal_(value=KIND)),),
-        returns=("kind",),
+    q = internal_pattern(
+        "traces_using_pattern", owner="_audit",
+        seed=Seed(type="TraversalPattern", key="name", value=Literal_(value=pattern)),
+        edges=[EdgeStep(type="USED_PATTERN", direction="in")], target="DecisionTrace",
+        predicates=(Predicate(property="kind", op="eq", value=Literal_(value=KIND)),), returns=("kind",),
     )
-    bindings = Bindings(session=Session(tenant_id=tenant_id), as_of=_EPOCH)
+    bindings = Bindings(session=Session(tenant_id=tenant_id), as_of=INTERNAL_EPOCH)
     res = store.run_pattern(tenant_id, q, bindings)
     out = [load(store, tenant_id, r.node_id) for r in res.rows]
     if version is not None:

@@ -30,17 +30,24 @@ expectation and what was found instead. Same store + same as_of -> byte-identica
 
 from __future__ import annotations
 
-import json
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Literal, Optional
+from typing import Any, Iterable, Literal, Mapping, Optional
 
-import yaml
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hopweave.engine import record as trace_record
 from hopweave.engine.engine import Engine, EngineConfig
-from hopweave.engine.result import RetrievalResult
+from hopweave.engine.result import ChunkItem, RetrievalResult
 from hopweave.errors import InputError, StoreUnavailableError
-from hopweave.models.common import Session
+from hopweave.fileio import read_yaml
+from hopweave.models.common import Session, parse_session, read_session_file
+from hopweave.models.filters import FilterTree
+from hopweave.models.ranking import RankingProfile, SearchResult
+from hopweave.search.embedder import EmbeddingSpace
+from hopweave.search.index_base import CollectionInfo
+from hopweave.understand.models import Understanding
 
 Fault = Literal["search_unavailable", "understand_unavailable"]
 _UNSET = object()
@@ -96,28 +103,20 @@ class Scenario(BaseModel):
     path: str = ""
 
     def resolved_session(self) -> Session:
+        """The scenario's session: its ``session_file`` (relative to the scenario) overlaid with
+        its inline ``session``. Raises InputError naming the scenario, or TenantError."""
         data: dict[str, Any] = {}
         if self.session_file:
             p = Path(self.path).parent / self.session_file if self.path else Path(self.session_file)
-            try:
-                data.update(json.loads(p.read_text(encoding="utf-8")))
-            except (OSError, ValueError) as exc:
-                raise InputError(f"scenario {self.name}: cannot read session file {p}: {exc}") from exc
+            data.update(read_session_file(p).model_dump(exclude_defaults=True))
         data.update(self.session or {})
-        data.pop("as_of", None)
-        try:
-            return Session.model_validate(data)
-        except ValidationError as exc:
-            raise InputError(f"scenario {self.name}: malformed session: {exc}") from exc
+        return parse_session(data, f"scenario {self.name}: session")
 
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read one scenario YAML file. Raises InputError naming the file and the problem."""
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot read scenario {p}: {exc}") from exc
+    data = read_yaml(p, "scenario")
     if not isinstance(data, dict):
         raise InputError(f"scenario {p} is not a YAML mapping")
     if "as_of" in data and not isinstance(data["as_of"], str):
@@ -158,12 +157,15 @@ class Outcome(BaseModel):
 
 
 class _DownIndex:
-    """Fault injection: a vector index whose server is down."""
+    """Fault injection: a vector index whose server is down (a DocumentIndex)."""
 
-    def search(self, *a: Any, **k: Any) -> Any:
+    def search(self, tenant_id: str, query: str, profile: RankingProfile,
+               where: FilterTree | Mapping[str, object] | None = None, limit: int = 10,
+               query_vector: np.ndarray | None = None, query_space: EmbeddingSpace | None = None,
+               include_superseded: bool = False) -> SearchResult:
         raise StoreUnavailableError("the vector index is unreachable (scenario fault: search_unavailable)")
 
-    def require_info(self) -> Any:
+    def require_info(self) -> CollectionInfo:
         raise StoreUnavailableError("the vector index is unreachable (scenario fault: search_unavailable)")
 
     def close(self) -> None:
@@ -171,21 +173,20 @@ class _DownIndex:
 
 
 class _DownUnderstander:
-    def understand(self, *a: Any, **k: Any) -> Any:
+    """Fault injection: an understanding stage that is unavailable (an UnderstandingStage)."""
+
+    def understand(self, utterance: str, session: Session, as_of: datetime | str) -> Understanding:
         raise StoreUnavailableError("the understanding stage is unavailable (scenario fault)")
+
+    def warmup(self) -> None:
+        pass
 
 
 def _engine_for(engine: Engine, faults: list[str]) -> Engine:
     if not faults:
         return engine
-    return Engine(
-        engine.graph,
-        _DownIndex() if "search_unavailable" in faults else engine.index,
-        embedder=engine._embedder,
-        understander=_DownUnderstander() if "understand_unavailable" in faults else engine._understander,
-        config=engine.config,
-        counter=engine._counter,
-    )
+    return engine.sibling(index=_DownIndex() if "search_unavailable" in faults else engine.index,
+                          understander=_DownUnderstander() if "understand_unavailable" in faults else None)
 
 
 def run_scenario(engine: Engine, sc: Scenario, *, record: bool = True) -> RetrievalResult:
@@ -204,10 +205,10 @@ def run_scenario(engine: Engine, sc: Scenario, *, record: bool = True) -> Retrie
         )
     finally:
         if eng is not engine:
-            eng._pool.shutdown(wait=False)
+            eng.close_pools()
 
 
-def chunk_matches(chunk: Any, ref: str) -> bool:
+def chunk_matches(chunk: ChunkItem, ref: str) -> bool:
     """A chunk reference is a chunk id, ``<document>#<section>`` (``waiver-policy-v3.pdf#3.2``) or
     ``<document>`` alone (any section of that file)."""
     if ref == chunk.chunk_id:
@@ -296,21 +297,22 @@ def replay(engine: Engine, paths: Iterable[str | Path], *, record: bool = True) 
     return out
 
 
-def replay_trace(engine: Engine, tenant_id: str, trace_id: str, *, record: bool = True) -> tuple[RetrievalResult, Any]:
+def replay_trace(
+    engine: Engine, tenant_id: str, trace_id: str, *, record: bool = True
+) -> tuple[RetrievalResult, trace_record.TraceDiff]:
     """Re-run a recorded retrieval (its utterance, session and as_of) on the store as it is now
     and diff it against the recording. Returns (new result, TraceDiff); the diff is empty when
     nothing changed. Raises NotFoundError for an unknown trace (or another tenant's)."""
-    from hopweave.engine import record as rec
-
+    rec = trace_record
     old = rec.load(engine.graph, tenant_id, trace_id)
     if not old.utterance or not old.as_of:
         raise InputError(f"trace {trace_id} has no utterance/as_of recorded: it cannot be replayed")
-    session = Session.model_validate(old.session or {"tenant_id": tenant_id})
+    session = parse_session(old.session or {"tenant_id": tenant_id}, f"trace {trace_id}: session")
     r = engine.retrieve(old.utterance, session=session, as_of=old.as_of, record=record)
-    if record:
+    if record and r.recorded:
         new = rec.load(engine.graph, tenant_id, r.trace_id)
     else:  # compare against the result itself without writing it
-        nodes, _ = rec.build(r, session, engine.graph)
+        nodes, _ = rec.build(r, session, engine.graph, engine.settings_for(tenant_id).subject)
         props = nodes[0].props
         new = old.model_copy(update={
             "trace_id": r.trace_id, "goal": r.goal, "goal_version": r.goal_version, "chunk_ids": props["chunk_ids"],

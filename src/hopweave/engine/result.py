@@ -14,6 +14,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from hopweave.models.common import PatternResult
+from hopweave.understand.models import Mention
 
 Stage = Literal["understand", "search", "traverse", "precedent", "assemble", "record", "engine"]
 
@@ -146,6 +147,14 @@ class RetrievalResult(_Frozen):
     #: The goal was unclear: a fallback plan ran and the agent should ask the customer.
     clarify: bool = False
     entities: tuple[EntityItem, ...] = ()
+    #: What the utterance named that was NOT used: other customers' ids, identifiers the
+    #: session's subject does not own, claims the record contradicts ("customer claims
+    #: Platinum; record says Gold"). Also listed in the context's [Note] section.
+    mentions: tuple[Mention, ...] = ()
+    #: Remarks for the agent (unclear goal, non-English input, filter decisions); also in [Note].
+    notes: tuple[str, ...] = ()
+    #: The domain whose settings served the request.
+    domain: str = ""
     #: The chunk filter as a FilterTree (JSON) and its flat display form.
     filter: Optional[dict[str, Any]] = None
     filter_display: dict[str, Any] = Field(default_factory=dict)
@@ -160,6 +169,9 @@ class RetrievalResult(_Frozen):
     timings_ms: dict[str, float] = Field(default_factory=dict)
     store_revision: str = ""
     metagraph_revision: str = ""
+    #: True only when the DecisionTrace was written within the request's deadline (False when
+    #: recording was off, failed or timed out: then ``degraded`` says why).
+    recorded: bool = False
 
     @property
     def tokens(self) -> int:

@@ -2,7 +2,8 @@
 
 Layout of a graph directory::
 
-    LOCK            flock target: shared while loading, exclusive while writing/compacting
+    LOCK            flock target: exclusive while writing/compacting (readers take none: they
+                    re-read when the snapshot was replaced mid-read)
     graph.snapshot  line 1: JSON header {magic, format, last_seq, nodes, edges, schema_version,
                     payload_len, payload_sha256}; then the payload: one JSON object
                     {"node": {id: {"label": L, prop: value, ...}}, "succ": {src: {dst: {rel: props}}}}

@@ -5,8 +5,10 @@
   million-node snapshot); :meth:`compact` rewrites the snapshot atomically and empties the
   journal; :meth:`bulk` loads millions of items in memory and commits them as one snapshot. A
   killed process leaves the previous committed state readable.
-- Several processes may open one directory: writes take an exclusive flock and first catch up
-  with records other processes appended; :meth:`refresh` catches up explicitly.
+- Several processes may open one directory: writes take an exclusive flock (waiting at most
+  ``lock_timeout_s``, then StoreBusyError) and first catch up with records other processes
+  appended; :meth:`refresh` catches up explicitly. Reads take no file lock: a writer, even a long
+  bulk load, never blocks a process opening the store (it reads the last committed state).
 - Threads: reads (walks) run concurrently under a read lock; writes apply under the write lock.
 - The networkx graph (:attr:`graph`) has nodes keyed by id with attributes = properties plus
   ``label``, and one edge per (src, type, dst) with key = the relationship type. Treat it as
@@ -21,7 +23,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator
 
 import networkx as nx
 
@@ -107,25 +109,42 @@ class NetworkxGraphStore(GraphStore):
         if self.directory is None:
             self._st, self._seq, self._journal_offset, self._snap_sig = State(), 0, 0, None
         else:
-            with P.locked(self.directory, exclusive=False, timeout_s=self.lock_timeout_s):
-                self._read_directory()
+            self._read_consistent()
         self._loaded = True
         if len(self._st.node) >= FREEZE_THRESHOLD:
             gc.collect()
             gc.freeze()
 
-    def _read_directory(self) -> None:
-        """Replace the state with the directory's snapshot + journal (a flock is held)."""
+    def _read_consistent(self) -> None:
+        """Read the directory without its lock, so a writer (even a long bulk load) never blocks
+        a reader: retry while a compaction replaced the snapshot mid-read (the old snapshot +
+        the new, emptied journal would miss records). Raises StoreBusyError when the snapshot
+        keeps changing for ``lock_timeout_s``."""
+        deadline = time.monotonic() + self.lock_timeout_s
+        while not self._read_directory():
+            if time.monotonic() >= deadline:
+                raise StoreBusyError(
+                    f"{self.directory}: the snapshot kept being replaced while it was read "
+                    f"(for {self.lock_timeout_s:g}s); retry when the compactions stop"
+                )
+            time.sleep(0.01)
+
+    def _read_directory(self) -> bool:
+        """Replace the state with the directory's snapshot + journal. Returns False (state
+        unchanged) when the snapshot was replaced during the read."""
         assert self.directory is not None
         st, seq = State(), 0
-        snap = P.read_snapshot(self.directory, self.schema)
         sig = P.snapshot_signature(self.directory)
+        snap = P.read_snapshot(self.directory, self.schema)
         if snap is not None:
             st, seq = State(snap), int(snap.header["last_seq"])
         records, off = P.read_journal(self.directory, 0)
+        if P.snapshot_signature(self.directory) != sig:
+            return False
         self._seq = self._replay(st, records, seq)
         self._st, self._journal_offset, self._snap_sig = st, off, sig
         self._meta_version += 1
+        return True
 
     def _replay(self, st: State, records: list[tuple[int, dict[str, Any]]], seq: int) -> int:
         """Apply journal records after ``seq``, each validated against the schema and the tenant

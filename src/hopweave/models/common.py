@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, time, timezone
-from typing import Any, Union
+from typing import Any, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -30,9 +30,15 @@ def to_datetime(value: Union[str, date, datetime, None]) -> datetime | None:
     """Parse an ``as_of`` (date or datetime, ISO string accepted) to a naive UTC datetime.
 
     A bare date means the end of that day (23:59:59) so 'as of 2026-05-12' includes that day.
+    Raises InputError for anything else (an int, a malformed string).
     """
     if value is None:
         return None
+    if not isinstance(value, (str, date)):
+        from hopweave.errors import InputError
+
+        raise InputError(f"as_of must be an ISO date/datetime string, a date or a datetime, "
+                         f"not {type(value).__name__} ({value!r:.40})")
     if isinstance(value, str):
         s = value.strip()
         try:
@@ -62,11 +68,73 @@ class Session(BaseModel):
     channel: str | None = None
     agent_id: str | None = None
     locale: str = "en"
+    #: Attributes a domain pack declares beyond the built-in ones (a US state, a contract
+    #: number): checked against the pack's ``session_attributes`` at the engine's boundary and
+    #: usable in always-on filter clauses (``{field: state, session: state}``).
+    attributes: dict[str, Scalar] = Field(default_factory=dict)
 
     @field_validator("tenant_id")
     @classmethod
     def _tenant(cls, v: str) -> str:
         return check_tenant(v)
+
+    def attribute(self, name: str) -> Scalar | None:
+        """A built-in attribute (``region``, ``channel``, ...) or a pack-declared one; None if unset."""
+        if name in _BUILT_IN:
+            value = getattr(self, name)
+            return value if isinstance(value, (str, int, float, bool)) else None
+        return self.attributes.get(name)
+
+
+_BUILT_IN = ("tenant_id", "customer_id", "region", "channel", "agent_id", "locale")
+
+
+def parse_session(data: Any, source: str = "session") -> Session:
+    """The one session parser: a Session from a Session or a mapping of its fields (an ``as_of``
+    key is ignored: as_of is per request). ``source`` names where it came from in errors.
+
+    Raises:
+        TenantError: a missing or malformed tenant_id.
+        InputError: not a mapping, or fields the Session model rejects (names the field).
+    """
+    from pydantic import ValidationError
+
+    from hopweave.errors import InputError
+
+    if isinstance(data, Session):
+        return data
+    if not isinstance(data, Mapping):
+        raise InputError(f"{source} must be a Session or a mapping of its fields "
+                         f"(tenant_id, customer_id, ...), not {type(data).__name__}")
+    fields = {k: v for k, v in data.items() if k != "as_of"}
+    check_tenant(fields.get("tenant_id"))  # a missing tenant is a tenant error, not a field error
+    try:
+        return Session.model_validate(fields)
+    except ValidationError as exc:
+        for err in exc.errors():
+            cause = (err.get("ctx") or {}).get("error")
+            if isinstance(cause, TenantError):
+                raise cause from None
+        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'session'}: {e['msg']}" for e in exc.errors())
+        raise InputError(f"{source} is not a valid session: {problems}") from None
+
+
+def read_session_file(path: Any) -> Session:
+    """A Session from a JSON file holding the Session fields. Raises InputError (unreadable
+    file, not a JSON object, rejected fields) or TenantError."""
+    import json
+    from pathlib import Path
+
+    from hopweave.errors import InputError
+
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read session file {p}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"session file {p} must hold a JSON object with the Session fields")
+    return parse_session(data, f"session file {p}")
 
 
 class Bindings(BaseModel):

@@ -12,7 +12,7 @@ label ("v3"); ``status`` is "active" | "retired".
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal, Optional, Union
+from typing import Any, Final, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -21,8 +21,8 @@ MetaValue = Union[str, int, float, bool, None, list[str]]
 #: Fields a chunk always carries, set by ingest rather than by the document's metadata.
 RESERVED_FIELDS = frozenset({"tenant_id", "chunk_id", "document_id", "version", "revision", "section", "title"})
 
-CURRENT = "current"
-SUPERSEDED = "superseded"
+CURRENT: Final = "current"
+SUPERSEDED: Final = "superseded"
 
 
 def content_hash(*parts: str) -> str:

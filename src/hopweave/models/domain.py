@@ -175,7 +175,7 @@ class DomainRegistry:
     engine, the resolver and the record stage use for a request of tenant ``t``.
 
     Built by the pack loader / ``Engine.open`` from the store's settings file; tests build it
-    directly: ``DomainRegistry([(settings, ["deltabank", "northbank"])])``."""
+    directly: ``DomainRegistry([(settings, ["acme", "zephyr"])])``."""
 
     def __init__(self, domains: "list[tuple[DomainSettings, list[str]]] | tuple[()]" = ()) -> None:
         self._by_name: dict[str, DomainSettings] = {}

@@ -59,6 +59,14 @@ class Range(_Node):
         return v
 
 
+class IsEmpty(_Node):
+    """The field is absent, null or an empty list: e.g. "no segment-specific document" for an
+    anonymous session (``tier`` unset means the chunk applies to every tier)."""
+
+    op: Literal["is_empty"] = "is_empty"
+    field: str = Field(pattern=_FIELD_RE)
+
+
 class And(_Node):
     op: Literal["and"] = "and"
     clauses: tuple["FilterTree", ...] = Field(min_length=1)
@@ -74,7 +82,7 @@ class Not(_Node):
     clause: "FilterTree"
 
 
-FilterTree = Annotated[Union[Eq, In, Range, And, Or, Not], Field(discriminator="op")]
+FilterTree = Annotated[Union[Eq, In, Range, IsEmpty, And, Or, Not], Field(discriminator="op")]
 
 for _m in (And, Or, Not):
     _m.model_rebuild()
@@ -86,7 +94,7 @@ class _Holder(BaseModel):
 
 def parse_filter(data: Any) -> FilterTree:
     """Parse a dict (or an existing node) into a FilterTree. Raises FilterError."""
-    if isinstance(data, (Eq, In, Range, And, Or, Not)):
+    if isinstance(data, (Eq, In, Range, IsEmpty, And, Or, Not)):
         return data
     try:
         return _Holder(tree=data).tree
@@ -96,7 +104,7 @@ def parse_filter(data: Any) -> FilterTree:
 
 def fields(tree: FilterTree) -> set[str]:
     """All field names a tree references."""
-    if isinstance(tree, (Eq, In, Range)):
+    if isinstance(tree, (Eq, In, Range, IsEmpty)):
         return {tree.field}
     if isinstance(tree, Not):
         return fields(tree.clause)
@@ -148,6 +156,11 @@ def _eq(a: Any, b: Any) -> bool:
     return a == b
 
 
+def is_empty_value(v: Any) -> bool:
+    """IsEmpty semantics (Qdrant's ``IsEmptyCondition``): absent, null or an empty list."""
+    return v is None or (isinstance(v, (list, tuple)) and len(v) == 0)
+
+
 def matches(tree: FilterTree | None, payload: dict[str, Any]) -> bool:
     """Evaluate a tree against a property dict. A missing field never matches Eq/In/Range.
 
@@ -161,6 +174,8 @@ def matches(tree: FilterTree | None, payload: dict[str, Any]) -> bool:
         return any(matches(c, payload) for c in tree.clauses)
     if isinstance(tree, Not):
         return not matches(tree.clause, payload)
+    if isinstance(tree, IsEmpty):
+        return is_empty_value(payload.get(tree.field))
     if tree.field not in payload or payload[tree.field] is None:
         return False
     raw = payload[tree.field]
@@ -203,6 +218,8 @@ def to_display(tree: FilterTree | None) -> dict[str, Any]:
             out[c.field] = list(c.values)
         elif isinstance(c, Range) and c.field not in out:
             out[c.field] = c.model_dump(exclude={"op", "field"}, exclude_none=True)
+        elif isinstance(c, IsEmpty) and c.field not in out:
+            out[c.field] = None
         else:
             return tree.model_dump(mode="json")
     return out

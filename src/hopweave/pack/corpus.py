@@ -50,14 +50,21 @@ def _records(directory: Path, tenant_id: str) -> list[Any]:
     return out
 
 
-def load_corpus(directory: str | Path, schema: GraphSchema, tenant_id: str) -> list[Document]:
+def load_corpus(directory: str | Path, schema: GraphSchema, tenant_id: str,
+                tenants: Sequence[str] | None = None) -> list[Document]:
     """Every document of the corpus folder (README files skipped), validated against the schema's
-    chunk fields, sorted by (document_id, revision). A document is ``tenant_id``'s unless its front
-    matter names another ``tenant_id``. Raises InputError listing every malformed file."""
+    chunk fields, sorted by (tenant, document_id, revision). A document's front matter
+    ``tenant_id`` overrides ``tenant_id`` (it must be one of ``tenants`` when given). Raises
+    InputError listing every malformed file or foreign tenant."""
     from hopweave.search.ingest import load_documents
 
     docs, _ = load_documents(_records(Path(directory), tenant_id), schema, None, on_error="reject")
-    return sorted(docs, key=lambda x: (x.document_id, x.revision))
+    foreign = sorted({f"{d.document_id} ({d.revision}): tenant_id {d.tenant_id!r}" for d in docs
+                      if tenants is not None and d.tenant_id not in tenants})
+    if foreign:
+        raise InputError(f"corpus documents name tenants the pack does not serve (use one of {list(tenants or ())}):"
+                         "\n  " + "\n  ".join(foreign))
+    return sorted(docs, key=lambda x: (x.tenant_id, x.document_id, x.revision))
 
 
 def check_corpus_dir(directory: str | Path, schema: GraphSchema, root: str | Path | None = None,
@@ -87,28 +94,29 @@ def check_corpus_dir(directory: str | Path, schema: GraphSchema, root: str | Pat
     out += [Problem(file=rel(p.source), line=p.line, record=p.document_id, message=p.message,
                     fix="fix the front matter: use the schema's chunk fields (docs/packs.md, Corpus documents)")
             for p in rep.skipped]
-    known = set(schema.chunk_field_map) | set(_CORPUS_KEYS) | {"text", "sections"}
-    reported = {(p.file, p.line) for p in out}
+    out += _extra_field_problems(records, schema, rel)
+    out += [Problem(file=rel(r.source), line=1, message="no YAML front matter: a pack document needs its metadata "
+                    "(document_id, revision, title, version, status, ...)",
+                    fix="start the file with front matter between '---' lines (docs/packs.md)")
+            for r in records if r.source.endswith(".md") and not Path(r.source).read_text(encoding="utf-8")
+            .startswith("---")]
+    return out
+
+
+def _extra_field_problems(records: list[Any], schema: GraphSchema, rel: Callable[[str], str]) -> list[Problem]:
+    """One problem per file whose front matter has fields the schema does not declare."""
+    from hopweave.search.ingest import parse_document
+
+    out: list[Problem] = []
     for r in records:
-        if r.data is None:
-            if (rel(r.source), r.line) not in reported and r.error:
-                out.append(Problem(file=rel(r.source), line=r.line, message=r.error,
-                                   fix="start the file with YAML front matter between '---' lines (docs/packs.md)"))
-            continue
-        if r.source.endswith(".md") and not Path(r.source).read_text(encoding="utf-8").startswith("---"):
-            out.append(Problem(file=rel(r.source), line=1, message="no YAML front matter: a pack document needs its "
-                               "metadata (document_id, revision, title, version, status, ...)",
-                               fix="start the file with front matter between '---' lines (docs/packs.md)"))
-            continue
-        if "document_id" not in r.data:
-            out.append(Problem(file=rel(r.source), line=r.line, message="no document_id in the front matter",
-                               fix="start the file with YAML front matter (document_id, revision, title, version, "
-                                   "status, ...) between '---' lines"))
-        extra = sorted(set(r.data) - known)
+        try:
+            _, extra = parse_document(r.data or {}, schema, None)
+        except InputError:
+            continue  # reported by load_documents
+        extra = sorted(set(extra) - _CORPUS_KEYS)
         if extra:
-            out.append(Problem(file=rel(r.source), line=r.line, record=str(r.data.get("document_id", "")),
-                               message=f"front-matter fields {extra} are not chunk fields of the schema "
-                                       "(they would be ignored)",
+            out.append(Problem(file=rel(r.source), line=r.line, message=f"front-matter fields {extra} are not "
+                               "chunk fields of the schema (they would be ignored by filters)",
                                fix="declare them under chunk_fields in schema.yaml, or remove them"))
     return out
 

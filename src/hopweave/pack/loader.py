@@ -202,18 +202,24 @@ def metagraph_items(p: LoadedPack, stored: Iterable[Any] = ()) -> list[Node | Ed
     return items
 
 
-def document_items(p: LoadedPack, store: Any = None) -> tuple[str, list[Node | Edge], list[Any]]:
-    """(tenant, Document nodes and their edges, parsed documents) of the pack's corpus; corpus
+def document_items(p: LoadedPack, store: Any = None) -> tuple[list[tuple[str, list[Node | Edge]]], list[Any]]:
+    """([(tenant, Document nodes and their edges)], parsed documents) of the pack's corpus, one
+    batch per tenant (the corpus tenant, or a document's own front-matter ``tenant_id``); corpus
     links are resolved against ``store`` (its vocabulary nodes, written before)."""
     if p.manifest.corpus is None:
-        return p.manifest.tenant_for_corpus(), [], []
+        return [], []
     from hopweave.pack.corpus import document_graph, load_corpus, store_resolver
 
-    tenant = p.manifest.tenant_for_corpus()
-    docs = load_corpus(pack_path(p.directory, p.manifest.corpus.dir, "corpus"), p.schema, tenant)
-    resolve = store_resolver(store, tenant) if store is not None else None
-    nodes, edges = document_graph(docs, p.manifest.corpus.links, schema=p.schema, resolve=resolve)
-    return tenant, [*nodes, *edges], docs
+    default = p.manifest.tenant_for_corpus()
+    docs = load_corpus(pack_path(p.directory, p.manifest.corpus.dir, "corpus"), p.schema, default,
+                       tenants=p.manifest.tenants)
+    batches: list[tuple[str, list[Node | Edge]]] = []
+    for tenant in sorted({d.tenant_id for d in docs}):
+        resolve = store_resolver(store, tenant) if store is not None else None
+        nodes, edges = document_graph([d for d in docs if d.tenant_id == tenant], p.manifest.corpus.links,
+                                      schema=p.schema, resolve=resolve)
+        batches.append((tenant, [*nodes, *edges]))
+    return batches, docs
 
 
 def load_pack(
@@ -247,9 +253,10 @@ def load_pack(
         say("graph", 2, len(STEPS))
         written = _write_graph(store, p, extra_graph)
         say("documents", 3, len(STEPS))
-        tenant, doc_items, docs = document_items(p, store)
+        doc_batches, docs = document_items(p, store)
         with store.bulk() as bulk:
-            bulk.write(tenant, doc_items)
+            for tenant, doc_items in doc_batches:
+                bulk.write(tenant, doc_items)
         say("metagraph", 4, len(STEPS))
         with store.bulk() as bulk:
             bulk.write(GLOBAL_TENANT, metagraph_items(p, stored=()))
@@ -290,7 +297,7 @@ def _ingest(store_dir: Path, p: LoadedPack, docs: list[Any]) -> dict[str, Any]:
     the previous complete index); incremental, so other packs' documents in the store stay."""
     if not docs:
         return {}
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
     from hopweave.search.staging import rebuild_index
 
     rep = rebuild_index(store_dir, p.schema, docs, default_embedder(), incremental=True)

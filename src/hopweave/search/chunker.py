@@ -47,7 +47,8 @@ def _heading(line: str) -> tuple[str, str] | None:
 def split_sections(text: str) -> list[Section]:
     """Split ``text`` into sections at headings; text before the first heading has section ""."""
     sections: list[Section] = []
-    cur_sec, cur_head, buf, buf_start = "", "", [], 0
+    cur_sec, cur_head, buf_start = "", "", 0
+    buf: list[str] = []
     pos = 0
     for line in text.splitlines(keepends=True):
         h = _heading(line.rstrip("\r\n"))

@@ -66,7 +66,7 @@ class ClientIndex(VectorIndex):
         self.schema = schema
         self.collection = collection
         self.info = None
-        self._kw = {"url": url, "api_key": api_key, "location": location, "path": path, "timeout": timeout}
+        self._kw: dict[str, Any] = {"url": url, "api_key": api_key, "location": location, "path": path, "timeout": timeout}
         self._client: Any = None
         self._lock = threading.RLock()
 

@@ -231,21 +231,32 @@ class EdgeIndex(VectorIndex):
             shard = self._open()
             self._mark_dirty()
             # A point re-upserted without a dense vector must lose its old one.
-            shard.update(q.UpdateOperation.upsert_points(out))
+            self._update(shard, q.UpdateOperation.upsert_points(out))
 
     def _set_payload(self, flt: Any, payload: dict[str, Any]) -> None:
         with self._lock:
             shard = self._open()
             self._mark_dirty()
-            shard.update(_q().UpdateOperation.set_payload_by_filter(flt, payload))
+            self._update(shard, _q().UpdateOperation.set_payload_by_filter(flt, payload))
 
     def _delete_dense(self, flt: Any) -> None:
         q = _q()
         with self._lock:
             shard = self._open()
             self._mark_dirty()
-            shard.update(q.UpdateOperation.delete_vectors_by_filter(flt, [DENSE]))
-            shard.update(q.UpdateOperation.delete_payload_by_filter(flt, [SPACE_FIELD]))
+            self._update(shard, q.UpdateOperation.delete_vectors_by_filter(flt, [DENSE]))
+            self._update(shard, q.UpdateOperation.delete_payload_by_filter(flt, [SPACE_FIELD]))
+
+    def _update(self, shard: Any, op: Any) -> None:
+        """Apply one update; a backend failure (disk full, I/O) becomes a StoreError and the
+        index stays marked INCOMPLETE."""
+        try:
+            shard.update(op)
+        except Exception as exc:
+            raise StoreError(
+                f"writing to the vector shard at {self.root / SHARD_DIR} failed ({exc}); free space / check "
+                "the disk and re-run the load or ingest"
+            ) from exc
 
     def _count(self, flt: Any) -> int:
         return int(self._open().count(_q().CountRequest(exact=True, filter=flt)))

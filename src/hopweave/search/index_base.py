@@ -178,10 +178,10 @@ class VectorIndex(ABC):
     def optimize(self) -> None:  # noqa: B027 (optional hook)
         """Build indexes / merge segments after a bulk load (no-op where not applicable)."""
 
-    def begin_ingest(self) -> None:
+    def begin_ingest(self) -> None:  # noqa: B027 (optional hook)
         """An ingest starts writing (adapters with completion markers hold them back)."""
 
-    def end_ingest(self, marker: dict[str, Any] | None = None, failed: bool = False) -> None:
+    def end_ingest(self, marker: dict[str, Any] | None = None, failed: bool = False) -> None:  # noqa: B027 (optional hook)
         """The ingest ended; ``marker`` describes it, ``failed`` keeps the index marked incomplete."""
 
     # ---- collection lifecycle -----------------------------------------------------------

@@ -13,6 +13,12 @@ Guarantees:
   points; re-running the ingest finishes the job.
 * **Changed text invalidates its vector.** A chunk whose text changed is written without its old
   vector; it gets a new one when embedded (coverage reports it as missing until then).
+* **Batches, and never a half-built index served.** Points are written in batches of about
+  ``batch_size`` chunks (whole documents). The index is marked INCOMPLETE before the first write
+  and COMPLETE (with counts and a sha256 of the inputs) only when the whole ingest succeeded; an
+  index left INCOMPLETE is refused when opened (see :mod:`hopweave.search.edge_index`). Loaders
+  use :func:`hopweave.search.staging.rebuild_index`, which builds aside and swaps in atomically,
+  so a crash leaves the previous complete index in service.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ Semantics (identical to :func:`hopweave.models.filters.matches`):
   payload matches when any element matches; a missing field never matches.
 * ``range``: numeric bounds use a numeric range; ISO-string bounds are only allowed on fields of
   type date/datetime and use a datetime range (date-only values mean midnight UTC).
+* ``is_empty``: the field is absent, null or ``[]`` (Qdrant ``IsEmptyCondition``).
 * ``and`` -> must, ``or`` -> should, ``not`` -> must_not.
 
 Raises FilterError for a field outside the vocabulary or a range the target cannot express.
@@ -20,7 +21,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Protocol
 
 from hopweave.errors import FilterError
-from hopweave.models.filters import And, Eq, FilterTree, In, Not, Or, Range
+from hopweave.models.filters import And, Eq, FilterTree, In, IsEmpty, Not, Or, Range
 
 DATE_TYPES = frozenset({"date", "datetime"})
 
@@ -30,6 +31,7 @@ class _Builder(Protocol):
     def match_any(self, key: str, values: list[Any]) -> Any: ...
     def num_range(self, key: str, bounds: dict[str, float]) -> Any: ...
     def dt_range(self, key: str, bounds: dict[str, str]) -> Any: ...
+    def is_empty(self, key: str) -> Any: ...
     def all_of(self, conds: list[Any]) -> Any: ...
     def any_of(self, conds: list[Any]) -> Any: ...
     def none_of(self, conds: list[Any]) -> Any: ...
@@ -54,6 +56,8 @@ def _compile(tree: FilterTree, b: _Builder, field_types: Mapping[str, str] | Non
         raise FilterError(
             f"filter field {tree.field!r} is not a chunk field; allowed: {sorted(field_types)}"
         )
+    if isinstance(tree, IsEmpty):
+        return b.is_empty(tree.field)
     if isinstance(tree, Eq):
         return _eq(tree.field, tree.value, b)
     if isinstance(tree, In):
@@ -114,6 +118,9 @@ class _ClientBuilder:
     def dt_range(self, key: str, bounds: dict[str, str]) -> Any:
         return self.m.FieldCondition(key=key, range=self.m.DatetimeRange(**bounds))
 
+    def is_empty(self, key: str) -> Any:
+        return self.m.IsEmptyCondition(is_empty=self.m.PayloadField(key=key))
+
     def all_of(self, conds: list[Any]) -> Any:
         return self.m.Filter(must=conds)
 
@@ -151,6 +158,9 @@ class _EdgeBuilder:
 
     def dt_range(self, key: str, bounds: dict[str, str]) -> Any:
         return self.q.FieldCondition(key=key, range=self.q.RangeDateTime(**bounds))
+
+    def is_empty(self, key: str) -> Any:
+        return self.q.IsEmptyCondition(key)
 
     def all_of(self, conds: list[Any]) -> Any:
         return self.q.Filter(must=conds)

@@ -92,7 +92,7 @@ class BiEncoderReranker(Reranker):
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from hopweave.search.embedders import default_embedder
+            from hopweave.search.embedder import default_embedder
 
             self._embedder = default_embedder()
         return self._embedder
@@ -102,9 +102,7 @@ class BiEncoderReranker(Reranker):
         return f"bi-encoder:{self.embedder.space.key}"
 
     def score(self, query: str, hits: Sequence[Hit], query_vector: np.ndarray | None = None) -> list[float]:
-        from hopweave.search.embedders import embed_query
-
-        q = query_vector if query_vector is not None else embed_query(self.embedder, query)
+        q = query_vector if query_vector is not None else self.embedder.embed_query(query)
         known = self._stored([h.chunk_id for h in hits]) if self._stored is not None else {}
         missing = [h for h in hits if h.chunk_id not in known]
         if missing:

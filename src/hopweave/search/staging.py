@@ -146,7 +146,12 @@ def swap_in(store: Path) -> None:
     _remove(prev)
     if live.exists():
         os.rename(live, prev)
-    os.rename(staging, live)
+    try:
+        os.rename(staging, live)
+    except OSError:
+        if prev.exists() and not live.exists():
+            os.rename(prev, live)  # put the previous index back before reporting the failure
+        raise
     _fsync(store)
     _remove(prev)
 

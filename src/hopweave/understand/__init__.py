@@ -4,11 +4,11 @@ chunk filter (the FilterMapping node), and the lexical query plan.
 
 The engine calls :class:`Understander`::
 
-    u = Understander(store).understand(utterance, session, as_of)
+    u = Understander(store, settings=domain_settings).understand(utterance, session, as_of)
     u.goal, u.confidence, u.entities, u.filter, u.lexical.query
 """
 
-from hopweave.understand.facade import Understander
+from hopweave.understand.understander import Understander, UnderstandingStage
 from hopweave.understand.models import (
     Classification,
     Entity,
@@ -27,5 +27,6 @@ __all__ = [
     "LexicalTerm",
     "Mention",
     "Understander",
+    "UnderstandingStage",
     "Understanding",
 ]

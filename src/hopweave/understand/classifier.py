@@ -17,7 +17,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -69,6 +69,18 @@ def _default_dir() -> Path:
     from hopweave.paths import example_pack_dir
 
     return example_pack_dir()
+
+
+def classifier_settings(config: dict[str, Any] | None, calibration: dict[str, Any] | None
+                        ) -> tuple[ClassifierConfig | None, Calibration | None]:
+    """Classifier settings and calibration as a store keeps them for a domain (the pack's
+    ``classifier.yaml`` and calibration file, as data). Raises ConfigError when invalid."""
+    try:
+        cfg = ClassifierConfig.model_validate(config) if config is not None else None
+        cal = Calibration.model_validate(calibration) if calibration is not None else None
+    except Exception as exc:
+        raise ConfigError(f"the store's classifier settings are invalid ({exc}); reload the pack") from exc
+    return cfg, cal
 
 
 def load_classifier_config(path: str | Path | None = None) -> ClassifierConfig:
@@ -147,11 +159,12 @@ class GoalClassifier:
 
     Args:
         store: the GraphStore whose GoalType nodes are the labels.
-        embedder: the offline embedder (default: ``hopweave.search.embedders.default_embedder()``,
+        embedder: the offline embedder (default: ``hopweave.search.embedder.default_embedder()``,
             created on first use).
         config: classifier settings (default: the shipped file).
         calibration: calibration parameters (default: the file named by the config).
         threshold: abstain below this calibrated confidence (default: the config's).
+        domain: the domain (pack) whose goal types are the labels (default: all of the store's).
 
     No I/O happens in the constructor; the index is built on the first :meth:`classify`.
     Thread-safe.
@@ -164,8 +177,11 @@ class GoalClassifier:
         config: ClassifierConfig | None = None,
         calibration: Calibration | None = None,
         threshold: float | None = None,
+        domain: str | None = None,
     ) -> None:
         self.store = store
+        #: The domain (pack) whose goal types are the labels (None: every goal in the store).
+        self.domain = domain
         self._embedder = embedder
         self._config = config
         self._calibration = calibration
@@ -191,7 +207,7 @@ class GoalClassifier:
     @property
     def embedder(self) -> "Embedder":
         if self._embedder is None:
-            from hopweave.search.embedders import default_embedder
+            from hopweave.search.embedder import default_embedder
 
             self._embedder = default_embedder()
         return self._embedder
@@ -228,7 +244,7 @@ class GoalClassifier:
             if idx is not None and idx.revision == rev:
                 return idx
             cfg = self.config
-            goals = sorted(self.store.goal_types(), key=lambda g: g.name)
+            goals = sorted(self.store.domain_goal_types(self.domain), key=lambda g: g.name)
             texts: list[str] = []
             owner: list[int] = []
             for gi, g in enumerate(goals):

@@ -87,35 +87,8 @@ def file_sha256(path: str | Path) -> str:
 
 
 def read_session(path: str | Path) -> "Session":
-    """A Session from a JSON file holding the Session model's fields (see
-    examples/deltabank/sessions/README.md). An ``as_of`` key, if present, is ignored: as_of is
-    per request.
+    """A Session from a JSON file (see examples/deltabank/sessions/README.md); the one parser is
+    :func:`hopweave.models.common.read_session_file`. Raises InputError or TenantError."""
+    from hopweave.models.common import read_session_file
 
-    Raises:
-        InputError: unreadable file, not a JSON object, or fields the Session model rejects.
-        TenantError: a missing or malformed tenant_id.
-    """
-    import json
-
-    from pydantic import ValidationError
-
-    from hopweave.errors import TenantError
-    from hopweave.models.common import Session
-
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read session file {p}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise InputError(f"session file {p} must hold a JSON object with the Session fields")
-    data.pop("as_of", None)
-    try:
-        return Session.model_validate(data)
-    except TenantError:
-        raise
-    except ValidationError as exc:
-        cause = next((e.get("ctx", {}).get("error") for e in exc.errors() if e.get("ctx")), None)
-        if isinstance(cause, TenantError):
-            raise cause from None
-        raise InputError(f"session file {p} is not a valid session: {exc}") from None
+    return read_session_file(path)

@@ -11,14 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Optional, Union
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hopweave.errors import ConfigError, FilterError, InputError, TenantError
+from hopweave.errors import ConfigError, FilterError, TenantError
 from hopweave.fileio import read_yaml
 from hopweave.models.common import Session
-from hopweave.models.filters import Eq, FilterTree, In, and_, check_fields
+from hopweave.models.filters import Eq, FilterTree, In, IsEmpty, and_, check_fields
 from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
 from hopweave.understand.models import Entity
 
@@ -43,7 +43,9 @@ class AlwaysOn(BaseModel):
 
     field: str
     value: Optional[Scalar] = None
-    session: Optional[Literal["tenant_id", "customer_id", "region", "channel", "agent_id", "locale"]] = None
+    #: A session attribute: built in (tenant_id, customer_id, region, channel, agent_id, locale)
+    #: or declared by the domain pack (``session_attributes``, e.g. ``state``).
+    session: Optional[str] = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
     required: bool = False
 
     @model_validator(mode="after")
@@ -188,11 +190,15 @@ def compile_filter(
     session: Session,
     store: "GraphStore | None" = None,
     schema: GraphSchema | None = None,
+    unscoped: Iterable[str] = (),
 ) -> tuple[FilterTree, list[str]]:
     """Entities + session -> ``(filter tree, notes)``.
 
-    Clause order: entity fields in the order of the mapping's rules, then the always-on clauses
-    in declared order. One value -> ``eq``; several -> ``in``.
+    Clause order: entity fields in the order of the mapping's rules, then ``is_empty`` clauses
+    for the ``unscoped`` entity types (authoritative attributes with no value on record: no
+    segment-specific document), then the always-on clauses in declared order. One value ->
+    ``eq``; several -> ``in``. Always-on ``session`` clauses read built-in or pack-declared
+    session attributes.
 
     Raises:
         TenantError: a required session attribute (the tenant) is missing.
@@ -221,8 +227,12 @@ def compile_filter(
             clauses.append(Eq(field=f, value=vals[0]))
         elif vals:
             clauses.append(In(field=f, values=tuple(vals)))
+    empty = set(unscoped)
+    for f in dict.fromkeys(r.field for r in mapping.entities if r.entity in empty):
+        if f not in values and f not in owned:
+            clauses.append(IsEmpty(field=f))
     for a in mapping.always_on:
-        v = a.value if a.value is not None else getattr(session, a.session or "", None)
+        v = a.value if a.value is not None else session.attribute(a.session or "")
         if v is None or v == "":
             if a.required:
                 raise TenantError(f"the session has no {a.session}; the {a.field} filter clause is required")

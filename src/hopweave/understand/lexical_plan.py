@@ -1,9 +1,10 @@
 """The lexical query plan: what the BM25 channel searches for.
 
-Terms, in entity order: identifiers the session may use, the surface text and readable canonical
-name of resolved vocabulary entities ("Platinum card", "Platinum Card"; not a CamelCase code like
-"LateFeeCharged"), amounts, and for ``:Concept`` entities their aliases and the Concepts linked by
-``SYNONYM_OF`` edges in the graph ("fee waiver" <-> "charge reversal"). When nothing is extracted,
+Terms, in entity order: identifiers the session may use (the domain's ``identifier_labels``),
+the surface text and readable canonical name of resolved vocabulary entities ("Platinum card",
+"Platinum Card"; not a CamelCase code like "LateFeeCharged"), amounts, and for entities of the
+domain's synonym label (``synonyms.label``) their aliases and the nodes linked by the synonym
+relationship in the graph ("fee waiver" <-> "charge reversal"). When nothing is extracted,
 the utterance's own content words are the plan (``fallback=True``), so the lexical channel is
 never empty by accident. Mentions (ids the session may not use) never become terms.
 """
@@ -15,6 +16,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Iterable
 
 from hopweave.models.common import Bindings, Session
+from hopweave.models.domain import DomainSettings, SynonymSpec
+from hopweave.models.internal_patterns import internal_pattern
 from hopweave.models.metagraph import Bind, EdgeStep, Seed, TraversalPattern
 from hopweave.understand.models import Entity, LexicalPlan, LexicalTerm
 from hopweave.understand.text import content_words
@@ -22,27 +25,18 @@ from hopweave.understand.text import content_words
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.graph.base import GraphStore
 
-#: Entity types whose values are identifiers (kept whole for the lexical channel).
-IDENTIFIER_TYPES = frozenset({"Account", "DecisionTrace", "Customer"})
 _CAMEL = re.compile(r"[a-z][A-Z]")
 #: Entity types that are not search terms (scope, not content).
 NON_TERMS = frozenset({"Tenant", "Channel", "Date"})
 
-_SYNONYMS = TraversalPattern(
-    name="_concept_synonyms",
-    goal="_lexical_plan",
-    sub_question="Which concepts are synonyms of this concept?",
-    seed=Seed(type="Concept", key="id", value=Bind(ref="entity.Concept")),
-    edge_sequence=(EdgeStep(type="SYNONYM_OF", direction="both"),),
-    target_type="Concept",
-    depth=1,
-    budget_ms=200,
-    limit=50,
-    returns=("name", "aliases"),
-    version=1,
-    author="hopweave.lexical_plan",
-    created_at=datetime(2026, 1, 1),
-)
+
+def _synonym_pattern(spec: SynonymSpec) -> TraversalPattern:
+    return internal_pattern(
+        "_synonyms", owner="_lexical_plan", question=f"Which {spec.label} nodes are synonyms of this one?",
+        seed=Seed(type=spec.label, key="id", value=Bind(ref=f"entity.{spec.label}")),
+        edges=[EdgeStep(type=spec.relationship, direction="both")], target=spec.label,
+        returns=("name", "aliases"), limit=50, budget_ms=200,
+    )
 
 
 def _stop_words() -> frozenset[str]:
@@ -51,14 +45,15 @@ def _stop_words() -> frozenset[str]:
     return frozenset(STOP_WORDS)
 
 
-def synonyms(store: "GraphStore", session: Session, concept_id: str, as_of: datetime) -> list[str]:
-    """Names and aliases of the Concepts linked to ``concept_id`` by SYNONYM_OF (either
-    direction), sorted by node id; read through the tenant-scoped GraphStore."""
-    bindings = Bindings(session=session, as_of=as_of, entities={"Concept": concept_id})
-    result = store.run_pattern(session.tenant_id, _SYNONYMS, bindings)
+def synonyms(store: "GraphStore", session: Session, node_id: str, as_of: datetime, spec: SynonymSpec) -> list[str]:
+    """Names and aliases of the ``spec.label`` nodes linked to ``node_id`` by
+    ``spec.relationship`` (either direction), sorted by node id; read through the tenant-scoped
+    GraphStore."""
+    bindings = Bindings(session=session, as_of=as_of, entities={spec.label: node_id})
+    result = store.run_pattern(session.tenant_id, _synonym_pattern(spec), bindings)
     out: list[str] = []
     for row in sorted(result.rows, key=lambda r: r.node_id):
-        if row.node_id == concept_id:
+        if row.node_id == node_id:
             continue
         props = row.properties
         for t in [props.get("name"), *(props.get("aliases") or ())]:
@@ -73,6 +68,7 @@ def build_lexical_plan(
     session: Session,
     as_of: datetime,
     store: "GraphStore | None" = None,
+    settings: DomainSettings | None = None,
 ) -> LexicalPlan:
     """The lexical plan for one request. Deterministic (entity order, then node-id order).
 
@@ -81,6 +77,8 @@ def build_lexical_plan(
     """
     terms: list[LexicalTerm] = []
     seen: set[str] = set()
+    id_labels = set(settings.identifier_labels) if settings is not None else set()
+    spec = settings.synonyms if settings is not None else None
 
     def add(text: str, kind: str, origin: str) -> None:
         t = " ".join(str(text).split())
@@ -92,7 +90,7 @@ def build_lexical_plan(
         if e.type in NON_TERMS or e.source != "utterance":  # the plan searches for what was said
             continue
         origin = f"{e.type}:{e.value}"
-        if e.type in IDENTIFIER_TYPES:
+        if e.type in id_labels:
             add(str(e.value), "identifier", origin)
         elif e.type == "Money":
             add(e.text or f"${e.value}", "amount", origin)
@@ -103,11 +101,11 @@ def build_lexical_plan(
             if "_" in name or " " in name or name.isalpha() and not _CAMEL.search(name):
                 add(name.replace("_", " "), "entity", origin)  # "Platinum Card"; not "LateFeeCharged"
             node = store.get_node(session.tenant_id, e.node_id) if store is not None and e.node_id else None
-            if node is not None and node.label == "Concept":
+            if node is not None and store is not None and spec is not None and node.label == spec.label:
                 for alias in node.props.get("aliases") or ():
                     if isinstance(alias, str):
                         add(alias, "alias", origin)
-                for syn in synonyms(store, session, node.id, as_of):  # type: ignore[arg-type]
+                for syn in synonyms(store, session, node.id, as_of, spec):
                     add(syn, "synonym", origin)
     if terms:
         return LexicalPlan(terms=tuple(terms), fallback=False)

@@ -44,9 +44,12 @@ class Entity(_Frozen):
 class Mention(_Frozen):
     """Something the utterance names that is NOT used for retrieval scope or seeds.
 
-    Typically an identifier that differs from the authenticated session's (another customer's
-    id, an account the session customer does not hold). Reported so the agent can react
-    (e.g. "I can only discuss your own account"), never bound.
+    ``kind`` ``identifier``: an id that differs from the authenticated session's (another
+    customer's id, an account the session's subject does not hold). ``claim``: a value of an
+    authoritative attribute that the record contradicts or does not have ("customer claims
+    Platinum; record says Gold"; ``record`` holds the value on record, None for none), or an
+    entity whose words carry such a claim ("Gold card"). Reported so the agent can react
+    ("I can only discuss your own account"), never bound or filtered on.
     """
 
     type: str
@@ -54,6 +57,12 @@ class Mention(_Frozen):
     text: str
     span: tuple[int, int]
     reason: str
+    kind: Literal["identifier", "claim"] = "identifier"
+    record: Optional[Scalar] = None
+
+    def line(self) -> str:
+        """The mention as one line for the agent ("CUST_4412 named in the utterance: ...")."""
+        return f"{self.type} {self.value!s} named in the utterance: {self.reason}"
 
 
 class GoalCandidate(_Frozen):
@@ -131,6 +140,8 @@ class Understanding(_Frozen):
     notes: tuple[str, ...] = ()
     #: Revisions of the data this answer came from (metagraph, vocabulary, filter mapping, calibration).
     revisions: dict[str, str] = Field(default_factory=dict)
+    #: The domain whose settings resolved it (``hopweave.yaml`` ``name``).
+    domain: str = ""
 
     def entity_bindings(self) -> dict[str, Scalar]:
         """Canonical value per entity type for pattern bindings (``entity.<Type>``).

@@ -12,12 +12,19 @@ authenticated session.
   the verb "checking" is not the product; an all-caps code (``US``) matches only in capitals, so
   the pronoun "us" is not a region. Overlaps between labels are kept ("Platinum card" is Product
   Platinum_Card and contains Tier Platinum); within one label the longest match wins.
-- **Identifiers, money, dates** by regular expressions (``IDENTIFIERS``, ``find_money``,
-  ``temporal.find_dates``; relative dates use the request's ``as_of``).
-- **Session identity wins.** The customer, tenant, region and channel come from the session.
-  A customer id in the utterance that differs from the session's, or an account/trace id the
-  session's customer does not own (checked by a tenant-scoped walk from the session customer),
-  is reported as a :class:`Mention` and never becomes an entity, a seed binding or a filter.
+- **Identifiers, money, dates** by regular expressions (the domain's ``identifiers``,
+  ``find_money``, ``temporal.find_dates``; relative dates use the request's ``as_of``).
+- **Session identity wins.** The subject, tenant, region and channel come from the session.
+  A subject id in the utterance that differs from the session's, or an identifier the session's
+  subject does not own (checked by a tenant-scoped walk along the domain's ``owner_path``), is
+  reported as a :class:`Mention` and never becomes an entity, a seed binding or a filter.
+- **Authoritative attributes** (the domain's ``authoritative``: tier, plan, region, ...) come
+  from the session or the subject's graph node, never from the utterance. A claim that differs
+  from the record ("my tier is Platinum" from a Gold customer) is a ``claim`` Mention ("customer
+  claims Platinum; record says Gold"), and so is any entity whose words contain it ("my Gold
+  card"). With no record (an anonymous session) claims are mentions too, and ``anonymous:
+  unscoped`` attributes are listed in ``Resolution.unscoped`` (the filter then keeps only
+  documents with the field empty: no segment-specific policy).
 """
 
 from __future__ import annotations
@@ -31,8 +38,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable
 
 from hopweave.errors import InputError
-from hopweave.models.common import Bindings, Session, to_datetime
-from hopweave.models.metagraph import Bind, EdgeStep, Literal_, Predicate, Seed, TraversalPattern
+from hopweave.models.common import Bindings, Scalar, Session, to_datetime
+from hopweave.models.domain import AuthoritativeAttribute, DomainSettings, IdentifierFormat
+from hopweave.models.internal_patterns import internal_pattern
+from hopweave.models.metagraph import Bind, EdgeStep, Literal_, Predicate, Seed
 from hopweave.understand.models import Entity, Mention
 from hopweave.understand.temporal import find_dates
 from hopweave.understand.text import check_utterance
@@ -44,39 +53,20 @@ SPANS_KEY = "hopweave_vocab"
 _FUZZY = "|fuzzy"
 
 
-@dataclass(frozen=True)
-class IdentifierSpec:
-    """An identifier format and how ownership by the session's customer is checked.
-
-    ``owner_path`` is the edge sequence from the session's Customer node to a node with this
-    label; ``None`` means the identifier IS a customer id (compared with the session's).
-    """
-
-    label: str
-    prefix: str
-    owner_path: tuple[tuple[str, str], ...] | None = None
-
-    @property
-    def regex(self) -> re.Pattern[str]:
-        """``CUST_4421``, ``cust-4421``, ``CUST4421``, ``ACCT_100000_0`` and tenant-prefixed
-        ``NB_CUST_4421``."""
-        return re.compile(
-            rf"(?<![A-Za-z0-9_])((?:[A-Za-z]{{2,5}}_)?){re.escape(self.prefix)}[_-]?(\d{{3,}}(?:_[A-Za-z0-9]+)*)"
-            r"(?![A-Za-z0-9_])",
-            re.IGNORECASE,
-        )
-
-    def canonical(self, m: "re.Match[str]") -> str:
-        """The canonical id of a match: upper-case prefix, underscore, digits."""
-        return f"{m.group(1).upper()}{self.prefix}_{m.group(2).upper()}"
+def identifier_regex(fmt: IdentifierFormat) -> re.Pattern[str]:
+    """``CUST_4421``, ``cust-4421``, ``CUST4421``, ``ACCT_100000_0`` and tenant-prefixed
+    ``NB_CUST_4421`` for prefix ``CUST`` (``min_digits`` or more digits)."""
+    return re.compile(
+        rf"(?<![A-Za-z0-9_])((?:[A-Za-z]{{2,5}}_)?){re.escape(fmt.prefix)}[_-]?"
+        rf"(\d{{{fmt.min_digits},}}(?:_[A-Za-z0-9]+)*)(?![A-Za-z0-9_])",
+        re.IGNORECASE,
+    )
 
 
-#: Identifier formats of the DeltaBank example graph (data; pass your own to the resolver).
-IDENTIFIERS: tuple[IdentifierSpec, ...] = (
-    IdentifierSpec("Customer", "CUST", None),
-    IdentifierSpec("Account", "ACCT", (("HOLDS", "out"),)),
-    IdentifierSpec("DecisionTrace", "TRACE", (("FOR_CUSTOMER", "in"),)),
-)
+def canonical_identifier(fmt: IdentifierFormat, m: "re.Match[str]") -> str:
+    """The canonical id of a match: upper-case (tenant prefix,) prefix, underscore, digits."""
+    return f"{m.group(1).upper()}{fmt.prefix}_{m.group(2).upper()}"
+
 
 _MONEY = re.compile(
     r"(?P<sym>[$€£])\s?(?P<a1>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.(?P<c1>\d{1,2}))?(?!\d)"
@@ -120,6 +110,9 @@ class Resolution:
     mentions: list[Mention] = field(default_factory=list)
     vocabulary_revision: str = ""
     notes: list[str] = field(default_factory=list)
+    #: Authoritative entity types with no value on record (an anonymous session) whose
+    #: ``anonymous`` policy is ``unscoped``: their filter field must be empty.
+    unscoped: list[str] = field(default_factory=list)
 
 
 def _surfaces(node: "Node") -> list[str]:
@@ -160,22 +153,19 @@ class EntityResolver:
     """Resolve the entities of an utterance against the graph vocabulary and the session.
 
     Args:
-        store: the GraphStore holding the vocabulary nodes (tenant ``_global``) and the tenant's data.
-        identifiers: identifier formats (default :data:`IDENTIFIERS`).
-        enrich_from_graph: add the session customer's Tier from the graph (source "graph") when
-            the utterance names no tier.
+        store: the GraphStore holding the vocabulary nodes and the tenant's data.
+        settings: the domain's settings (subject label, identifier formats, authoritative
+            attributes, entity types that take amounts).
+        enrich_from_graph: add the authoritative attributes' values on record (source "graph"
+            or "session"); without it, conflicting claims are still reported as mentions.
 
     No I/O in the constructor. Thread-safe.
     """
 
-    def __init__(
-        self,
-        store: "GraphStore",
-        identifiers: Iterable[IdentifierSpec] = IDENTIFIERS,
-        enrich_from_graph: bool = True,
-    ) -> None:
+    def __init__(self, store: "GraphStore", settings: DomainSettings, enrich_from_graph: bool = True) -> None:
         self.store = store
-        self.identifiers = tuple(identifiers)
+        self.settings = settings
+        self.identifiers = tuple((fmt, identifier_regex(fmt)) for fmt in settings.identifiers)
         self.enrich_from_graph = enrich_from_graph
         self._lock = threading.Lock()
         self._nlp_lock = threading.Lock()
@@ -227,8 +217,8 @@ class EntityResolver:
     def resolve(self, utterance: str, session: Session, as_of: datetime | str) -> Resolution:
         """Entities and mentions of ``utterance`` for ``session`` at ``as_of``.
 
-        Entity order: session entities (Customer, Tenant, Region, Channel), then utterance
-        entities left to right, then graph-derived ones.
+        Entity order: session entities (the subject, Tenant, Region, Channel), then utterance
+        entities left to right, then the authoritative values on record.
 
         Raises:
             InputError: empty, whitespace-only or over-long utterance; malformed as_of.
@@ -241,7 +231,7 @@ class EntityResolver:
         tenant = session.tenant_id
         fp, nlp, nodes = self.pipeline(tenant)
         res = Resolution(vocabulary_revision=fp)
-        res.entities.extend(_session_entities(session))
+        res.entities.extend(_session_entities(session, self.settings.subject.label))
         utter: list[Entity] = []
         utter.extend(self._vocabulary_entities(nlp, nodes, text))
         utter.extend(self._identifier_entities(text, session, when, res.mentions))
@@ -253,11 +243,12 @@ class EntityResolver:
             utter.append(Entity(type="Date", value=d.value, text=d.text, source="utterance",
                                 span=(d.start_char, d.end_char),
                                 properties={"start": d.start.isoformat(), "end": d.end.isoformat(), "kind": d.kind}))
-        utter = _attach_amounts(utter, money)
+        utter = _attach_amounts(utter, money, self.settings.amounts_attach_to)
         utter.sort(key=lambda e: (e.span or (0, 0), e.type, str(e.value)))
-        res.entities.extend(utter)
+        kept, on_record = self._authority(session, utter, res.entities, nodes, res)
+        res.entities.extend(kept)
         if self.enrich_from_graph:
-            res.entities.extend(self._graph_entities(session, res.entities, nodes))
+            res.entities.extend(on_record)
         res.mentions.sort(key=lambda m: (m.span, m.type))
         return res
 
@@ -287,68 +278,91 @@ class EntityResolver:
         self, text: str, session: Session, when: datetime, mentions: list[Mention]
     ) -> list[Entity]:
         out: list[Entity] = []
-        for spec in self.identifiers:
-            for m in spec.regex.finditer(text):
-                value = spec.canonical(m)
+        for fmt, regex in self.identifiers:
+            for m in regex.finditer(text):
+                value = canonical_identifier(fmt, m)
                 span = (m.start(), m.end())
-                if spec.owner_path is None:
+                if fmt.owner_path is None:
                     if session.customer_id is not None and value == session.customer_id:
-                        continue  # the session's own id: already the session's Customer entity
-                    who = session.customer_id or "no authenticated customer"
-                    mentions.append(Mention(type=spec.label, value=value, text=m.group(0), span=span,
-                                            reason=f"differs from the authenticated session's customer ({who}); "
-                                                   "not used for retrieval"))
+                        continue  # the session's own id: already the session's subject entity
+                    who = session.customer_id or f"no authenticated {self.settings.subject.label.lower()}"
+                    mentions.append(Mention(type=fmt.label, value=value, text=m.group(0), span=span,
+                                            reason=f"{value} is not the authenticated "
+                                                   f"{self.settings.subject.label.lower()} ({who}); not used"))
                     continue
-                if self._owned(spec, value, session, when):
-                    out.append(Entity(type=spec.label, value=value, text=m.group(0), source="utterance",
+                if self._owned(fmt, value, session, when):
+                    out.append(Entity(type=fmt.label, value=value, text=m.group(0), source="utterance",
                                       span=span, node_id=value))
                 else:
-                    mentions.append(Mention(type=spec.label, value=value, text=m.group(0), span=span,
-                                            reason="not linked to the authenticated session's customer; "
-                                                   "not used for retrieval"))
+                    mentions.append(Mention(type=fmt.label, value=value, text=m.group(0), span=span,
+                                            reason=f"{value} is not linked to the authenticated "
+                                                   f"{self.settings.subject.label.lower()}; not used"))
         return out
 
-    def _owned(self, spec: IdentifierSpec, node_id: str, session: Session, when: datetime) -> bool:
-        """Whether ``node_id`` is reachable from the session's customer along ``spec.owner_path``
+    def _owned(self, fmt: IdentifierFormat, node_id: str, session: Session, when: datetime) -> bool:
+        """Whether ``node_id`` is reachable from the session's subject along ``fmt.owner_path``
         (a tenant-scoped walk through the GraphStore, so other tenants' nodes never count)."""
-        if session.customer_id is None or not spec.owner_path:
+        if session.customer_id is None or not fmt.owner_path:
             return False
-        pattern = TraversalPattern(
-            name="_owns_" + spec.label,
-            goal="_resolver",
-            sub_question=f"Does the session customer own this {spec.label}?",
-            seed=Seed(type="Customer", key="id", value=Bind(ref="session.customer_id")),
-            edge_sequence=tuple(EdgeStep(type=t, direction=d) for t, d in spec.owner_path),  # type: ignore[arg-type]
-            target_type=spec.label,
+        pattern = internal_pattern(
+            "_owns_" + fmt.label, owner="_resolver",
+            question=f"Does the session's subject own this {fmt.label}?",
+            seed=Seed(type=self.settings.subject.label, key="id", value=Bind(ref="session.customer_id")),
+            edges=[EdgeStep(type=step.type, direction=step.direction) for step in fmt.owner_path],
+            target=fmt.label,
             predicates=(Predicate(on="target", property="id", op="eq", value=Literal_(value=node_id)),),
-            depth=len(spec.owner_path),
-            budget_ms=200,
-            limit=1,
-            version=1,
-            author="hopweave.resolver",
-            created_at=datetime(2026, 1, 1),
+            limit=1, budget_ms=200,
         )
-        bindings = Bindings(session=session, as_of=when)
-        result = self.store.run_pattern(session.tenant_id, pattern, bindings)
+        result = self.store.run_pattern(session.tenant_id, pattern, Bindings(session=session, as_of=when))
         return any(r.node_id == node_id for r in result.rows)
 
-    def _graph_entities(self, session: Session, have: list[Entity], nodes: dict[str, "Node"]) -> list[Entity]:
-        """The session customer's Tier from the graph, when the utterance named none."""
-        if session.customer_id is None or any(e.type == "Tier" for e in have):
-            return []
-        customer = self.store.get_node(session.tenant_id, session.customer_id)
-        tier = customer.props.get("tier") if customer is not None else None
-        if not isinstance(tier, str) or not tier:
-            return []
-        node_id = next((n.id for n in nodes.values() if n.label == "Tier" and n.props.get("name") == tier), None)
-        return [Entity(type="Tier", value=tier, source="graph", node_id=node_id,
-                       properties={"from": f"{session.customer_id}.tier"})]
+    # ---- authoritative attributes -----------------------------------------------------------
+    def _authority(
+        self, session: Session, utter: list[Entity], have: list[Entity], nodes: dict[str, "Node"], res: Resolution
+    ) -> tuple[list[Entity], list[Entity]]:
+        """Apply the domain's authoritative attributes to the utterance's entities.
 
+        Returns (utterance entities kept, entities on record to add). Conflicting claims, and
+        utterance entities whose words contain one, go to ``res.mentions``; attributes with no
+        record and ``anonymous: unscoped`` go to ``res.unscoped``.
+        """
+        subject: dict[str, Any] | None = None
+        if session.customer_id is not None and any(a.subject_property for a in self.settings.authoritative):
+            node = self.store.get_node(session.tenant_id, session.customer_id)
+            subject = dict(node.props) if node is not None and node.label == self.settings.subject.label else None
+        dropped: list[Entity] = []
+        on_record: list[Entity] = []
+        for attr in self.settings.authoritative:
+            value = _record_value(attr, session, subject)
+            claims = [e for e in utter if e.type == attr.entity]
+            agreeing = [c for c in claims if value is not None and _claim_value(c, attr, nodes) == value]
+            for c in claims:
+                if c in agreeing:
+                    continue
+                dropped.append(c)
+                res.mentions.append(_claim_mention(c, value, self.settings.subject.label))
+            if value is None:
+                if attr.anonymous == "unscoped":
+                    res.unscoped.append(attr.entity)
+                continue
+            if not agreeing and not any(e.type == attr.entity and e.source == "session" for e in have):
+                on_record.append(_record_entity(attr, value, session, nodes))
+        kept = [e for e in utter if e not in dropped]
+        for e in list(kept):  # "my Gold card": the product's words carry a conflicting claim
+            inside = next((d for d in dropped if d.span and e.span and d.span[0] >= e.span[0]
+                           and d.span[1] <= e.span[1]), None)
+            if inside is not None:
+                kept.remove(e)
+                res.mentions.append(Mention(
+                    type=e.type, value=e.value, text=e.text or str(e.value), span=e.span or (0, 0), kind="claim",
+                    reason=f"{e.type} {e.value} contains the claim {inside.type} {inside.value}, which is not "
+                           "on record for this session; not used"))
+        return kept, on_record
 
-def _session_entities(session: Session) -> list[Entity]:
+def _session_entities(session: Session, subject_label: str) -> list[Entity]:
     out = []
     if session.customer_id:
-        out.append(Entity(type="Customer", value=session.customer_id, source="session", node_id=session.customer_id))
+        out.append(Entity(type=subject_label, value=session.customer_id, source="session", node_id=session.customer_id))
     out.append(Entity(type="Tenant", value=session.tenant_id, source="session"))
     if session.region:
         out.append(Entity(type="Region", value=session.region, source="session"))
@@ -357,9 +371,43 @@ def _session_entities(session: Session) -> list[Entity]:
     return out
 
 
-def _attach_amounts(entities: list[Entity], money: list[MoneyMatch]) -> list[Entity]:
-    """Give each EventType entity the amount of the nearest money mention (each amount used once)."""
-    events = [e for e in entities if e.type == "EventType" and e.span is not None]
+def _record_value(attr: AuthoritativeAttribute, session: Session, subject: dict[str, Any] | None) -> Scalar | None:
+    """The attribute's value on record: from the session or the subject's node (None if unset)."""
+    if attr.session is not None:
+        v = session.attribute(attr.session)
+    else:
+        v = (subject or {}).get(attr.subject_property or "")
+    return v if isinstance(v, (str, int, float, bool)) and v != "" else None
+
+
+def _claim_value(e: Entity, attr: AuthoritativeAttribute, nodes: dict[str, "Node"]) -> Any:
+    """What an utterance entity claims, in the attribute's ``match`` property (default name)."""
+    node = nodes.get(e.node_id or "")
+    return node.props.get(attr.match, e.value) if node is not None else e.value
+
+
+def _claim_mention(c: Entity, value: Scalar | None, subject_label: str) -> Mention:
+    who = subject_label.lower()
+    reason = (f"{who} claims {c.value}; record says {value}; not used" if value is not None
+              else f"{who} claims {c.value}; no {c.type} on record for this session; not used")
+    return Mention(type=c.type, value=c.value, text=c.text or str(c.value), span=c.span or (0, 0),
+                   kind="claim", record=value, reason=reason)
+
+
+def _record_entity(attr: AuthoritativeAttribute, value: Scalar, session: Session, nodes: dict[str, "Node"]) -> Entity:
+    node = next((n for n in sorted(nodes.values(), key=lambda n: n.id)
+                 if n.label == attr.entity and n.props.get(attr.match) == value), None)
+    origin = f"session.{attr.session}" if attr.session else f"{session.customer_id}.{attr.subject_property}"
+    return Entity(type=attr.entity, value=str(node.props.get("name") or value) if node is not None else value,
+                  source="session" if attr.session else "graph", node_id=node.id if node is not None else None,
+                  properties={"from": origin})
+
+
+def _attach_amounts(entities: list[Entity], money: list[MoneyMatch], types: Iterable[str]) -> list[Entity]:
+    """Give each entity of ``types`` (the domain's ``amounts_attach_to``) the amount of the
+    nearest money mention (each amount used once)."""
+    wanted = set(types)
+    events = [e for e in entities if e.type in wanted and e.span is not None]
     if not events or not money:
         return entities
     free = list(money)

@@ -14,10 +14,12 @@ from typing import Iterable, Sequence
 
 from hopweave.errors import InputError
 
-#: Default maximum utterance length in characters (longer input raises InputError).
-MAX_CHARS = 10_000
+#: Longest accepted utterance, in characters (longer input raises InputError). A customer's
+#: request, not a transcript: 4,000 characters is about 700 words. Documented in docs/engine.md.
+MAX_CHARS = 4_000
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _WS = re.compile(r"\s+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Za-z]")
 
@@ -28,18 +30,23 @@ def check_utterance(utterance: object, max_chars: int = MAX_CHARS) -> str:
     The returned string has the same length as the input (so spans stay valid).
 
     Raises:
-        InputError: not a string, empty or whitespace-only, or longer than ``max_chars``.
+        InputError: not a string; empty, whitespace-only or control-characters-only (NUL...);
+            longer than ``max_chars``; or holding a lone UTF-16 surrogate (not valid Unicode text).
     """
     if not isinstance(utterance, str):
         raise InputError(f"the utterance must be a string, got {type(utterance).__name__}")
     if len(utterance) > max_chars:
         raise InputError(
             f"the utterance is {len(utterance):,} characters long; the limit is {max_chars:,} "
-            "(send the customer's request, not a whole transcript, or raise max_chars)"
+            "(send the customer's request, not a whole transcript)"
         )
+    bad = _SURROGATE.search(utterance)
+    if bad is not None:
+        raise InputError(f"the utterance holds a lone surrogate at character {bad.start()} "
+                         f"(U+{ord(bad.group(0)):04X}): send valid Unicode text (UTF-8 decodable)")
     cleaned = _CONTROL.sub(" ", utterance)
     if not cleaned.strip():
-        raise InputError("the utterance is empty or whitespace only: send what the customer said")
+        raise InputError("the utterance is empty, whitespace or control characters only: send what the customer said")
     return cleaned
 
 

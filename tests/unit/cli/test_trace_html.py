@@ -18,12 +18,19 @@ import sys
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
 
 from hopweave.cli import app
-from hopweave.cli.trace_html import COLORS, collect, render
+import sys
+
+from hopweave.cli.trace_html import BASE_COLORS, color_of, colors, collect, render
 from hopweave.graph import open_graph_store
 from hopweave.graph.base import Edge, Node
 from generator.build import deltabank_batches  # noqa: E402
 from hopweave.models.schema import GraphSchema
 from hopweave.paths import default_schema_path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
+from domains import DELTABANK  # noqa: E402
+
+COLORS = colors(DELTABANK.styles)
 
 ROOT = Path(__file__).resolve().parents[3]
 TRACE = "RT_test_maria"
@@ -108,8 +115,8 @@ def test_precedent_trace_shows_its_profile(store_dir: Path) -> None:
 
 
 def test_page_is_self_contained_deterministic_and_pii_free(store_dir: Path) -> None:
-    page = render(_graph(store_dir))
-    assert page == render(_graph(store_dir))
+    page = render(_graph(store_dir), DELTABANK.styles)
+    assert page == render(_graph(store_dir), DELTABANK.styles)
     assert UTTERANCE not in page and "123-45-6789" not in page
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "no external resources"
     assert "@import" not in page and "url(" not in page
@@ -196,7 +203,7 @@ def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
 def test_page_renders_nodes_in_headless_chromium(store_dir: Path, tmp_path: Path) -> None:
     page = tmp_path / "trace.html"
     graph = _graph(store_dir)
-    page.write_text(render(graph), encoding="utf-8")
+    page.write_text(render(graph, DELTABANK.styles), encoding="utf-8")
     shot = tmp_path / "trace.png"
     base = [
         _chromium(),
@@ -222,3 +229,11 @@ def test_page_renders_nodes_in_headless_chromium(store_dir: Path, tmp_path: Path
     for label in ("DecisionTrace", "TraversalPattern", "Customer", "Chunk"):
         rgb = bytes.fromhex(COLORS[label][1:])
         assert rgb in seen, f"no {label} node ({COLORS[label]}) visible in the screenshot {shot}"
+
+
+def test_labels_without_a_style_get_a_stable_neutral_colour() -> None:
+    from hopweave.cli.trace_html import NEUTRAL_PALETTE
+
+    assert color_of("Policyholder", BASE_COLORS) == color_of("Policyholder", {}) in NEUTRAL_PALETTE
+    assert color_of("DecisionTrace", colors()) == BASE_COLORS["DecisionTrace"]
+    assert color_of("Customer", colors(DELTABANK.styles)) == "#4C8EDA"

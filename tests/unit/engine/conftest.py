@@ -20,6 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "delta
 from hopweave.engine.engine import Engine
 from hopweave.engine.replay import REPLAY_CONFIG
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
+from domains import DELTABANK, DELTABANK_REGISTRY  # noqa: E402
+
 #: The smallest population that still holds every customer the scenarios name (CUST_1000xx).
 STORE_NODES = 3000
 REPO = Path(__file__).resolve().parents[3]
@@ -48,7 +51,7 @@ def cli_store(store_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
 
 @pytest.fixture(scope="session")
 def engine(store_dir: Path, cli_store: Path) -> Iterator[Engine]:
-    eng = Engine.open(store_dir, config=REPLAY_CONFIG)
+    eng = Engine.open(store_dir, domains=DELTABANK_REGISTRY, config=REPLAY_CONFIG)
     eng.warmup()
     yield eng
     eng.close()

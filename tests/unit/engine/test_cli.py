@@ -71,7 +71,7 @@ def test_retrieve_replay_and_trace_diff_after_a_pattern_edit(cli_store: Path) ->
     assert after["trace_id"] in used and before["trace_id"] not in used
 
     show = _ok(["trace", "show", after["trace_id"], "--tenant", "deltabank", "--store", str(cli_store)]).stdout
-    assert "<redacted: PII>" in show and "waiver_history@2" in show and "[Customer]" in show
+    assert "<redacted: derived from the utterance>" in show and "waiver_history@2" in show and "[Customer]" in show
 
     res = RUN.invoke(app, ["trace", "show", after["trace_id"], "--tenant", "northbank", "--store", str(cli_store)])
     assert res.exit_code == 2 and "NotFoundError" in res.output  # another tenant cannot see it
@@ -81,7 +81,7 @@ def test_demo_loads_a_fresh_store_and_prints_the_block(tmp_path: Path) -> None:
     from generator.build import sized_pack  # the pack's generator step (conftest puts it on sys.path)
 
     pack = sized_pack(tmp_path, nodes=1500, seed=4421)  # a small copy of the example pack
-    res = _ok(["demo", "--store", str(tmp_path / "store"), "--pack", str(pack)])
+    res = _ok(["demo", str(pack), "--store", str(tmp_path / "store")])
     out = res.stdout
     for s in ("[Customer]", "[Event]", "[Payment history]", "[Waiver history]",
               "[Applicable policy — waiver-policy-v3.pdf, section 3.2]",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import AS_OF, MARIA, UTTERANCE
+from conftest import AS_OF, DELTABANK, DELTABANK_REGISTRY, MARIA, UTTERANCE
 
 from hopweave.engine.engine import Engine, EngineConfig
 from hopweave.engine.replay import REPLAY_CONFIG
@@ -17,7 +17,8 @@ from hopweave.search.edge_index import EdgeIndex
 def _sibling(engine: Engine, index, **config) -> Engine:
     """Another engine on the same graph and models, with another index / config."""
     cfg = EngineConfig(**{**REPLAY_CONFIG.__dict__, **config})
-    return Engine(engine.graph, index, embedder=engine.embedder, understander=engine.understander, config=cfg)
+    return Engine(engine.graph, index, embedder=engine.embedder, understander=engine.understander_for(DELTABANK),
+                  domains=DELTABANK_REGISTRY, config=cfg)
 
 
 def test_search_store_down_gives_graph_only_context(engine: Engine, tmp_path: Path) -> None:
@@ -83,9 +84,13 @@ class _Broken:
     def understand(self, *a, **k):
         raise RuntimeError("classifier crashed")
 
+    def warmup(self) -> None:
+        pass
+
 
 def test_understanding_failure_is_a_fallback_not_an_error(engine: Engine) -> None:
-    eng = Engine(engine.graph, engine.index, embedder=engine.embedder, understander=_Broken(), config=REPLAY_CONFIG)
+    eng = Engine(engine.graph, engine.index, embedder=engine.embedder, understander=_Broken(),
+                 domains=DELTABANK_REGISTRY, config=REPLAY_CONFIG)
     r = eng.retrieve(UTTERANCE, session=MARIA, as_of=AS_OF, record=False)
     assert r.clarify and r.goal is None
     assert any(x.stage == "understand" and "classifier crashed" in x.reason for x in r.degraded)

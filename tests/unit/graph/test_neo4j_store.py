@@ -12,7 +12,7 @@ neo4j = pytest.importorskip(
     "neo4j", reason="the neo4j driver is not installed: pip install 'hopweave[neo4j]'"
 )
 
-from factories import make_pattern
+from factories import make_pattern  # noqa: E402
 from hopweave.errors import (  # noqa: E402
     ConfigError,
     QueryTimeoutError,
@@ -22,7 +22,6 @@ from hopweave.errors import (  # noqa: E402
 from hopweave.graph.neo4j_store import Neo4jGraphStore  # noqa: E402
 from hopweave.graph.traverse import run_goal_patterns  # noqa: E402
 from hopweave.models.common import Bindings, Session  # noqa: E402
-from hopweave.models.metagraph import EdgeStep, Seed, TraversalPattern  # noqa: E402
 
 DEAD = "bolt://127.0.0.1:9"  # discard port: nothing listens
 

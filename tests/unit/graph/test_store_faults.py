@@ -165,10 +165,10 @@ def test_store_default_lock_timeout_applies_to_writes_and_loads(tmp_path, schema
     with pytest.raises(StoreBusyError):
         s.write("t1", [Node("C9", "Customer", {})])
     with pytest.raises(StoreBusyError):
-        _open(d, schema, lock_timeout_s=0.2)  # a load waits for the writer's exclusive lock
-    with pytest.raises(StoreBusyError):
         s.compact()
     assert time.monotonic() - t0 < 3.0
+    # a writer never blocks a reader: opening reads the last committed state without the lock
+    assert _open(d, schema, lock_timeout_s=0.2).get_node("t1", "C1") is not None
 
 
 def test_shared_lock_holder_does_not_block_readers(tmp_path, schema, lock_holder):
@@ -375,12 +375,14 @@ print("done", flush=True)
 """
 
 
-def _load(d: Path, gen: str, n: int, kill_midway: bool) -> None:
+def _load(d: Path, gen: str, n: int, kill_midway: bool, midway: Any = None) -> None:
     p = subprocess.Popen([sys.executable, "-c", _LOADER, str(d), gen, str(n)], stdout=subprocess.PIPE)
     assert p.stdout is not None
     try:
         if kill_midway:
             assert p.stdout.readline().strip() == b"midway"
+            if midway is not None:
+                midway()
             p.kill()
         assert p.wait(timeout=120) == (-9 if kill_midway else 0)
     finally:
@@ -391,7 +393,13 @@ def _load(d: Path, gen: str, n: int, kill_midway: bool) -> None:
 def test_sigkill_during_a_graph_load_keeps_the_previous_store_and_a_rerun_completes(tmp_path, schema):
     d = tmp_path / "graph"
     _load(d, "A", 3000, kill_midway=False)
-    _load(d, "B", 400_000, kill_midway=True)
+
+    def read_during_the_load() -> None:  # the loader holds the exclusive lock: readers go on
+        t0 = time.monotonic()
+        s = _open(d, schema, lock_timeout_s=0.5)
+        assert len(s.find_nodes("t1", "Customer")) == 3000 and time.monotonic() - t0 < 5
+
+    _load(d, "B", 400_000, kill_midway=True, midway=read_during_the_load)
     s = _open(d, schema)
     ids = {n.id for n in s.find_nodes("t1", "Customer")}
     assert len(ids) == 3000 and all(i.startswith("A_") for i in ids)

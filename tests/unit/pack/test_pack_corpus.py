@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hopweave.errors import PackError
+from hopweave.errors import InputError, PackError
 from hopweave.graph.base import Edge
 from hopweave.models.schema import GraphSchema
 from hopweave.pack.corpus import check_corpus_dir, document_graph, load_corpus, store_resolver
@@ -76,19 +76,24 @@ def test_check_corpus_dir_reports_bad_front_matter(schema, tmp_path):
         """))
     (tmp_path / "corpus" / "b.md").write_text("---\ndocument_id: b\nversion: old\n---\n## 1 Intro\n\nText.\n")
     probs = check_corpus_dir(tmp_path / "corpus", schema, root=tmp_path)
-    assert [(p.file, p.record) for p in probs] == [("corpus/b.md", "b"), ("corpus/a.md", "a")]
+    assert [(p.file, p.record) for p in probs] == [("corpus/b.md", "b"), ("corpus/a.md", None)]
     assert "version" in probs[0].message and "['colour']" in probs[1].message and probs[1].fix
     assert check_corpus_dir(PACK / "corpus", schema, root=PACK) == []
     assert "does not exist" in check_corpus_dir(tmp_path / "nope", schema)[0].message
 
 
-def test_front_matter_tenant_overrides_the_corpus_tenant(schema, tmp_path):
-    (tmp_path / "corpus").mkdir()
-    body = "---\ndocument_id: {d}\nrevision: v1\n{t}---\n## 1 Intro\n\nText.\n"
-    (tmp_path / "corpus" / "a.md").write_text(body.format(d="a", t=""))
-    (tmp_path / "corpus" / "b.md").write_text(body.format(d="b", t="tenant_id: zephyr\n"))
-    docs = load_corpus(tmp_path / "corpus", schema, "acme")
-    assert [(d.document_id, d.tenant_id) for d in docs] == [("a", "acme"), ("b", "zephyr")]
-    assert check_corpus_dir(tmp_path / "corpus", schema, tenant_id="acme", tenants=["acme", "zephyr"]) == []
-    probs = check_corpus_dir(tmp_path / "corpus", schema, tenant_id="acme", tenants=["acme"])
-    assert len(probs) == 1 and "tenant_id 'zephyr'" in probs[0].message
+def _doc(folder: Path, stem: str, tenant: str | None) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    front = f"document_id: {stem}\nrevision: v1\ntitle: {stem}\n" + (f"tenant_id: {tenant}\n" if tenant else "")
+    (folder / f"{stem}.md").write_text(f"---\n{front}---\n\n## 1 Scope\n\nText of {stem}.\n", encoding="utf-8")
+
+
+def test_front_matter_tenant_overrides_the_corpus_tenant(tmp_path: Path) -> None:
+    schema = GraphSchema.base()
+    _doc(tmp_path / "corpus", "ours", None)
+    _doc(tmp_path / "corpus", "theirs", "zephyr")
+    docs = load_corpus(tmp_path / "corpus", schema, "acme", tenants=["acme", "zephyr"])
+    assert [(d.document_id, d.tenant_id) for d in docs] == [("ours", "acme"), ("theirs", "zephyr")]
+    assert check_corpus_dir(tmp_path / "corpus", schema, root=tmp_path) == []
+    with pytest.raises(InputError, match="tenants the pack does not serve"):
+        load_corpus(tmp_path / "corpus", schema, "acme", tenants=["acme"])

@@ -17,7 +17,7 @@ def schema() -> GraphSchema:
 
 @pytest.fixture(scope="session")
 def embedder():
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
 
     return default_embedder()
 

@@ -21,7 +21,7 @@ class HashEmbedder(Embedder):
     """A deterministic 16-d bag-of-words embedder: a cheap *dependency* for index tests.
 
     The index, filters and fusion are what those tests exercise; the real model is tested in
-    test_embedders.py and used by the ingest tests.
+    test_embedder.py and used by the ingest tests.
     """
 
     def __init__(self, revision: str = "1", dims: int = 16) -> None:

@@ -8,7 +8,6 @@ import pytest
 
 from hopweave.errors import InputError
 from hopweave.models.documents import Document
-from hopweave.models.filters import Eq
 from hopweave.search.edge_index import EdgeIndex
 from hopweave.search.index_base import SPACE_FIELD
 from hopweave.search.ingest import Ingestor, load_documents, read_records
@@ -80,7 +79,7 @@ def test_changed_chunk_text_invalidates_its_vector(tmp_path, schema, embedder):
 
 
 def _write_jsonl(path, lines):
-    path.write_text("\n".join(l if isinstance(l, str) else json.dumps(l) for l in lines) + "\n")
+    path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n")
     return path
 
 

@@ -3,6 +3,8 @@ built from the real DeltaBank generator, vocabulary, goal files and filter mappi
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -15,6 +17,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "delta
 from generator.build import metagraph_items  # noqa: E402
 from generator.generate import generate  # noqa: E402
 from generator.vocabulary import vocabulary  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
+from domains import DELTABANK  # noqa: E402
+
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.common import Session
 from hopweave.models.schema import GLOBAL_TENANT
@@ -30,7 +35,7 @@ def _metagraph(store: NetworkxGraphStore) -> None:
 
 @pytest.fixture(scope="session")
 def embedder():  # type: ignore[no-untyped-def]
-    from hopweave.search.embedders import default_embedder
+    from hopweave.search.embedder import default_embedder
 
     return default_embedder()
 
@@ -59,7 +64,7 @@ def fresh_store() -> Iterator[NetworkxGraphStore]:
 
 @pytest.fixture(scope="session")
 def understander(bank: NetworkxGraphStore, embedder) -> Understander:  # type: ignore[no-untyped-def]
-    return Understander(bank, embedder)
+    return Understander(bank, embedder, settings=DELTABANK)
 
 
 @pytest.fixture(scope="session")

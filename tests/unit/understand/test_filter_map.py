@@ -7,6 +7,7 @@ import json
 import pytest
 
 from conftest import AS_OF, MARIA_UTTERANCE
+from domains import DELTABANK
 from hopweave.errors import ConfigError, FilterError, SchemaError, TenantError
 from hopweave.models.common import Session
 from hopweave.models.filters import And, Eq, In, matches
@@ -33,7 +34,7 @@ SEED_004 = {
 
 
 def _maria_filter(store, session):  # type: ignore[no-untyped-def]
-    res = EntityResolver(store).resolve(MARIA_UTTERANCE, session, AS_OF)
+    res = EntityResolver(store, DELTABANK).resolve(MARIA_UTTERANCE, session, AS_OF)
     return compile_filter(read_filter_mapping(store, session.tenant_id), res.entities, session, store, store.schema)
 
 
@@ -75,19 +76,19 @@ def test_compiled_qdrant_filter(bank, maria: Session) -> None:  # type: ignore[n
 
 def test_the_mapping_is_read_from_the_graph(fresh_store, maria: Session) -> None:  # type: ignore[no-untyped-def]
     tree, _ = _maria_filter(fresh_store, maria)
-    assert "tier" in {c.field for c in tree.clauses}
-    # change the data, not the code: drop the Tier rule and add an always-on language clause
+    assert "policy_type" in {c.field for c in tree.clauses}
+    # change the data, not the code: drop the EventType rule and add an always-on language clause
     shipped = read_mapping_file()
     changed = shipped.model_copy(update={
         "version": 2,
-        "entities": tuple(r for r in shipped.entities if r.entity != "Tier"),
+        "entities": tuple(r for r in shipped.entities if r.entity != "EventType"),
         "always_on": (*shipped.always_on, *FilterMapping.model_validate(
             {"version": 1, "always_on": [{"field": "language", "value": "en"}]}).always_on),
     })
     write_filter_mapping(fresh_store, changed)
     tree, _ = _maria_filter(fresh_store, maria)
     fields = [c.field for c in tree.clauses]
-    assert "tier" not in fields and fields[-1] == "language"
+    assert "policy_type" not in fields and fields[-1] == "language"
 
 
 def test_missing_mapping_node_is_a_config_error(maria: Session) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from conftest import AS_OF, MARIA_UTTERANCE
+from domains import DELTABANK
 from generator.vocabulary import concept_id  # the pack's generator (conftest puts it on sys.path)
 from hopweave.graph.base import Edge, Node
 from hopweave.models.common import Session
@@ -16,8 +17,8 @@ WHEN = datetime(2026, 5, 12, 23, 59, 59)
 
 
 def _plan(store, text, session):  # type: ignore[no-untyped-def]
-    ents = EntityResolver(store).resolve(text, session, AS_OF).entities
-    return build_lexical_plan(text, ents, session, WHEN, store)
+    ents = EntityResolver(store, DELTABANK).resolve(text, session, AS_OF).entities
+    return build_lexical_plan(text, ents, session, WHEN, store, DELTABANK)
 
 
 def test_maria_plan(bank, maria: Session) -> None:  # type: ignore[no-untyped-def]

@@ -7,6 +7,7 @@ from datetime import datetime
 import pytest
 
 from conftest import AS_OF, MARIA_UTTERANCE
+from domains import DELTABANK
 from hopweave.graph.base import Node
 from hopweave.models.common import Bindings, Session
 from hopweave.models.schema import GLOBAL_TENANT
@@ -15,7 +16,7 @@ from hopweave.understand.resolver import EntityResolver, find_money
 
 @pytest.fixture(scope="module")
 def resolver(bank) -> EntityResolver:  # type: ignore[no-untyped-def]
-    return EntityResolver(bank)
+    return EntityResolver(bank, DELTABANK)
 
 
 def _by_type(res, t):  # type: ignore[no-untyped-def]
@@ -42,15 +43,18 @@ def test_maria_seed_004_entities(resolver: EntityResolver, maria: Session) -> No
 
 
 def test_a_new_vocabulary_node_is_recognised_without_code_change(fresh_store, maria: Session) -> None:  # type: ignore[no-untyped-def]
-    resolver = EntityResolver(fresh_store)
+    resolver = EntityResolver(fresh_store, DELTABANK)
     text = "Does my Diamond card get a fee waiver?"
     assert _by_type(resolver.resolve(text, maria, AS_OF), "Tier") == []
     fp = resolver.vocabulary(maria.tenant_id)[0]
     fresh_store.write(GLOBAL_TENANT, [Node("TIER_Diamond", "Tier", {"name": "Diamond", "rank": 0,
                                                                   "aliases": ["diamond tier"]})])
     assert resolver.vocabulary(maria.tenant_id)[0] != fp
-    (tier,) = _by_type(resolver.resolve(text, maria, AS_OF), "Tier")
-    assert (tier.value, tier.node_id, tier.text) == ("Diamond", "TIER_Diamond", "Diamond")
+    # recognised at once; Tier is authoritative, so the claim is a mention, never an entity
+    res = resolver.resolve(text, maria, AS_OF)
+    (claim,) = [m for m in res.mentions if m.type == "Tier"]
+    assert (claim.value, claim.text, claim.kind) == ("Diamond", "Diamond", "claim")
+    assert _by_type(res, "Tier") == []
 
 
 def test_case_and_typo_rules(resolver: EntityResolver, maria: Session) -> None:
@@ -74,7 +78,7 @@ def test_a_user_cannot_reach_another_customers_data_by_naming_their_id(bank, mar
     from hopweave.understand import Understander
 
     pattern = next(p for p in bank.patterns("LateFeeDispute") if p.name == "customer_account")
-    und = Understander(bank)
+    und = Understander(bank, settings=DELTABANK)
     for text in ("Show me the account of CUST_4412", "I am cust_4412, dispute my late fee on ACCT_4412001",
                  "my customer id is CUST-4412"):
         res = und.resolver.resolve(text, maria, AS_OF)
@@ -105,7 +109,7 @@ def test_tier_from_the_graph_when_not_said(resolver: EntityResolver, maria: Sess
     res = resolver.resolve("Can you take the late payment charge off my credit card bill?", maria, AS_OF)
     (tier,) = _by_type(res, "Tier")
     assert (tier.value, tier.source) == ("Platinum", "graph")
-    plain = EntityResolver(resolver.store, enrich_from_graph=False)
+    plain = EntityResolver(resolver.store, DELTABANK, enrich_from_graph=False)
     assert _by_type(plain.resolve("Can you take the late payment charge off?", maria, AS_OF), "Tier") == []
 
 

@@ -1,4 +1,4 @@
-"""Understander facade: Maria end to end, determinism, input robustness."""
+"""Understander: Maria end to end, determinism, input robustness."""
 
 from __future__ import annotations
 
@@ -47,9 +47,15 @@ def test_bad_utterances_are_typed_input_errors(understander: Understander, maria
 
 
 def test_long_but_allowed_utterance(understander: Understander, maria: Session) -> None:
-    text = "I want to dispute this $39 late fee on my Platinum card. " + "Thanks for your help. " * 300
+    text = "I want to dispute this $39 late fee on my Platinum card. " + "Thanks for your help. " * 170
+    assert 3_700 < len(text) <= 4_000
     u = understander.understand(text, maria, AS_OF)
     assert u.goal == "LateFeeDispute"
+
+
+def test_over_the_documented_limit_is_an_input_error(understander: Understander, maria: Session) -> None:
+    with pytest.raises(InputError, match="limit is 4,000"):
+        understander.understand("late fee " * 445, maria, AS_OF)
 
 
 @pytest.mark.parametrize(

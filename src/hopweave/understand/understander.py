@@ -1,23 +1,43 @@
-"""The understanding stage as one call: classify + resolve + map to filters + lexical plan."""
+"""The understanding stage as one call: classify + resolve + map to filters + lexical plan.
+
+:class:`UnderstandingStage` is the contract the engine composes (``understand`` returns an
+:class:`~hopweave.understand.models.Understanding`); :class:`Understander` implements it for one
+domain (its :class:`~hopweave.models.domain.DomainSettings`).
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from hopweave.errors import InputError
-from hopweave.models.common import Session, to_datetime
+from hopweave.models.common import Session, check_tenant, to_datetime
+from hopweave.models.domain import DomainSettings
 from hopweave.understand.classifier import GoalClassifier
 from hopweave.understand.filter_map import compile_filter, read_filter_mapping
 from hopweave.understand.lexical_plan import _stop_words, build_lexical_plan
 from hopweave.understand.models import Understanding
-from hopweave.understand.resolver import IDENTIFIERS, EntityResolver, IdentifierSpec
+from hopweave.understand.resolver import EntityResolver
 from hopweave.understand.text import MAX_CHARS, check_utterance, looks_non_english
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.graph.base import GraphStore
     from hopweave.search.embedder import Embedder
+    from hopweave.understand.calibration import Calibration
     from hopweave.understand.classifier import ClassifierConfig
+
+
+@runtime_checkable
+class UnderstandingStage(Protocol):
+    """Stage 1 as the engine sees it."""
+
+    def understand(self, utterance: str, session: Session, as_of: datetime | str) -> Understanding:
+        """The typed understanding of one request. Raises InputError / TenantError / ConfigError."""
+        ...
+
+    def warmup(self) -> None:
+        """Build caches now (no request pays for them). Reads only."""
+        ...
 
 
 class Understander:
@@ -28,9 +48,11 @@ class Understander:
         embedder: the offline embedder (default: the project's default, loaded on first use).
         threshold: abstain below this confidence (default: ``<pack>/classifier.yaml``).
         max_chars: longest accepted utterance (longer raises InputError).
-        classifier_config: classifier settings (default: the shipped file).
-        identifiers: identifier formats for the resolver.
-        enrich_from_graph: add the session customer's tier from the graph when not mentioned.
+        classifier_config: classifier settings (default: the store's, for the domain).
+        calibration: classifier calibration (default: the file the settings name).
+        settings: the domain's settings (subject, identifiers, authoritative attributes,
+            synonyms, amounts, identifier labels).
+        enrich_from_graph: add the authoritative attributes' values on record as entities.
 
     No I/O in the constructor; thread-safe; caches are keyed by graph revisions.
     """
@@ -40,22 +62,23 @@ class Understander:
         store: "GraphStore",
         embedder: "Embedder | None" = None,
         *,
+        settings: DomainSettings,
         threshold: float | None = None,
         max_chars: int = MAX_CHARS,
         classifier_config: "ClassifierConfig | None" = None,
-        identifiers: tuple[IdentifierSpec, ...] = IDENTIFIERS,
+        calibration: "Calibration | None" = None,
         enrich_from_graph: bool = True,
     ) -> None:
         self.store = store
+        self.settings = settings
         self.max_chars = max_chars
-        self.classifier = GoalClassifier(store, embedder, config=classifier_config, threshold=threshold)
-        self.resolver = EntityResolver(store, identifiers=identifiers, enrich_from_graph=enrich_from_graph)
+        self.classifier = GoalClassifier(store, embedder, config=classifier_config, calibration=calibration,
+                                         threshold=threshold, domain=settings.name)
+        self.resolver = EntityResolver(store, settings, enrich_from_graph=enrich_from_graph)
 
     def warmup(self, tenant_id: str = "hopweave-warmup") -> None:
         """Load the embedder, build the classifier index and compile the entity ruler now (so the
         first request does not pay for it). Reads only; ``tenant_id`` needs to own nothing."""
-        from hopweave.models.common import check_tenant
-
         self.classifier.classify("warm up")
         self.resolver.pipeline(check_tenant(tenant_id))
 
@@ -64,9 +87,9 @@ class Understander:
 
         Returns:
             Understanding: goal (None when the classifier abstained), calibrated confidence,
-            entities (session identity first), mentions (ids the session may not use), the
-            filter tree (entity clauses + always-on clauses from the FilterMapping node) and
-            the lexical plan.
+            entities (session identity first), mentions (ids the session may not use, claims
+            the record contradicts), the filter tree (entity clauses + always-on clauses from
+            the FilterMapping node) and the lexical plan.
 
         Raises:
             InputError: empty/whitespace-only/over-long utterance, missing or malformed as_of,
@@ -94,12 +117,14 @@ class Understander:
             )
         res = self.resolver.resolve(text, session, when)
         mapping = read_filter_mapping(self.store, session.tenant_id)
-        tree, fnotes = compile_filter(mapping, res.entities, session, self.store, self.store.schema)
+        tree, fnotes = compile_filter(mapping, res.entities, session, self.store, self.store.schema,
+                                      unscoped=res.unscoped)
         notes.extend(res.notes)
         notes.extend(fnotes)
-        for m in res.mentions:
-            notes.append(f"{m.type} {m.value} named in the utterance is not used: {m.reason}")
-        lexical = build_lexical_plan(text, res.entities, session, when, self.store)
+        if res.unscoped:
+            notes.append(f"no {', '.join(res.unscoped)} on record for this session: only documents that are "
+                         "not specific to one are searched")
+        lexical = build_lexical_plan(text, res.entities, session, when, self.store, self.settings)
         return Understanding(
             utterance=utterance,
             as_of=when,
@@ -119,6 +144,7 @@ class Understander:
                 "filter_mapping": mapping.revision,
                 "calibration": cls.calibration_id,
             },
+            domain=self.settings.name,
         )
 
 

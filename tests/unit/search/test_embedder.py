@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 
-from hopweave.search.embedders import DIMENSIONS, default_embedder
+from hopweave.search.embedder import DIMENSIONS, default_embedder
 
 
 def test_default_embedder_space_and_vectors(embedder):

@@ -1,0 +1,99 @@
+"""The two concurrent branches of a retrieval: the document search and the graph branch
+(the goal's patterns, then precedent ranking over their rows). Pure functions of their inputs;
+the engine runs them on its pool through :func:`~hopweave.engine.stages.run_stage`.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any
+
+from hopweave.engine import precedent
+from hopweave.engine.plan import Plan, case_text_for, chunk_items, precedent_patterns
+from hopweave.engine.result import ChunkItem, Degradation
+from hopweave.engine.stages import DocumentIndex, run_stage
+from hopweave.graph.base import GraphStore
+from hopweave.models.common import Bindings, PatternResult
+from hopweave.models.ranking import RankingProfile
+from hopweave.search.embedder import Embedder
+
+#: (chunks, the profile used, skipped channels as (what, why), elapsed ms)
+SearchOutcome = tuple[tuple[ChunkItem, ...], RankingProfile, list[tuple[str, str]], float]
+#: (facts, precedent, the branch's own degradations, precedent ms)
+GraphOutcome = tuple[list[PatternResult], list[precedent.PrecedentItem], list[Degradation], float]
+
+
+def search_documents(index: DocumentIndex, embedder: Embedder, tenant_id: str, plan: Plan, limit: int) -> SearchOutcome:
+    """The plan's pre-filtered hybrid search. Raises what the index raises (StoreError...)."""
+    from hopweave.search.profiles import get_profile
+
+    t = time.perf_counter()
+    profile = get_profile(plan.profile)
+    vec = space = None
+    if profile.uses_semantic:
+        vec = embedder.embed([plan.dense_query])[0]
+        space = embedder.space
+    res = index.search(tenant_id, plan.lexical_query, profile, where=plan.filter, limit=limit, query_vector=vec,
+                       query_space=space)
+    skipped = []
+    if res.coverage.semantic_skipped_reason and profile.uses_semantic:
+        skipped.append(("semantic channel", res.coverage.semantic_skipped_reason))
+    if res.coverage.lexical_skipped_reason and profile.uses_lexical:
+        skipped.append(("lexical channel", res.coverage.lexical_skipped_reason))
+    return chunk_items(res.hits), profile, skipped, _ms(t)
+
+
+def graph_branch(
+    graph: GraphStore,
+    embedder: Embedder,
+    vectors: precedent.TraceVectorCache,
+    plan: Plan,
+    bindings: Bindings,
+    utterance: str,
+    max_workers: int,
+) -> GraphOutcome:
+    """The goal's patterns in parallel, then precedent ranking over the precedent patterns' rows
+    (a failure there degrades to no precedent lines, or BM25 alone if only the embedder failed)."""
+    from hopweave.graph.traverse import run_goal_patterns
+
+    tenant_id = bindings.session.tenant_id
+    facts = run_goal_patterns(graph, tenant_id, plan.patterns, bindings, max_workers=max_workers)
+    t = time.perf_counter()
+    degraded: list[Degradation] = []
+    names = precedent_patterns(plan.sections, plan.patterns)
+    items: list[precedent.PrecedentItem] = []
+    if names:
+        fetch = functools.partial(_props, graph, tenant_id)
+
+        def rank() -> list[precedent.PrecedentItem]:
+            cands = precedent.candidates(facts, names, bindings.as_of, fetch=fetch)
+            case_text = case_text_for(utterance, plan, facts, bindings.as_of)
+            ranked = run_stage(degraded, "precedent", lambda: precedent.rank(cands, case_text, embedder, vectors),
+                               default=None, what="semantic similarity", fallback="BM25 ranking only")
+            return ranked if ranked is not None else precedent.rank(cands, case_text, None)
+
+        items = run_stage(degraded, "precedent", rank, default=[], what="precedent ranking",
+                          fallback="no precedent lines")
+    return facts, items, degraded, _ms(t)
+
+
+def _props(graph: GraphStore, tenant_id: str, node_id: str) -> dict[str, Any] | None:
+    node = graph.get_node(tenant_id, node_id)
+    return dict(node.props) if node is not None else None
+
+
+def _ms(t: float) -> float:
+    return round((time.perf_counter() - t) * 1000, 3)
+
+
+def pattern_degradations(facts: list[PatternResult]) -> list[Degradation]:
+    """A degradation per pattern cut by time/size or failed ("limit" is the pattern's design)."""
+    return [Degradation(stage="traverse", what=f"pattern {f.pattern}@{f.version}",
+                        reason=f.error or f"truncated: {f.truncated_reason}",
+                        fallback="rows found so far, flagged in the context" if f.rows else
+                        "section shows it is incomplete")
+            for f in facts if f.error or (f.truncated and f.truncated_reason != "limit")]
+
+
+__all__ = ["GraphOutcome", "SearchOutcome", "graph_branch", "pattern_degradations", "search_documents"]

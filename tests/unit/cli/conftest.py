@@ -1,0 +1,13 @@
+"""CLI test fixtures."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def embedder():  # type: ignore[no-untyped-def]
+    """The default embedder (a process-wide singleton), loaded once for the CLI tests."""
+    from hopweave.search.embedder import default_embedder
+
+    return default_embedder()
