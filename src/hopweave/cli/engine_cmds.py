@@ -106,8 +106,12 @@ def demo(
         typer.echo(f"loading the example pack {example} into {store_dir} ...", err=True)
         load_pack(example, store_dir)
         typer.echo(f"loaded in {time.perf_counter() - t:.1f} s", err=True)
+    from hopweave.engine.replay import REPLAY_CONFIG
+
     sc = load_scenario(_demo_scenario(example))
-    engine = _open_engine(store_dir)
+    # the replay budgets (as `hopweave replay`): the demo shows the scenario's answer and checks
+    # it twice for identical bytes, which a busy machine's wall-clock cuts must not decide
+    engine = _open_engine(store_dir, **REPLAY_CONFIG.__dict__)
     try:
         warm = engine.warmup()
         typer.echo(f"models loaded in {sum(warm.values()) / 1000:.1f} s (once per process)", err=True)
@@ -116,6 +120,8 @@ def demo(
     finally:
         engine.close()
     if result.context.text != first.context.text:  # pragma: no cover - determinism guard
+        typer.echo("the same case gave two different contexts: "
+                   f"{[d.what for d in first.degraded]} vs {[d.what for d in result.degraded]} degraded", err=True)
         raise typer.Exit(code=1)
     if as_json:
         emit_json(result.to_json())
