@@ -25,17 +25,18 @@ def base_schema_path() -> Path:
 
 
 def default_schema_path() -> Path:
-    """The example pack's schema in a source checkout (``GraphSchema.load`` merges it onto the
-    base), else the base schema. TODO(issue 10): callers move to the store's schema
-    (``Engine.open``/the pack loader) and this function goes."""
+    """The example pack's schema (:func:`example_pack_dir`, merged onto the base by
+    ``GraphSchema.load``), else the base schema: what a graph store opened with no schema and no
+    store settings uses. A store loaded from a pack always uses its own (``hopweave-store.json``)."""
     pack = _example_pack()
     return pack / "schema.yaml" if pack is not None else base_schema_path()
 
 
 def example_pack_dir() -> Path:
-    """The example pack of a source checkout: the transition-period default of the goal files,
-    the filter mapping and the classifier settings (``$HOPWEAVE_EXAMPLE_PACK`` overrides it).
-    TODO(issue 10): callers read these from the store's settings. Raises ConfigError."""
+    """The pack that the file-reading helpers fall back to when given no path
+    (``load_goal_files``, ``read_mapping_file``, ``load_classifier_config``, the labelled
+    utterance splits): ``$HOPWEAVE_EXAMPLE_PACK``, else the first example pack of a source
+    checkout. The engine never uses it (a store reads its own settings). Raises ConfigError."""
     pack = _example_pack()
     if pack is None:
         raise ConfigError("no example pack: run from a source checkout, set HOPWEAVE_EXAMPLE_PACK, "
@@ -43,18 +44,13 @@ def example_pack_dir() -> Path:
     return pack
 
 
-#: The example pack used by the transition-period defaults above (not named elsewhere in the core).
-_EXAMPLE = "deltabank"
-
-
 def _example_pack() -> Path | None:
     env = os.environ.get("HOPWEAVE_EXAMPLE_PACK")
     if env:
         return Path(env)
     root = repo_root()
-    if root is not None and (root / "examples" / _EXAMPLE / "hopweave.yaml").is_file():
-        return root / "examples" / _EXAMPLE
-    return None
+    packs = sorted(p.parent for p in root.glob("examples/*/hopweave.yaml")) if root is not None else []
+    return packs[0] if packs else None
 
 
 def repo_root() -> Path | None:

@@ -40,11 +40,13 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]
         yield cb
 
 
-def _schema() -> Any:
+def _schema(store: Path | None) -> Any:
     from hopweave.models.schema import GraphSchema
+    from hopweave.models.store_settings import read_store_settings
     from hopweave.paths import default_schema_path
 
-    return GraphSchema.load(default_schema_path())
+    stored = read_store_settings(store_path(store))  # a pack's store: its own schema
+    return stored.schema() if stored is not None else GraphSchema.load(default_schema_path())
 
 
 @app.command()
@@ -65,7 +67,7 @@ def ingest(
 
     if on_error not in ("skip", "reject"):
         raise InputError("--on-error must be skip or reject")
-    schema = _schema()
+    schema = _schema(store)
     docs, report = load_documents(read_records(path), schema, tenant, on_error=on_error)  # type: ignore[arg-type]
     embedder = None
     if not no_embed:
@@ -115,7 +117,7 @@ def search(
         except ValueError as exc:
             raise InputError(f"--filter is not valid JSON: {exc}") from exc
     emb = default_embedder()
-    index = EdgeIndex(store_path(store), _schema())
+    index = EdgeIndex(store_path(store), _schema(store))
     try:
         vec = emb.embed_query(query) if prof.uses_semantic else None
         res = index.search(tenant, query, prof, where=where, limit=limit, query_vector=vec, query_space=emb.space)

@@ -183,7 +183,7 @@ class RetrievalResult(_Frozen):
     entities: tuple[EntityItem, ...] = ()
     #: What the utterance named that was NOT used: other customers' ids, identifiers the
     #: session's subject does not own, claims the record contradicts ("customer claims
-    #: Platinum; record says Gold"). Also listed in the context's [Note] section.
+    #: Unlimited Plus; record says Unlimited Basic"). Also listed in the context's [Note] section.
     mentions: tuple[Mention, ...] = ()
     #: Remarks for the agent (unclear goal, non-English input, filter decisions); also in [Note].
     notes: tuple[str, ...] = ()

@@ -102,17 +102,14 @@ def check_store_dir(store_dir: str | Path) -> None:
 def open_index(store_dir: str | Path) -> DocumentIndex | None:
     """The embedded qdrant-edge index of a store directory (``<dir>/vectors``), or None when the
     store has no vector collection (the engine then runs graph-only, flagged degraded)."""
-    from hopweave.models.schema import GraphSchema
-    from hopweave.models.store_settings import read_store_settings
+    from hopweave.models.store_settings import store_schema
     from hopweave.search.edge_index import EdgeIndex
-
     from hopweave.search.staging import recover
 
     recover(Path(store_dir))  # a crash between the staged index's two renames: put it back
     if not (Path(store_dir) / "vectors").is_dir():
         return None
-    stored = read_store_settings(store_dir)
-    return EdgeIndex(store_dir, stored.schema() if stored is not None else GraphSchema.base())
+    return EdgeIndex(store_dir, store_schema(store_dir))
 
 
 def store_domains(store_dir: str | Path) -> "DomainRegistry | None":

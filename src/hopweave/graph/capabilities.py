@@ -51,7 +51,7 @@ class Capabilities:
     constraint_markers: tuple[str, ...]
     #: How a property is written in a comparison that must not be answered from an index
     #: (``{x}`` = the property expression). FalkorDB 4's range index compares strings wrongly
-    #: (``v < 'B'`` returned 'Platinum' and 'B') and equates booleans with numbers
+    #: (``v < 'B'`` returned 'Plus' and 'B') and equates booleans with numbers
     #: (``v = 1`` matched ``true``); ``[{x}][0]`` is the same value but not index-answerable. Used
     #: for every range and for equality with a non-string value.
     index_guard: str

@@ -145,7 +145,7 @@ class Bindings(BaseModel):
     session: Session
     as_of: datetime
     goal: str | None = None
-    #: Canonical entity values by entity type, e.g. {"Tier": "Platinum", "Product": "Platinum_Card"}
+    #: Canonical entity values by entity type, e.g. {"Plan": "Unlimited_Plus", "ChargeType": "RoamingCharge"}
     entities: dict[str, Scalar] = Field(default_factory=dict)
 
 

@@ -70,7 +70,7 @@ class AuthoritativeAttribute(_Frozen):
     becomes an entity of type ``entity`` (a vocabulary label; the vocabulary node whose
     ``match`` property equals the value is linked). An entity of that type named in the
     utterance never overrides it: a conflicting claim is reported as a mention ("customer
-    claims Platinum; record says Gold"). With no authoritative value (an anonymous session),
+    claims Unlimited Plus; record says Unlimited Basic"). With no authoritative value (an anonymous session),
     utterance claims of that type are mentions too, and ``anonymous`` says what the filter does:
     ``unscoped`` documents only (no segment-specific policy: the chunk field must be empty), or
     ``ignore`` (no clause)."""

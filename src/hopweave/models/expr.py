@@ -18,7 +18,7 @@ indexing or arithmetic; input is bounded (length, tokens, nesting, list size).
 
 Evaluation is three-valued over a mapping of fact values: a comparison with a fact that is
 absent (or None) is *unknown*, and every verdict carries the reason in words
-(``tier == "Platinum" is false (tier = Gold)``), so a context can say why a rule does not fire.
+(``plan == "Unlimited_Plus" is false (plan = Unlimited_Basic)``), so a context can say why a rule does not fire.
 """
 
 from __future__ import annotations

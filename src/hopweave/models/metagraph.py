@@ -36,7 +36,7 @@ class Literal_(_Frozen):
 
 class Bind(_Frozen):
     """A value taken from the request: ``session.<key>`` or ``entity.<EntityType>`` (its
-    canonical value, e.g. ``entity.Tier`` -> "Platinum"), or ``goal.name``."""
+    canonical value, e.g. ``entity.Plan`` -> "Unlimited_Plus"), or ``goal.name``."""
 
     kind: Literal["bind"] = "bind"
     ref: str = Field(pattern=r"^(session|entity|goal)\.[A-Za-z_][A-Za-z0-9_]{0,63}$")

@@ -123,3 +123,12 @@ def write_store_settings(store_dir: str | Path, settings: StoreSettings) -> Path
     except OSError as exc:
         raise StoreError(f"cannot write {path}: {exc.strerror or exc}; check free space and permissions") from exc
     return path
+
+
+def store_schema(store_dir: str | Path) -> "GraphSchema":
+    """The schema of the store in ``store_dir``: the one its packs were loaded with, else (a store
+    not loaded from a pack, or none yet) the domain-free base schema."""
+    from hopweave.models.schema import GraphSchema
+
+    stored = read_store_settings(store_dir)
+    return stored.schema() if stored is not None else GraphSchema.base()

@@ -1,6 +1,6 @@
 """The labeled utterance sets (examples / validation / test) and their loaders.
 
-Layout (``examples/deltabank/utterances/``):
+Layout (a pack's ``utterances/``):
 
 - ``examples.yaml``: ``{GoalName: [utterance, ...]}`` -- the utterances on the GoalType nodes;
 - ``validation.yaml`` and ``test.yaml``: ``[{goal: Name | null, tags: [...], text: ...}, ...]``
@@ -31,17 +31,18 @@ class LabeledUtterance(BaseModel):
 
 
 def default_utterance_dir() -> Path:
-    """``examples/deltabank/utterances`` of the source checkout.
+    """The ``utterances/`` folder of the example pack (:func:`hopweave.paths.example_pack_dir`).
 
     Raises:
-        ConfigError: not running from a checkout (the examples are not installed with the wheel).
+        ConfigError: no example pack (not a checkout and no ``$HOPWEAVE_EXAMPLE_PACK``), or it has
+            no utterances.
     """
-    from hopweave.paths import repo_root
+    from hopweave.paths import example_pack_dir
 
-    root = repo_root()
-    if root is None or not (root / "examples" / "deltabank" / "utterances").is_dir():
-        raise ConfigError("examples/deltabank/utterances is only in the source checkout; pass a path")
-    return root / "examples" / "deltabank" / "utterances"
+    d = example_pack_dir() / "utterances"
+    if not d.is_dir():
+        raise ConfigError(f"{d} does not exist: pass the labelled utterances' path")
+    return d
 
 
 def _read(path: Path) -> object:
@@ -49,7 +50,7 @@ def _read(path: Path) -> object:
 
 
 def load_examples(path: str | Path | None = None) -> dict[str, list[str]]:
-    """``{goal: [utterances]}`` from an examples file (default: the DeltaBank one).
+    """``{goal: [utterances]}`` from an examples file (default: the example pack's).
 
     Raises:
         InputError: missing or malformed file.
@@ -64,7 +65,7 @@ def load_examples(path: str | Path | None = None) -> dict[str, list[str]]:
 
 
 def load_split(path: str | Path) -> list[LabeledUtterance]:
-    """A labeled split (validation or test). A bare name (``"test"``) means the DeltaBank file.
+    """A labeled split (validation or test). A bare name (``"test"``) means the example pack's file.
 
     Raises:
         InputError: missing or malformed file.
@@ -87,7 +88,7 @@ def file_sha256(path: str | Path) -> str:
 
 
 def read_session(path: str | Path) -> "Session":
-    """A Session from a JSON file (see examples/deltabank/sessions/README.md); the one parser is
+    """A Session from a JSON file (see docs/packs.md); the one parser is
     :func:`hopweave.models.common.read_session_file`. Raises InputError or TenantError."""
     from hopweave.models.common import read_session_file
 

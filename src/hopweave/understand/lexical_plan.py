@@ -1,8 +1,8 @@
 """The lexical query plan: what the BM25 channel searches for.
 
 Terms, in entity order: identifiers the session may use (the domain's ``identifier_labels``),
-the surface text and readable canonical name of resolved vocabulary entities ("Platinum card",
-"Platinum Card"; not a CamelCase code like "LateFeeCharged"), amounts, and for entities of the
+the surface text and readable canonical name of resolved vocabulary entities ("unlimited plus",
+"Unlimited Plus"; not a CamelCase code like "RoamingCharge"), amounts, and for entities of the
 domain's synonym label (``synonyms.label``) their aliases and the nodes linked by the synonym
 relationship in the graph ("fee waiver" <-> "charge reversal"). When nothing is extracted,
 the utterance's own content words are the plan (``fallback=True``), so the lexical channel is
@@ -99,7 +99,7 @@ def build_lexical_plan(
                 add(e.text, "entity", origin)
             name = str(e.value)
             if "_" in name or " " in name or name.isalpha() and not _CAMEL.search(name):
-                add(name.replace("_", " "), "entity", origin)  # "Platinum Card"; not "LateFeeCharged"
+                add(name.replace("_", " "), "entity", origin)  # "Unlimited Plus"; not "RoamingCharge"
             node = store.get_node(session.tenant_id, e.node_id) if store is not None and e.node_id else None
             if node is not None and store is not None and spec is not None and node.label == spec.label:
                 for alias in node.props.get("aliases") or ():

@@ -48,8 +48,8 @@ class Mention(_Frozen):
     ``kind`` ``identifier``: an id that differs from the authenticated session's (another
     customer's id, an account the session's subject does not hold). ``claim``: a value of an
     authoritative attribute that the record contradicts or does not have ("customer claims
-    Platinum; record says Gold"; ``record`` holds the value on record, None for none), or an
-    entity whose words carry such a claim ("Gold card"). Reported so the agent can react
+    Unlimited Plus; record says Unlimited Basic"; ``record`` holds the value on record, None for none), or an
+    entity whose words carry such a claim ("Plus line"). Reported so the agent can react
     ("I can only discuss your own account"), never bound or filtered on.
     """
 

@@ -6,12 +6,12 @@ authenticated session.
   names, codes and aliases of the schema's vocabulary labels (a tier, a product, a
   plan, a charge type, a region, ...). A node added to the graph is recognised on the next call:
   the compiled pipeline is cached per vocabulary fingerprint (a hash of those nodes).
-  Matching rules: multi-word surfaces and identifier-like names (``Platinum_Card``) match
+  Matching rules: multi-word surfaces and identifier-like names (``Unlimited_Plus``) match
   case-insensitively (plus a one-edit typo-tolerant variant of their long words); a plain
-  single word (``Platinum``, ``Checking``) matches as written, Title-cased or UPPER-cased, so
-  the verb "checking" is not the product; an all-caps code (``US``) matches only in capitals, so
-  the pronoun "us" is not a region. Overlaps between labels are kept ("Platinum card" is the
-  product Platinum_Card and contains the tier Platinum); within one label the longest match wins.
+  single word (``Basic``, ``Checking``) matches as written, Title-cased or UPPER-cased, so
+  the verb "checking" is not a product; an all-caps code (``US``) matches only in capitals, so
+  the pronoun "us" is not a region. Overlaps between labels are kept ("Unlimited Plus plan" is
+  the plan Unlimited_Plus and contains the word Plus of another label); within one label the longest match wins.
 - **Identifiers, money, dates** by regular expressions (the domain's ``identifiers``,
   ``find_money``, ``temporal.find_dates``; relative dates use the request's ``as_of``).
 - **Session identity wins.** The subject, tenant, region and channel come from the session.
@@ -20,9 +20,9 @@ authenticated session.
   reported as a :class:`Mention` and never becomes an entity, a seed binding or a filter.
 - **Authoritative attributes** (the domain's ``authoritative``: tier, plan, region, ...) come
   from the session or the subject's graph node, never from the utterance. A claim that differs
-  from the record ("my tier is Platinum" from a Gold customer) is a ``claim`` Mention ("customer
-  claims Platinum; record says Gold"), and so is any entity whose words contain it ("my Gold
-  card"). With no record (an anonymous session) claims are mentions too, and ``anonymous:
+  from the record ("I'm on Unlimited Plus" from an Unlimited Basic subscriber) is a ``claim`` Mention ("customer
+  claims Unlimited Plus; record says Unlimited Basic"), and so is any entity whose words contain it ("my Plus
+  line"). With no record (an anonymous session) claims are mentions too, and ``anonymous:
   unscoped`` attributes are listed in ``Resolution.unscoped`` (the filter then keeps only
   documents with the field empty: no segment-specific policy).
 """
@@ -361,7 +361,7 @@ class EntityResolver:
             if not agreeing and not any(e.type == attr.entity and e.source == "session" for e in have):
                 on_record.append(_record_entity(attr, value, session, nodes))
         kept = [e for e in utter if e not in dropped]
-        for e in list(kept):  # "my Gold card": the product's words carry a conflicting claim
+        for e in list(kept):  # "my Plus line": the entity's words carry a conflicting claim
             inside = next((d for d in dropped if d.span and e.span and d.span[0] >= e.span[0]
                            and d.span[1] <= e.span[1]), None)
             if inside is not None:

@@ -19,7 +19,6 @@ from typing import Any, Callable, Sequence
 from hopweave.models.documents import CURRENT, content_hash
 from hopweave.models.ranking import RankingProfile
 from hopweave.models.schema import GraphSchema
-from hopweave.paths import default_schema_path
 from hopweave.search.edge_index import EdgeIndex
 from hopweave.search.embedder import Embedder
 from hopweave.search.eval.beir import BeirDataset, BeirDoc
@@ -67,7 +66,7 @@ def build_index(
     """
     settings = settings or EvalSettings()
     cache_dir = cache_dir or default_cache_dir()
-    schema = GraphSchema.load(default_schema_path())
+    schema = GraphSchema.base()  # BEIR corpora need only the base chunk fields
     tag = f"{ds.name}-{ds.corpus_hash()[:12]}-{hashlib.sha256(embedder.space.key.encode()).hexdigest()[:8]}-{settings.key()}"
     store = cache_dir / "beir" / tag
     index = EdgeIndex(store, schema)
