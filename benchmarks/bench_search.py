@@ -285,8 +285,11 @@ def bench_scale_channels(n: int, queries: int = 60, profiles: tuple[str, ...] = 
                                                  query_space=space)
     for name in profiles:
         prof = get_profile(name)
-        out[f"search_cpu_ms[{name}]"] = _cpu_p50(search(prof), queries)
-        out[f"search_wall_ms[{name}]"] = _wall_p50(search(prof), queries)
+        for cache in (False, True):  # IDF computed by the engine per query / the filtered-IDF cache
+            idx.idf_cache_enabled, idx._idf = cache, None
+            tag = f"{name}{', idf cache' if cache else ''}"
+            out[f"search_cpu_ms[{tag}]"] = _cpu_p50(search(prof), queries)
+            out[f"search_wall_ms[{tag}]"] = _wall_p50(search(prof), queries)
     comp = idx._compile(idx.scoped_filter("deltabank", flt, True))
     lex = lambda i, f, idf: idx._query([ChannelRequest(LEXICAL, enc.encode_query(qs[i]), f, 201, idf_filter=idf)])  # noqa: E731
     out["bm25_filtered_idf_cpu_ms"] = _cpu_p50(lambda i: lex(i, comp, comp), queries)
