@@ -16,7 +16,7 @@ which every pattern applies to every node and edge of its walk on every store, l
 
 - **known at as_of**: a node or edge is known when it was recorded at or before as_of: its
   ``recorded_at`` when it has one, else (nodes) the event time its label declares
-  (``time.event``, e.g. an Event's ``timestamp``); a node with neither is timeless (always known).
+  (``time.event``, e.g. a DecisionTrace's ``timestamp``); a node with neither is timeless (always known).
   ``recorded_at`` is when the fact entered the graph, the event time when it happened: a late fee
   charged on May 3 but recorded on May 20 is not known at a May 10 as_of.
 - **in force at as_of**: a node whose label declares ``time.valid_from`` / ``time.valid_until``

@@ -73,7 +73,7 @@ class TimeSpec(_Frozen):
     """How a label's nodes sit in time (``time:`` on a label in a schema file); every name is a
     date or datetime property of the label.
 
-    - ``event``: when the fact happened (an Event's ``timestamp``). A node without ``recorded_at``
+    - ``event``: when the fact happened (a DecisionTrace's ``timestamp``). A node without ``recorded_at``
       counts as recorded at its event time.
     - ``valid_from`` / ``valid_until``: the interval the node is in force (a workflow or rule
       revision): ``valid_from <= as_of < valid_until``, an absent bound is open.
@@ -101,7 +101,7 @@ class LabelSpec(_Frozen):
     vocabulary: bool = False
     #: Nodes of this label are shared across tenants (tenant_id = GLOBAL_TENANT).
     shared: bool = False
-    #: Event time and validity interval of the label's nodes (None = timeless: only
+    #: The event time and validity interval of the label's nodes (None = timeless: only
     #: ``recorded_at``, when a node has it, says since when it is known).
     time: TimeSpec | None = None
 
