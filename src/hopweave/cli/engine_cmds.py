@@ -252,6 +252,9 @@ def _replay_scenarios(paths: list[Path], store: Path, twice: bool, no_record: bo
                 typer.echo(f"      - {f}")
         typer.echo(f"\n{len(outcomes) - len(failed)}/{len(outcomes)} scenarios passed"
                    + (" (each replayed twice, byte-identical)" if twice and not failed else ""))
+        if not no_record and outcomes:
+            typer.echo("what a run saw, rebuilt from its trace: hopweave replay --as-recorded TRACE --tenant TENANT"
+                       " (the scenario session's tenant_id)")
     if failed:
         raise typer.Exit(code=1)
 
