@@ -31,6 +31,8 @@ from hopweave.graph.cypher_store import CypherGraphStore, Record
 from hopweave.models.schema import GraphSchema
 
 DB_FILE = "falkordb.rdb"
+#: FalkorDB's answer to a read of a graph that has never been written.
+EMPTY_KEY = "empty key"
 #: Longest any single call may block on the embedded server's socket (bulk batches included).
 SOCKET_TIMEOUT_S = 300.0
 
@@ -106,6 +108,8 @@ class FalkorDBStore(CypherGraphStore):
             raise StoreUnavailableError(f"the embedded FalkorDB server is not reachable: {exc}") from exc
         except redis.exceptions.ResponseError as exc:
             msg = str(exc)
+            if read_only and EMPTY_KEY in msg:
+                return []  # the graph was never written: a read of an empty graph finds nothing
             if any(m in msg for m in self.caps.timeout_markers):
                 raise QueryTimeoutError(
                     f"FalkorDB stopped the query at its time bound ({timeout} ms)"
@@ -184,10 +188,27 @@ class FalkorDBServerStore(FalkorDBStore):
         self.path = None  # type: ignore[assignment]
         self.graph_name = graph
         client = _falkordb_client()
-        self._db = client.FalkorDB(host=host, port=port, username=username, password=password,
-                                   socket_timeout=SOCKET_TIMEOUT_S, socket_connect_timeout=5.0)
+        try:  # the client asks the server whether it is a cluster: this connects
+            self._db = client.FalkorDB(host=host, port=port, username=username, password=password,
+                                       socket_timeout=SOCKET_TIMEOUT_S, socket_connect_timeout=5.0)
+        except Exception as exc:
+            self._shutdown_pool()
+            raise self._translate(exc) from exc
         self._graph = self._db.select_graph(graph)
         self._closed = False
+
+    def _translate(self, exc: Exception) -> Exception:
+        import redis
+
+        if isinstance(exc, redis.exceptions.AuthenticationError) or "WRONGPASS" in str(exc) or "NOAUTH" in str(exc):
+            return StoreAuthError(f"FalkorDB at {self.address} refused the credentials ({exc}): check "
+                                  "HOPWEAVE_FALKORDB_PASSWORD (or the URI's user:password@)")
+        if isinstance(exc, (redis.exceptions.ConnectionError, OSError)):
+            return StoreUnavailableError(f"FalkorDB at {self.address} is not reachable ({exc}); start it "
+                                         "(`docker run -p 6379:6379 falkordb/falkordb`) or fix the URI")
+        if isinstance(exc, redis.exceptions.RedisError):
+            return StoreError(f"FalkorDB at {self.address} failed: {exc}")
+        return exc
 
     @property
     def pid(self) -> int | None:
@@ -199,16 +220,10 @@ class FalkorDBServerStore(FalkorDBStore):
 
     def verify(self) -> None:
         """Connect and authenticate now. Raises StoreUnavailableError / StoreAuthError."""
-        import redis
-
         try:
             self._db.connection.ping()
-        except redis.exceptions.AuthenticationError as exc:
-            raise StoreAuthError(f"FalkorDB at {self.address} refused the credentials ({exc}): check "
-                                 "HOPWEAVE_FALKORDB_PASSWORD (or the URI's user:password@)") from exc
-        except redis.exceptions.RedisError as exc:
-            raise StoreUnavailableError(f"FalkorDB at {self.address} is not reachable ({exc}); start it "
-                                        "(`docker run -p 6379:6379 falkordb/falkordb`) or fix the URI") from exc
+        except Exception as exc:
+            raise self._translate(exc) from exc
 
     def close(self) -> None:
         """Drop the connections (the server keeps its data and keeps running). Idempotent."""
