@@ -29,7 +29,7 @@ from hopweave.errors import InputError, QueryTimeoutError, StoreError
 from hopweave.graph.base import Edge, GraphStore, Node
 from hopweave.graph.capabilities import Capabilities
 from hopweave.graph.cypher import ParamStore, compile_filter, compile_pattern
-from hopweave.graph.cypher_schema import ddl_for, schema_items
+from hopweave.graph.cypher_schema import SchemaItem, ddl_for, schema_items
 from hopweave.graph.write_rules import LABEL_KEY, WriteValidator
 from hopweave.models.common import Bindings, PatternResult, Row
 from hopweave.models.filters import FilterTree
@@ -112,6 +112,27 @@ class CypherGraphStore(GraphStore):
                     if not any(m in str(exc).lower() for m in _EXISTS_MARKERS):
                         raise
         return created
+
+    def missing_schema_items(self) -> list[SchemaItem]:
+        """The constraints and indexes of the store's schema (:func:`schema_items`) that the
+        engine does not hold (``hopweave doctor``; :meth:`ensure_schema` creates them)."""
+        present = self._present_schema_items()
+        return [it for it in schema_items(self.schema) if (it.kind, it.label, it.prop) not in present]
+
+    def _present_schema_items(self) -> set[tuple[str, str, str]]:
+        """(kind, label, property) of the single-property node indexes ("index") and unique
+        constraints ("unique") the engine holds, through the capability row's listing queries."""
+        found: set[tuple[str, str, str]] = set()
+        for kind, query in (("index", self.caps.index_list_query), ("unique", self.caps.unique_list_query)):
+            for row in self._execute(query, {}):
+                labels, props = row["labels"] or [], row["props"] or []
+                label = labels if isinstance(labels, str) else (labels[0] if len(labels) == 1 else None)
+                if label is None:
+                    continue
+                if kind == "unique" and len(props) != 1:
+                    continue
+                found.update((kind, str(label), str(p)) for p in props)
+        return found
 
     # ---- reads ------------------------------------------------------------------------------
     def _union_by_label(self, where: str, returns: str) -> str:
