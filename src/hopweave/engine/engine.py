@@ -49,6 +49,7 @@ from hopweave.engine.plan import NEUTRAL_NOTE, Plan, agent_notes, build_plan, ne
 from hopweave.engine.rerank_stage import rerank_chunks
 from hopweave.engine.rules import case_for
 from hopweave.engine.query_vectors import SharedEmbedder, bound
+from hopweave.search.text_vectors import TextVectorCache, vectors_dir
 from hopweave.engine.result import ChunkItem, Degradation, RetrievalResult, Stage
 from hopweave.engine.stages import (
     MIN_STAGE_S,
@@ -126,7 +127,8 @@ class Engine:
         self._active = threading.BoundedSemaphore(self.config.max_active)
         self._inflight = 0
         self._goal_cache: tuple[str, dict[str, GoalType], dict[str, list[TraversalPattern]]] | None = None
-        self._trace_vectors = precedent.TraceVectorCache()
+        self._trace_vectors = precedent.TraceVectorCache(
+            vectors_dir(self.store_dir) if self.store_dir is not None else None)
         self._closed = False
         self._warm = False
         self._warm_lock = threading.Lock()
@@ -183,7 +185,8 @@ class Engine:
         if self._embedder is None:
             self._embedder = default_embedder()
         if not isinstance(self._embedder, SharedEmbedder):
-            self._embedder = SharedEmbedder(self._embedder)
+            self._embedder = SharedEmbedder(self._embedder, TextVectorCache(
+                vectors_dir(self.store_dir) if self.store_dir is not None else None, "questions"))
         return self._embedder
 
     def settings_for(self, tenant_id: str) -> DomainSettings:

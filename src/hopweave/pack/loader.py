@@ -303,6 +303,10 @@ def load_pack(
             bulk.write(GLOBAL_TENANT, metagraph_items(p, stored=()))
         revision = store.metagraph_revision()
         stats = store.stats()
+        if with_vectors:  # precedent traces embedded now, not at request time
+            from hopweave.search.text_vectors import precompute_trace_vectors
+
+            precompute_trace_vectors(store_dir, store, p.manifest.tenants)
     finally:
         store.close()
     say("vectors", 7, len(STEPS))

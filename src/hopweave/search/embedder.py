@@ -253,7 +253,7 @@ class CachingEmbedder(Embedder):
                 while len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
             out = [v if v is not None else fresh[t] for t, v in zip(texts, out)]
-        return np.stack(out).astype(np.float32)  # a fresh, writable matrix
+        return np.stack([v for v in out if v is not None]).astype(np.float32)  # a fresh, writable matrix
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query through the LRU cache; returns a read-only float32 vector."""
