@@ -35,9 +35,10 @@ import functools
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 
 from hopweave.engine import precedent
 from hopweave.engine import record as trace_record
@@ -64,7 +65,7 @@ from hopweave.engine.stages import (
 )
 from hopweave.engine.tokens import TokenCounter, default_counter
 from hopweave.engine.trace_writer import GroupCommitter
-from hopweave.errors import ConfigError, HopweaveError, InputError, PatternValidationError
+from hopweave.errors import ConfigError, HopweaveError, InputError, OverloadedError, PatternValidationError
 from hopweave.graph.base import GraphStore
 from hopweave.models.common import Bindings, PatternResult, Session
 from hopweave.models.filters import FilterTree, IsEmpty
@@ -465,6 +466,25 @@ class Engine:
             reason=f"the engine was at capacity ({self.config.max_active} requests in progress) until the "
                    "budget was spent", fallback=_UNDERSTAND_FALLBACK))
         return False
+
+    @contextmanager
+    def admitted(self, budget_ms: int | None = None) -> Iterator[float]:
+        """One of the ``config.max_active`` request slots for work outside :meth:`retrieve` (the
+        agent tool's search), under the same admission: wait for a slot at most the budget (less
+        ``deadline_reserve_ms``), then hold it for the block. Yields the call's deadline
+        (``time.perf_counter()`` clock). Raises OverloadedError when no slot freed up in time
+        (the caller retries; nothing waits in an unbounded queue)."""
+        t0 = time.perf_counter()
+        self._ensure_warm()  # a cold engine warms outside any budget, as retrieve does
+        budget = (budget_ms or self.config.budget_ms) / 1000.0
+        wait = budget - min(self.config.deadline_reserve_ms / 1000.0, budget * 0.1) - (time.perf_counter() - t0)
+        if wait <= 0 or not self._active.acquire(timeout=wait):
+            raise OverloadedError(f"the engine was at capacity ({self.config.max_active} requests in progress) "
+                                  f"for the call's whole budget ({round(budget * 1000)} ms); retry shortly")
+        try:
+            yield t0 + budget
+        finally:
+            self._active.release()
 
     def _run_stage(self, degraded: list[Degradation], stage: Stage, work: Callable[[], T] | Future[T], *,
                    default: D, what: str, fallback: str, timeout: float | None = None,
