@@ -57,10 +57,7 @@ from hopweave.engine.stages import (
     DocumentIndex,
     default_embedder,
     index_revision,
-    open_graph,
-    open_index,
     run_stage,
-    store_domains,
     warm_index,
 )
 from hopweave.engine.tokens import TokenCounter, default_counter
@@ -86,6 +83,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.agentic import QueryWriter
     from hopweave.understand.calibration import Calibration
     from hopweave.understand.classifier import ClassifierConfig
+    from hopweave.models.store_settings import StoreSettings
+    from hopweave.stores.front import Stores
 
 class Engine:
     """Compositional retrieval over one graph store and one vector index.
@@ -107,6 +106,7 @@ class Engine:
         config: EngineConfig | None = None,
         counter: TokenCounter | None = None,
         store_dir: str | Path | None = None,
+        settings: "StoreSettings | None" = None,
     ) -> None:
         self.graph = graph
         self.index = index
@@ -117,6 +117,8 @@ class Engine:
         self.config = config or EngineConfig()
         self._counter = counter
         self.store_dir = Path(store_dir) if store_dir is not None else None
+        #: The store's settings (classifier settings and calibration per domain); None: defaults.
+        self.store_settings = settings
         self._pool = ThreadPoolExecutor(max_workers=self.config.max_workers, thread_name_prefix="hopweave-engine")
         # aretrieve's requests run here, never on _pool: a request blocks on its stage futures, so
         # requests on the stage pool would starve it (issue 7: 100 concurrent aretrieve = timeouts).
@@ -138,37 +140,67 @@ class Engine:
     @classmethod
     def open(
         cls,
-        store_dir: str | Path | None = None,
+        stores: "str | Path | Stores | None" = None,
         *,
-        graph: GraphStore | None = None,
+        graph: "GraphStore | str | None" = None,
+        vectors: "str | Path | None" = None,
         index: DocumentIndex | None = None,
         domains: DomainRegistry | None = None,
         embedder: Embedder | None = None,
         understander: UnderstandingStage | None = None,
         config: EngineConfig | None = None,
     ) -> "Engine":
-        """Open the embedded store in ``store_dir`` (``<dir>/graph``, ``<dir>/vectors``), or use
-        the given ``graph`` / ``index`` instances (server stores). The domains (which pack serves
-        which tenant, its settings and classifier) come from the store's settings file written by
-        ``hopweave load PACK``, unless given. Raises StoreError / StoreCorruptError for an
-        unreadable store, InputError when neither is given."""
-        if graph is None:
-            if store_dir is None:
-                raise InputError("Engine.open needs a store directory or a GraphStore instance")
-            graph = open_graph(store_dir)
-        if domains is None and store_dir is not None:
-            domains = store_domains(store_dir)
-        if index is None and store_dir is not None:
-            index = open_index(store_dir)
-        return cls(graph, index, domains=domains, embedder=embedder, understander=understander, config=config,
-                   store_dir=store_dir)
+        """Open an engine on stores named by URI (see :func:`hopweave.open`)::
+
+            Engine.open(".hopweave/store")                       # the embedded store directory
+            Engine.open(graph="neo4j://db:7687", vectors="http://qdrant:6333")
+            Engine.open(hopweave.open(graph=..., vectors=...))   # stores opened beforehand
+            Engine.open()                                         # $HOPWEAVE_GRAPH / $HOPWEAVE_VECTORS
+
+        ``stores`` is a store directory or graph URI (then ``vectors`` defaults as in
+        :func:`hopweave.open`), or an open :class:`~hopweave.stores.Stores`. ``graph`` may also
+        be a :class:`GraphStore` instance (with ``index``: stores built by hand). The domains
+        (which pack serves which tenant, its settings and classifier) come from the store's own
+        settings written by ``hopweave load PACK``, unless given. Raises the errors of
+        :func:`hopweave.open`, and StoreNotLoadedError for a server store never loaded from a
+        pack when no ``domains`` are given."""
+        from hopweave.errors import StoreNotLoadedError
+        from hopweave.stores.front import Stores, open_stores
+
+        if isinstance(graph, GraphStore):
+            if isinstance(stores, Stores):
+                raise InputError("Engine.open: give either a Stores or a GraphStore instance, not both")
+            opened = None
+            if stores is not None:  # a store directory supplying the index and the settings
+                opened = open_stores(stores, vectors)
+                opened.graph.close()
+            return cls(graph, index if index is not None else (opened.index if opened else None),
+                       domains=domains if domains is not None else (opened.domains() if opened else None),
+                       embedder=embedder, understander=understander, config=config,
+                       settings=opened.settings if opened else None)
+        if isinstance(stores, Stores):
+            if graph is not None or vectors is not None:
+                raise InputError("Engine.open: the Stores are already open; do not pass graph= or vectors= too")
+            opened = stores
+        else:
+            if stores is not None and graph is not None:
+                raise InputError(f"Engine.open: give the graph once (got {stores!r} and graph={graph!r})")
+            opened = open_stores(graph if graph is not None else stores, vectors)
+        if domains is None and opened.settings is None and opened.graph_uri.kind not in ("embedded", "memory"):
+            opened.close()
+            raise StoreNotLoadedError(f"{opened.graph_uri.display} holds no hopweave store settings (never loaded "
+                                      f"from a pack): run `hopweave load PACK --graph {opened.graph_uri.display}`, "
+                                      "or pass domains= to Engine.open")
+        return cls(opened.graph, index if index is not None else opened.index,
+                   domains=domains if domains is not None else opened.domains(), embedder=embedder,
+                   understander=understander, config=config, store_dir=opened.store_dir, settings=opened.settings)
 
     def sibling(self, *, index: DocumentIndex | None, understander: UnderstandingStage | None) -> "Engine":
         """An engine on the same graph, domains, caches and config with another index and/or
         understanding stage (fault injection in replays). Close it with :meth:`close_pools`."""
         e = Engine(self.graph, index, domains=self.domains, embedder=self._embedder,
                    understander=understander or self._understander, config=self.config, counter=self._counter,
-                   store_dir=self.store_dir)
+                   store_dir=self.store_dir, settings=self.store_settings)
         e._understanders = self._understanders
         e._goal_cache = self._goal_cache
         e._trace_vectors = self._trace_vectors
@@ -218,10 +250,11 @@ class Engine:
     def _classifier_settings(self, domain: str) -> tuple["ClassifierConfig | None", "Calibration | None"]:
         """The domain's classifier settings and calibration as the store keeps them (None: the
         defaults)."""
-        from hopweave.models.store_settings import read_store_settings
         from hopweave.understand.classifier import classifier_settings
 
-        stored = read_store_settings(self.store_dir) if self.store_dir is not None else None
+        stored = self.store_settings
+        if stored is None and self.store_dir is not None:  # an engine built by hand on a store directory
+            stored = _read_settings(self.store_dir)
         rec = stored.domains.get(domain) if stored is not None else None
         return classifier_settings(rec.classifier, rec.calibration) if rec is not None else (None, None)
 
@@ -676,6 +709,12 @@ class _Ticket:
 def _escalation(plan: Plan) -> str:
     policy = plan.goal.escalation if plan.goal is not None else None
     return policy.mode if policy is not None else "single"
+
+
+def _read_settings(store_dir: str | Path) -> "StoreSettings | None":
+    from hopweave.models.store_settings import read_store_settings
+
+    return read_store_settings(store_dir)
 
 
 def _ms(t: float) -> float:

