@@ -325,6 +325,12 @@ def load_pack(
         say("metagraph", 4, len(STEPS))
         _bulk_write(graph, [(GLOBAL_TENANT, metagraph_items(p, stored=()))])
         revision = graph.metagraph_revision()
+        if v_uri is not None and g_uri.kind == "embedded" and g_uri.path is not None:
+            # precedent traces embedded now, not at request time (the text-vector cache lives
+            # in the store directory; a server store's engine embeds them on first sight)
+            from hopweave.search.text_vectors import precompute_trace_vectors
+
+            precompute_trace_vectors(g_uri.path, graph, p.manifest.tenants)
         say("vectors", 7, len(STEPS))
         vectors_summary = _ingest(v_uri, p, docs) if v_uri is not None else {}
         say("settings", 8, len(STEPS))
