@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import STORE_HELP, emit_json, handle_errors
+from hopweave.cli.common import GraphOpt, VectorsOpt, emit_json, handle_errors
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.audit import AuditRow, CitedRevision, ProcedureRevision
@@ -111,18 +111,19 @@ def audit(
     paths: list[Path] = typer.Argument(..., help="Scenario files or folders."),
     as_of: str = typer.Option(..., "--as-of", help="The audit date: what changed by then is shown."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write the report as HTML to this file."),
-    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    store: Optional[str] = GraphOpt,
+    vectors: Optional[str] = VectorsOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
 ) -> None:
     """Audit scenarios: what the agent saw at each as_of, the documents and procedure (workflow,
     rule) revisions in force, pass/fail, and what changed by --as-of (exit 1 when a scenario fails)."""
-    from hopweave.cli.engine_cmds import _open_engine, _store
+    from hopweave.cli.engine_cmds import _open_engine
     from hopweave.engine.audit import audit as run
     from hopweave.engine.boundary import check_as_of
     from hopweave.engine.replay import REPLAY_CONFIG
 
     check_as_of(as_of)
-    engine = _open_engine(_store(store), **REPLAY_CONFIG.__dict__)
+    engine = _open_engine(store, vectors, **REPLAY_CONFIG.__dict__)
     try:
         rows = run(engine, paths, as_of)
     finally:

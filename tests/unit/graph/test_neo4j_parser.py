@@ -56,6 +56,7 @@ def checked(linter: dict[str, str], schema: GraphSchema) -> dict[str, Any]:
     cs.collect_ddl(out, {name: p.schema for name, p in packs.items()})
     loaded = cs.collect_loaders(out, packs)
     cs.collect_traces(out, packs)
+    cs.collect_store_front(out, schema)
     browser = cs.collect_browser(out)
     shapes = out.shapes()
     results = cs.lint(shapes, cs.schema_names([schema, *(p.schema for p in packs.values())]))
@@ -125,7 +126,7 @@ def test_collection_covers_every_source(checked: dict[str, Any]) -> None:
     for kind in (
         "pattern[deltabank]", "pattern[telecom]", "generated", "filter", "ddl", "ddl[deltabank]",
         "ddl[telecom]", "load[deltabank]", "load[telecom]", "reload[deltabank]", "write[deltabank]",
-        "read[deltabank]", "trace", "browser",
+        "read[deltabank]", "trace", "browser", "front",
     ):
         assert kinds.get(kind, 0) > 0, f"no {kind} statements collected"
     assert counts["shipped patterns"] >= 50
