@@ -28,6 +28,7 @@ PACK = Path(__file__).resolve().parents[2] / "examples" / "deltabank"
 def test_the_table_of_named_cases(falkordb_store) -> None:
     falkordb_store.bulk_load(tc.table_batches(), replace=True)
     assert tc.check_table(falkordb_store) == []
+    assert tc.check_timeless(falkordb_store) == []
 
 
 def test_a_fact_recorded_after_as_of_never_appears(falkordb_store, schema, tally) -> None:

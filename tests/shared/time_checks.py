@@ -239,3 +239,16 @@ def check_table(store: GraphStore) -> list[str]:
 def table_batches() -> Iterable[tuple[str, list[Node | Edge]]]:
     return [(TENANT, [x for x in TABLE_GRAPH if isinstance(x, Node)]),
             (TENANT, [x for x in TABLE_GRAPH if isinstance(x, Edge)])]
+
+
+def check_timeless(store: GraphStore) -> list[str]:
+    """The store's inspection views (``Bindings.timeless``) see every node and edge of
+    :data:`TABLE_GRAPH` whatever its dates. Returns problems."""
+    problems = []
+    for pattern, want in ((EVENTS, [n.id for n in TABLE_GRAPH if isinstance(n, Node) and n.label == "Event"]),
+                          (RULES, [n.id for n in TABLE_GRAPH if isinstance(n, Node) and n.label == "Rule"])):
+        b = table_bindings("2000-01-01").model_copy(update={"timeless": True})
+        got = sorted(r.node_id for r in store.run_pattern(TENANT, pattern, b, deadline=time.perf_counter() + 30).rows)
+        if got != sorted(want):
+            problems.append(f"timeless {pattern.name}: got {got}, want {sorted(want)}")
+    return problems

@@ -294,7 +294,7 @@ def traces_using(
         edges=[EdgeStep(type="USED_PATTERN", direction="in")], target="DecisionTrace",
         predicates=(Predicate(property="kind", op="eq", value=Literal_(value=KIND)),), returns=("kind",),
     )
-    bindings = Bindings(session=Session(tenant_id=tenant_id), as_of=INTERNAL_EPOCH)
+    bindings = Bindings(session=Session(tenant_id=tenant_id), as_of=INTERNAL_EPOCH, timeless=True)
     res = store.run_pattern(tenant_id, q, bindings)
     out = [load(store, tenant_id, r.node_id) for r in res.rows]
     if version is not None:

@@ -22,7 +22,8 @@ Row semantics (the contract shared with ``hopweave.graph.walk``; the congruence 
   :func:`~hopweave.graph.predicates.time_tree` of its label at ``bindings.as_of`` (known then, in
   force then), compiled like any FilterTree; every edge it goes through must match
   :func:`~hopweave.graph.predicates.edge_time_tree` (tested in the hop's ``MATCH``, so an edge
-  recorded after as_of is neither walked nor counted as a visit).
+  recorded after as_of is neither walked nor counted as a visit). ``bindings.timeless`` (inspection
+  views only) leaves both out.
 * Rows are distinct targets; each row's ``path`` is the lexicographically smallest id sequence
   among the walks reaching it (kept hop by hop with ``min()``, which also keeps the frontier
   distinct). Order: each ``order_by`` key with missing values last in both directions, then
@@ -243,7 +244,8 @@ def _node_where(
         conds.append(
             "(" + " OR ".join(f"{var}:{cypher_identifier(schema, 'label', lab)}" for lab in labels) + ")"
         )
-    conds.append(_time_where(var, labels, bindings, schema, params, caps))
+    if not bindings.timeless:
+        conds.append(_time_where(var, labels, bindings, schema, params, caps))
     for pred in preds:
         ident, ptype, _ = _prop_spec(schema, labels, pred.property)
         if pred.op == "exists":
@@ -391,7 +393,7 @@ def _hop_lines(
         f"  WITH f[0] AS {prev}, f[1] AS path",
         "  " + caps.subquery_open.format(vars=prev),
         f"    MATCH ({prev}){left}[{edge}:{rel}]{right}({cur})",
-        f"    WHERE {edge_known.format(e=edge)}",
+        *([f"    WHERE {edge_known.format(e=edge)}"] if edge_known else []),
         f"    RETURN DISTINCT {cur} LIMIT {cap}",
         "  }",
         f"  WITH {cur}, count(*) AS seen, min(path) AS path",
@@ -452,7 +454,7 @@ def compile_pattern(
         f"WITH visited, seed_id, CASE WHEN visited > {max_visited} THEN [] ELSE reached END AS frontier",
     ]
     total = "visited + expanded"  # the count after a hop
-    edge_known = _edge_where(bindings, params)
+    edge_known = "" if bindings.timeless else _edge_where(bindings, params)
     for k in range(1, n + 1):
         conds = _node_where(k, labels[k], by_node.get(k, []), bindings, schema, params, tenants, caps)
         lines += _hop_lines(k, k == n, pattern, labels[k], conds, schema, caps, cap, edge_known)

@@ -39,7 +39,8 @@ congruence tests compare them; change both together):
    then (:func:`~hopweave.graph.predicates.time_tree` of its label), and every edge it goes
    through known then (:func:`~hopweave.graph.predicates.edge_time_tree`). A node failing it
    blocks the walk like a node of another tenant; an edge failing it is not there (its far end
-   is not a neighbour and is not counted as visited).
+   is not a neighbour and is not counted as visited). ``bindings.timeless`` (the store's own
+   inspection views, never a request) turns the rule off.
 10. **Row.properties** = ``id``, ``tenant_id``, ``summary`` (if present) and the ``returns``
    properties that are present (not None); when ``returns`` is empty, every property of the node
    except PII properties not listed in ``pii_allowed``. PII properties not in ``pii_allowed`` are
@@ -298,7 +299,7 @@ class _Walk:
         self.preds = compile_predicates(schema, pattern, bindings, self.allowed)
         #: rule 9: per label, the time condition at as_of (built on first use); the edges' one
         self.time_trees: dict[str, FilterTree] = {}
-        self.edge_tree = edge_time_tree(bindings.as_of)
+        self.edge_tree: FilterTree | None = None if bindings.timeless else edge_time_tree(bindings.as_of)
         self.visited = 0
         #: every distinct target reached, with its (smallest) path
         self.found: dict[str, tuple[str, ...]] = {}
@@ -321,7 +322,7 @@ class _Walk:
             return None
         if not visible(self.tenant_id, attrs.get("tenant_id")):
             return None
-        if not matches(self.time_tree(attrs[LABEL_KEY]), attrs):
+        if not self.bindings.timeless and not matches(self.time_tree(attrs[LABEL_KEY]), attrs):
             return None
         if self.preds[pos] and not _holds(self.preds[pos], node_id, attrs):
             return None

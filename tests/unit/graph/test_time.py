@@ -29,6 +29,10 @@ def test_the_table_of_named_cases(table_store) -> None:
     assert tc.check_table(table_store) == []
 
 
+def test_inspection_views_are_timeless(table_store) -> None:
+    assert tc.check_timeless(table_store) == []
+
+
 def test_a_fact_recorded_after_as_of_never_appears(schema: GraphSchema) -> None:
     """Property: on random graphs with random recorded_at / event times / validity, every random
     pattern at each as_of returns exactly its rows on the graph known at that as_of."""
