@@ -19,7 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "shared"))  # congr
 
 
 @pytest.fixture(scope="session")
-def neo4j_store() -> Iterator[object]:
+def neo4j_store(schema) -> Iterator[object]:  # noqa: ANN001
+    """The Neo4j graph store of ``HOPWEAVE_NEO4J_URI``, opened through the store front
+    (``hopweave.open``) with the example schema (the suite loads the DeltaBank batches itself)."""
     uri = os.environ.get("HOPWEAVE_NEO4J_URI")
     if not uri:
         pytest.skip(
@@ -27,12 +29,11 @@ def neo4j_store() -> Iterator[object]:
             "HOPWEAVE_NEO4J_URI=bolt://localhost:7687 HOPWEAVE_NEO4J_PASSWORD=... to run the Neo4j suite"
         )
     pytest.importorskip("neo4j", reason="the neo4j driver is not installed: pip install 'hopweave[neo4j]'")
+    import hopweave
     from hopweave.errors import HopweaveError
-    from hopweave.graph.server_load import open_server_store
 
-    try:
-        store = open_server_store(neo4j=uri)
-        store.verify()
+    try:  # connects and authenticates now
+        store = hopweave.open(graph=uri, schema=schema, graph_only=True).graph
     except HopweaveError as exc:
         pytest.skip(f"Neo4j at {uri} is not usable: {exc}")
     nodes, _ = store.count()
