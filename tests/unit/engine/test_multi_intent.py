@@ -7,7 +7,6 @@ import re
 from hopweave.engine.multi_intent import clause_spans
 
 from conftest import AS_OF, MARIA, UTTERANCE
-from domains import DELTABANK, DELTABANK_REGISTRY  # tests/shared (on sys.path via conftest)
 
 SEPS = re.compile(r"[.?!;]+|,|\b(?:and also|also|but|then|by the way|besides)\b", re.IGNORECASE)
 ASK = "I want the late fee waived and can you also tell me my due date?"
@@ -73,6 +72,8 @@ def test_the_combined_trace_is_recorded_within_the_request_budget_not_100_ms(eng
     """The combined trace of a multi-intent request waits for what is left of the request's
     budget (at least record_min_ms), like any trace: a store slower than 100 ms must not make
     ``recorded`` depend on timing under a 60 s budget."""
+    from domains import DELTABANK, DELTABANK_REGISTRY  # tests/shared: a late `from conftest` may find another folder's
+
     from hopweave.engine import record as trace_record
     from hopweave.engine.config import EngineConfig
     from hopweave.engine.engine import Engine
