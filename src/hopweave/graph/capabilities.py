@@ -119,9 +119,10 @@ FALKORDB = Capabilities(
     # FalkorDB's TIMEOUT is fired by its cron thread and is met in server CPU time, not wall
     # time: on a busy machine (load 12 on 2 cores) a hub walk stopped after ~budget of CPU but
     # 2.5-3x the budget of wall time (docs/parity.md, "Budgets on servers"). The client stops
-    # waiting 10 ms past the deadline instead (the thread hop costs ~1 ms a pattern).
+    # waiting at the deadline instead (no grace: a query cut by either side returns the same
+    # truncated result; the thread hop costs 1-2 ms a pattern).
     client_deadline_thread=True,
-    client_grace_ms=10.0,
+    client_grace_ms=0.0,
     min_timeout_ms=1,
     read_only_queries=True,
     timeout_markers=("Query timed out", "timed out"),
