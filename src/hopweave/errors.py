@@ -28,6 +28,15 @@ class MissingDependencyError(ConfigError):
         self.extra = extra
 
 
+class StoreURIError(ConfigError):
+    """A store URI is malformed or has a scheme hopweave does not open (names the URI and the
+    schemes it accepts)."""
+
+
+class StoreAuthError(ConfigError):
+    """A store server refused the credentials (names the server and the settings to fix)."""
+
+
 class InputError(HopweaveError):
     """A caller-supplied value (utterance, session, file, argument) is malformed."""
 
@@ -128,6 +137,11 @@ class StoreIOError(StoreError):
         super().__init__(message)
         self.path = path
         self.errno = errno
+
+
+class StoreNotLoadedError(StoreError):
+    """A store holds no hopweave data (never loaded from a pack) where some was expected, or data
+    of a store format this version does not read (names the store and the load command)."""
 
 
 class StoreIncompleteError(StoreCorruptError):

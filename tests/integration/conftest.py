@@ -30,7 +30,9 @@ def unavailable(reason: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def neo4j_store() -> Iterator[object]:
+def neo4j_store(schema) -> Iterator[object]:  # noqa: ANN001
+    """The Neo4j graph store of ``HOPWEAVE_NEO4J_URI``, opened through the store front
+    (``hopweave.open``) with the example schema (the suite loads the DeltaBank batches itself)."""
     uri = os.environ.get("HOPWEAVE_NEO4J_URI")
     if not uri:
         unavailable(
@@ -41,12 +43,11 @@ def neo4j_store() -> Iterator[object]:
         import neo4j  # noqa: F401
     except ImportError:
         unavailable("the neo4j driver is not installed: pip install 'hopweave[neo4j]'")
+    import hopweave
     from hopweave.errors import HopweaveError
-    from hopweave.graph.server_load import open_server_store
 
-    try:
-        store = open_server_store(neo4j=uri)
-        store.verify()
+    try:  # connects and authenticates now
+        store = hopweave.open(graph=uri, schema=schema, graph_only=True).graph
     except HopweaveError as exc:
         unavailable(f"Neo4j at {uri} is not usable: {exc}")
     nodes, _ = store.count()

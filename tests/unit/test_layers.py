@@ -8,7 +8,7 @@ packages on the same floor stand side by side and do not import each other):
     1  fileio, paths, config
     2  models
     3  graph, search
-    4  understand
+    4  understand, stores (opening the graph store and the vector index by URI)
     5  engine, pack
     6  adapters (LangChain, LangGraph, agent tool, HTTP app)
     7  cli and the root ``hopweave/__init__.py`` (the public entry point): ``hopweave serve``
@@ -33,7 +33,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("fileio", "paths", "config"),
     ("models",),
     ("graph", "search"),
-    ("understand",),
+    ("understand", "stores"),
     ("engine", "pack"),
     ("adapters",),
     ("cli", ""),  # "" = the root package hopweave/__init__.py

@@ -35,9 +35,10 @@ import functools
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 
 from hopweave.engine import precedent
 from hopweave.engine import record as trace_record
@@ -49,21 +50,19 @@ from hopweave.engine.plan import NEUTRAL_NOTE, Plan, agent_notes, build_plan, ne
 from hopweave.engine.rerank_stage import rerank_chunks
 from hopweave.engine.rules import case_for
 from hopweave.engine.query_vectors import SharedEmbedder, bound
+from hopweave.search.text_vectors import TextVectorCache, vectors_dir
 from hopweave.engine.result import ChunkItem, Degradation, RetrievalResult, Stage
 from hopweave.engine.stages import (
     MIN_STAGE_S,
     DocumentIndex,
     default_embedder,
     index_revision,
-    open_graph,
-    open_index,
     run_stage,
-    store_domains,
     warm_index,
 )
 from hopweave.engine.tokens import TokenCounter, default_counter
 from hopweave.engine.trace_writer import GroupCommitter
-from hopweave.errors import ConfigError, HopweaveError, InputError, PatternValidationError
+from hopweave.errors import ConfigError, HopweaveError, InputError, OverloadedError, PatternValidationError
 from hopweave.graph.base import GraphStore
 from hopweave.models.common import Bindings, PatternResult, Session
 from hopweave.models.filters import FilterTree, IsEmpty
@@ -84,6 +83,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.agentic import QueryWriter
     from hopweave.understand.calibration import Calibration
     from hopweave.understand.classifier import ClassifierConfig
+    from hopweave.models.store_settings import StoreSettings
+    from hopweave.stores.front import Stores
 
 class Engine:
     """Compositional retrieval over one graph store and one vector index.
@@ -105,6 +106,7 @@ class Engine:
         config: EngineConfig | None = None,
         counter: TokenCounter | None = None,
         store_dir: str | Path | None = None,
+        settings: "StoreSettings | None" = None,
     ) -> None:
         self.graph = graph
         self.index = index
@@ -115,6 +117,8 @@ class Engine:
         self.config = config or EngineConfig()
         self._counter = counter
         self.store_dir = Path(store_dir) if store_dir is not None else None
+        #: The store's settings (classifier settings and calibration per domain); None: defaults.
+        self.store_settings = settings
         self._pool = ThreadPoolExecutor(max_workers=self.config.max_workers, thread_name_prefix="hopweave-engine")
         # aretrieve's requests run here, never on _pool: a request blocks on its stage futures, so
         # requests on the stage pool would starve it (issue 7: 100 concurrent aretrieve = timeouts).
@@ -126,7 +130,8 @@ class Engine:
         self._active = threading.BoundedSemaphore(self.config.max_active)
         self._inflight = 0
         self._goal_cache: tuple[str, dict[str, GoalType], dict[str, list[TraversalPattern]]] | None = None
-        self._trace_vectors = precedent.TraceVectorCache()
+        self._trace_vectors = precedent.TraceVectorCache(
+            vectors_dir(self.store_dir) if self.store_dir is not None else None)
         self._closed = False
         self._warm = False
         self._warm_lock = threading.Lock()
@@ -135,37 +140,67 @@ class Engine:
     @classmethod
     def open(
         cls,
-        store_dir: str | Path | None = None,
+        stores: "str | Path | Stores | None" = None,
         *,
-        graph: GraphStore | None = None,
+        graph: "GraphStore | str | None" = None,
+        vectors: "str | Path | None" = None,
         index: DocumentIndex | None = None,
         domains: DomainRegistry | None = None,
         embedder: Embedder | None = None,
         understander: UnderstandingStage | None = None,
         config: EngineConfig | None = None,
     ) -> "Engine":
-        """Open the embedded store in ``store_dir`` (``<dir>/graph``, ``<dir>/vectors``), or use
-        the given ``graph`` / ``index`` instances (server stores). The domains (which pack serves
-        which tenant, its settings and classifier) come from the store's settings file written by
-        ``hopweave load PACK``, unless given. Raises StoreError / StoreCorruptError for an
-        unreadable store, InputError when neither is given."""
-        if graph is None:
-            if store_dir is None:
-                raise InputError("Engine.open needs a store directory or a GraphStore instance")
-            graph = open_graph(store_dir)
-        if domains is None and store_dir is not None:
-            domains = store_domains(store_dir)
-        if index is None and store_dir is not None:
-            index = open_index(store_dir)
-        return cls(graph, index, domains=domains, embedder=embedder, understander=understander, config=config,
-                   store_dir=store_dir)
+        """Open an engine on stores named by URI (see :func:`hopweave.open`)::
+
+            Engine.open(".hopweave/store")                       # the embedded store directory
+            Engine.open(graph="neo4j://db:7687", vectors="http://qdrant:6333")
+            Engine.open(hopweave.open(graph=..., vectors=...))   # stores opened beforehand
+            Engine.open()                                         # $HOPWEAVE_GRAPH / $HOPWEAVE_VECTORS
+
+        ``stores`` is a store directory or graph URI (then ``vectors`` defaults as in
+        :func:`hopweave.open`), or an open :class:`~hopweave.stores.Stores`. ``graph`` may also
+        be a :class:`GraphStore` instance (with ``index``: stores built by hand). The domains
+        (which pack serves which tenant, its settings and classifier) come from the store's own
+        settings written by ``hopweave load PACK``, unless given. Raises the errors of
+        :func:`hopweave.open`, and StoreNotLoadedError for a server store never loaded from a
+        pack when no ``domains`` are given."""
+        from hopweave.errors import StoreNotLoadedError
+        from hopweave.stores.front import Stores, open_stores
+
+        if isinstance(graph, GraphStore):
+            if isinstance(stores, Stores):
+                raise InputError("Engine.open: give either a Stores or a GraphStore instance, not both")
+            opened = None
+            if stores is not None:  # a store directory supplying the index and the settings
+                opened = open_stores(stores, vectors)
+                opened.graph.close()
+            return cls(graph, index if index is not None else (opened.index if opened else None),
+                       domains=domains if domains is not None else (opened.domains() if opened else None),
+                       embedder=embedder, understander=understander, config=config,
+                       settings=opened.settings if opened else None)
+        if isinstance(stores, Stores):
+            if graph is not None or vectors is not None:
+                raise InputError("Engine.open: the Stores are already open; do not pass graph= or vectors= too")
+            opened = stores
+        else:
+            if stores is not None and graph is not None:
+                raise InputError(f"Engine.open: give the graph once (got {stores!r} and graph={graph!r})")
+            opened = open_stores(graph if graph is not None else stores, vectors)
+        if domains is None and opened.settings is None and opened.graph_uri.kind not in ("embedded", "memory"):
+            opened.close()
+            raise StoreNotLoadedError(f"{opened.graph_uri.display} holds no hopweave store settings (never loaded "
+                                      f"from a pack): run `hopweave load PACK --graph {opened.graph_uri.display}`, "
+                                      "or pass domains= to Engine.open")
+        return cls(opened.graph, index if index is not None else opened.index,
+                   domains=domains if domains is not None else opened.domains(), embedder=embedder,
+                   understander=understander, config=config, store_dir=opened.store_dir, settings=opened.settings)
 
     def sibling(self, *, index: DocumentIndex | None, understander: UnderstandingStage | None) -> "Engine":
         """An engine on the same graph, domains, caches and config with another index and/or
         understanding stage (fault injection in replays). Close it with :meth:`close_pools`."""
         e = Engine(self.graph, index, domains=self.domains, embedder=self._embedder,
                    understander=understander or self._understander, config=self.config, counter=self._counter,
-                   store_dir=self.store_dir)
+                   store_dir=self.store_dir, settings=self.store_settings)
         e._understanders = self._understanders
         e._goal_cache = self._goal_cache
         e._trace_vectors = self._trace_vectors
@@ -183,7 +218,8 @@ class Engine:
         if self._embedder is None:
             self._embedder = default_embedder()
         if not isinstance(self._embedder, SharedEmbedder):
-            self._embedder = SharedEmbedder(self._embedder)
+            self._embedder = SharedEmbedder(self._embedder, TextVectorCache(
+                vectors_dir(self.store_dir) if self.store_dir is not None else None, "questions"))
         return self._embedder
 
     def settings_for(self, tenant_id: str) -> DomainSettings:
@@ -214,10 +250,11 @@ class Engine:
     def _classifier_settings(self, domain: str) -> tuple["ClassifierConfig | None", "Calibration | None"]:
         """The domain's classifier settings and calibration as the store keeps them (None: the
         defaults)."""
-        from hopweave.models.store_settings import read_store_settings
         from hopweave.understand.classifier import classifier_settings
 
-        stored = read_store_settings(self.store_dir) if self.store_dir is not None else None
+        stored = self.store_settings
+        if stored is None and self.store_dir is not None:  # an engine built by hand on a store directory
+            stored = _read_settings(self.store_dir)
         rec = stored.domains.get(domain) if stored is not None else None
         return classifier_settings(rec.classifier, rec.calibration) if rec is not None else (None, None)
 
@@ -244,27 +281,40 @@ class Engine:
             return _ms(t)
 
     def warmup(self) -> dict[str, float]:
-        """Load the models and caches now (first-call costs), returning their timings in ms."""
+        """Load the models and caches now (first-call costs), returning their timings in ms.
+
+        The parts run side by side (the encoder session, spaCy's import and the classifier's
+        index, the vector shard): much of each is I/O or native code, so a cold start overlaps
+        them. Each timing is that part's own wall time."""
         self._warm = True
         out: dict[str, float] = {}
-        t = time.perf_counter()
-        self.embedder.embed(["warm up"])
-        out["embedder"] = _ms(t)
-        t = time.perf_counter()
+
+        def timed(name: str, work: Callable[[], object]) -> None:
+            t = time.perf_counter()
+            work()
+            out[name] = _ms(t)
+
         stages = [self._understander] if self._understander is not None else [
             self.understander_for(s) for s in (self.domains.domains() if self.domains else [])]
-        for stage in stages:
-            stage.warmup()
-        out["understander"] = _ms(t)
+
+        def understanders() -> None:
+            for stage in stages:
+                stage.warmup()
+
+        parts: list[tuple[str, Callable[[], object]]] = [
+            ("embedder", lambda: self.embedder.embed(["warm up"])), ("understander", understanders)]
         if self.index is not None:
-            t = time.perf_counter()
-            warm_index(self.index, self.embedder)
-            out["vector_index"] = _ms(t)
+            index = self.index
+            parts.append(("vector_index", lambda: warm_index(index, self.embedder)))
+        with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="hopweave-warmup") as pool:
+            for f in [pool.submit(timed, name, work) for name, work in parts]:
+                f.result()
         t = time.perf_counter()
         self.counter.count("warm up")
         self._goals()
         out["tokenizer_and_metagraph"] = _ms(t)
-        return {k: round(v, 1) for k, v in out.items()}
+        return {k: round(out[k], 1) for k in ("embedder", "understander", "vector_index", "tokenizer_and_metagraph")
+                if k in out}
 
     @property
     def trace_writer(self) -> GroupCommitter:
@@ -449,6 +499,25 @@ class Engine:
             reason=f"the engine was at capacity ({self.config.max_active} requests in progress) until the "
                    "budget was spent", fallback=_UNDERSTAND_FALLBACK))
         return False
+
+    @contextmanager
+    def admitted(self, budget_ms: int | None = None) -> Iterator[float]:
+        """One of the ``config.max_active`` request slots for work outside :meth:`retrieve` (the
+        agent tool's search), under the same admission: wait for a slot at most the budget (less
+        ``deadline_reserve_ms``), then hold it for the block. Yields the call's deadline
+        (``time.perf_counter()`` clock). Raises OverloadedError when no slot freed up in time
+        (the caller retries; nothing waits in an unbounded queue)."""
+        t0 = time.perf_counter()
+        self._ensure_warm()  # a cold engine warms outside any budget, as retrieve does
+        budget = (budget_ms or self.config.budget_ms) / 1000.0
+        wait = budget - min(self.config.deadline_reserve_ms / 1000.0, budget * 0.1) - (time.perf_counter() - t0)
+        if wait <= 0 or not self._active.acquire(timeout=wait):
+            raise OverloadedError(f"the engine was at capacity ({self.config.max_active} requests in progress) "
+                                  f"for the call's whole budget ({round(budget * 1000)} ms); retry shortly")
+        try:
+            yield t0 + budget
+        finally:
+            self._active.release()
 
     def _run_stage(self, degraded: list[Degradation], stage: Stage, work: Callable[[], T] | Future[T], *,
                    default: D, what: str, fallback: str, timeout: float | None = None,
@@ -640,6 +709,12 @@ class _Ticket:
 def _escalation(plan: Plan) -> str:
     policy = plan.goal.escalation if plan.goal is not None else None
     return policy.mode if policy is not None else "single"
+
+
+def _read_settings(store_dir: str | Path) -> "StoreSettings | None":
+    from hopweave.models.store_settings import read_store_settings
+
+    return read_store_settings(store_dir)
 
 
 def _ms(t: float) -> float:

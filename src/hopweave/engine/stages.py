@@ -22,7 +22,6 @@ import numpy as np
 from hopweave.engine.result import Degradation, Stage
 from hopweave.errors import TenantError
 from hopweave.graph.base import GraphStore
-from hopweave.models.domain import DomainRegistry
 from hopweave.models.filters import FilterTree
 from hopweave.models.ranking import RankingProfile
 from hopweave.search.embedder import Embedder, EmbeddingSpace
@@ -72,53 +71,10 @@ def open_graph(store_dir: str | Path) -> GraphStore:
     there), StoreCorruptError (a loaded store whose graph snapshot is missing, or an unreadable
     one), StoreError."""
     from hopweave.graph import open_graph_store
+    from hopweave.stores.front import check_store_dir
 
     check_store_dir(store_dir)
     return open_graph_store(store_dir)
-
-
-def check_store_dir(store_dir: str | Path) -> None:
-    """Refuse a directory that holds no store, and a store whose settings name loaded packs but
-    whose graph snapshot is gone (it would open as an empty graph: silently lost data).
-    Raises InputError or StoreCorruptError naming the path."""
-    from hopweave.errors import InputError, StoreCorruptError
-    from hopweave.graph import GRAPH_SUBDIR
-    from hopweave.graph._persist import JOURNAL, SNAPSHOT
-    from hopweave.models.store_settings import read_store_settings, settings_path
-
-    root = Path(store_dir)
-    graph = root / GRAPH_SUBDIR
-    if not root.is_dir() or not (graph.is_dir() or settings_path(root).exists()):
-        raise InputError(f"no hopweave store at {root}: run `hopweave load PACK --store {root}` first")
-    stored = read_store_settings(root)  # StoreCorruptError names the settings file
-    if stored is not None and stored.domains and not (graph / SNAPSHOT).exists():
-        missing = graph / SNAPSHOT
-        also = f" (only {graph / JOURNAL} is left)" if (graph / JOURNAL).exists() else ""
-        raise StoreCorruptError(f"{missing} is missing{also}, but {settings_path(root)} says packs "
-                                f"{sorted(stored.domains)} were loaded: restore a backup of the store directory or "
-                                "re-run `hopweave load PACK --store DIR`")
-
-
-def open_index(store_dir: str | Path) -> DocumentIndex | None:
-    """The embedded qdrant-edge index of a store directory (``<dir>/vectors``), or None when the
-    store has no vector collection (the engine then runs graph-only, flagged degraded)."""
-    from hopweave.models.store_settings import store_schema
-    from hopweave.search.edge_index import EdgeIndex
-    from hopweave.search.staging import recover
-
-    recover(Path(store_dir))  # a crash between the staged index's two renames: put it back
-    if not (Path(store_dir) / "vectors").is_dir():
-        return None
-    return EdgeIndex(store_dir, store_schema(store_dir))
-
-
-def store_domains(store_dir: str | Path) -> "DomainRegistry | None":
-    """Which domain serves which tenant, as the store's settings file says (None: the store was
-    not loaded from a pack)."""
-    from hopweave.models.store_settings import read_store_settings
-
-    stored = read_store_settings(store_dir)
-    return stored.registry() if stored is not None else None
 
 
 def index_revision(index: DocumentIndex | None) -> str:

@@ -73,6 +73,11 @@ class Capabilities:
     #: clause (``CALL { WITH x ... }`` is deprecated there), FalkorDB's importing ``WITH``
     #: (FalkorDB 4 does not parse ``CALL (x) {``).
     subquery_open: str
+    #: Read-only listing of the single-label node indexes, one row per index with ``labels``
+    #: (a list or a string) and ``props`` (a list): what ``hopweave doctor`` compares with the schema.
+    index_list_query: str
+    #: The same for the unique constraints.
+    unique_list_query: str
 
 
 NEO4J = Capabilities(
@@ -96,6 +101,11 @@ NEO4J = Capabilities(
     max_visited_in_query=True,
     max_visited_rows_on_cut="none",
     subquery_open="CALL ({vars}) {{",
+    index_list_query=("SHOW INDEXES YIELD entityType, labelsOrTypes, properties WHERE entityType = 'NODE' "
+                      "RETURN labelsOrTypes AS labels, properties AS props"),
+    unique_list_query=("SHOW CONSTRAINTS YIELD type, labelsOrTypes, properties "
+                       "WHERE type IN ['UNIQUENESS', 'NODE_PROPERTY_UNIQUENESS'] "
+                       "RETURN labelsOrTypes AS labels, properties AS props"),
 )
 
 FALKORDB = Capabilities(
@@ -133,6 +143,11 @@ FALKORDB = Capabilities(
     max_visited_in_query=True,
     max_visited_rows_on_cut="none",
     subquery_open="CALL {{ WITH {vars}",
+    index_list_query="CALL db.indexes() YIELD label, properties, entitytype WHERE entitytype = 'NODE' "
+                     "RETURN label AS labels, properties AS props",
+    unique_list_query="CALL db.constraints() YIELD type, label, properties, entitytype, status "
+                      "WHERE type = 'UNIQUE' AND entitytype = 'NODE' AND status = 'OPERATIONAL' "
+                      "RETURN label AS labels, properties AS props",
 )
 
 #: The one table. Keys are the engine names used in settings and CLI options.

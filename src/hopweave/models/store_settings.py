@@ -98,12 +98,18 @@ def read_store_settings(store_dir: str | Path) -> StoreSettings | None:
                                 f"{exc.start}); re-run `hopweave load PACK --store DIR` to rewrite it") from None
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return parse_store_settings(text, str(path))
+
+
+def parse_store_settings(text: str, source: str) -> StoreSettings:
+    """Settings from their JSON text (``source`` names where it came from in the error).
+    Raises StoreCorruptError."""
     try:
         return StoreSettings.model_validate(json.loads(text))
     except (ValueError, ValidationError) as exc:
         raise StoreCorruptError(
-            f"{path} is not a valid hopweave store settings file ({str(exc).splitlines()[0]}); "
-            "re-run `hopweave load PACK --store DIR` to rewrite it"
+            f"{source} is not a valid hopweave store settings file ({str(exc).splitlines()[0]}); "
+            "re-run `hopweave load PACK` into that store to rewrite it"
         ) from exc
 
 

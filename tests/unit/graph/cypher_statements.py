@@ -27,7 +27,7 @@ from typing import Any, Iterable, Sequence
 from hopweave.graph.base import Edge, Node
 from hopweave.graph.capabilities import NEO4J
 from hopweave.graph.cypher_schema import ddl_for, schema_cypher_path, schema_items
-from hopweave.graph.cypher_store import CypherGraphStore, Record
+from hopweave.graph.cypher_store import SETTINGS_LABEL, CypherGraphStore, Record
 from hopweave.graph.write_rules import LABEL_KEY
 from hopweave.models.common import Bindings, Session
 from hopweave.models.metagraph import TraversalPattern
@@ -229,6 +229,15 @@ def collect_ddl(out: Collection, schemas: dict[str, GraphSchema]) -> None:
                 out.add(f"ddl[{name}]:{item.name}", stmt[0])
 
 
+def collect_store_front(out: Collection, schema: GraphSchema) -> None:
+    """What the store front sends: the store settings node's read and write (``hopweave.open``,
+    ``hopweave load``) and the index / constraint listing (``hopweave doctor``)."""
+    store = RecordingStore(schema, out, "front")
+    store.read_settings_json()
+    store.write_settings_json("{}")
+    store.missing_schema_items()
+
+
 def pack_items(p: Any) -> list[tuple[str, list[Node | Edge]]]:
     """A pack's batches as ``hopweave load`` writes them: graph files, corpus documents (links
     resolved against the pack's vocabulary), metagraph."""
@@ -397,7 +406,7 @@ def schema_names(schemas: Iterable[GraphSchema]) -> dict[str, list[str]]:
     """Labels and relationship types of the schemas, for Neo4j's schema warnings (a label or type
     no schema declares). Property keys are left out: Neo4j would also flag the keys of the
     UNWIND row maps (``r.src``) as unknown properties."""
-    labels: set[str] = set()
+    labels: set[str] = {SETTINGS_LABEL}  # the store settings node (outside every schema, on purpose)
     rels: set[str] = set()
     for s in schemas:
         labels.update(lab.name for lab in s.labels)

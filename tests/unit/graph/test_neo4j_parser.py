@@ -57,6 +57,7 @@ def checked(linter: dict[str, str], schema: GraphSchema, tmp_path_factory: pytes
     cs.collect_ddl(out, {name: p.schema for name, p in packs.items()})
     loaded = cs.collect_loaders(out, packs)
     cs.collect_traces(out, packs)
+    cs.collect_store_front(out, schema)
     browser = cs.collect_browser(out)
     scenarios, engine_failures = cs.collect_engine(out, packs, tmp_path_factory.mktemp("engine_statements"))
     shapes = out.shapes()
@@ -129,7 +130,7 @@ def test_collection_covers_every_source(checked: dict[str, Any]) -> None:
     for kind in (
         "pattern[deltabank]", "pattern[telecom]", "generated", "filter", "ddl", "ddl[deltabank]",
         "ddl[telecom]", "load[deltabank]", "load[telecom]", "reload[deltabank]", "write[deltabank]",
-        "read[deltabank]", "trace", "browser", "engine[deltabank]", "engine[telecom]",
+        "read[deltabank]", "trace", "browser", "front", "engine[deltabank]", "engine[telecom]",
     ):
         assert kinds.get(kind, 0) > 0, f"no {kind} statements collected"
     assert counts["shipped patterns"] >= 50

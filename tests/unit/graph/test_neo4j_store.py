@@ -16,6 +16,7 @@ from factories import make_pattern  # noqa: E402
 from hopweave.errors import (  # noqa: E402
     ConfigError,
     QueryTimeoutError,
+    StoreAuthError,
     StoreError,
     StoreUnavailableError,
 )
@@ -80,7 +81,7 @@ def _server_error(code: str, message: str) -> Exception:
             StoreError,
         ),
         (lambda: _server_error("Neo.ClientError.Statement.SyntaxError", "Invalid input"), StoreError),
-        (lambda: neo4j.exceptions.AuthError("unauthorized"), ConfigError),
+        (lambda: neo4j.exceptions.AuthError("unauthorized"), StoreAuthError),
         (lambda: neo4j.exceptions.ServiceUnavailable("gone"), StoreUnavailableError),
         (lambda: neo4j.exceptions.SessionExpired("expired"), StoreUnavailableError),
     ],
