@@ -103,6 +103,22 @@ def chunk_texts(docs: Sequence[Document], max_words: int | None = None) -> list[
     return [c.rerank_text() for d in docs for c in chunk_document(d, mw)]
 
 
+def precompute_traces(store: Path, embedder: Embedder | None = None) -> dict[str, Any]:
+    """Embed the store's precedent traces into its text-vector cache (what ``hopweave load``
+    does; the scale build loads the graph without vectors)."""
+    from hopweave.search.text_vectors import precompute_trace_vectors
+    from hopweave.graph import open_graph_store
+    from hopweave.models.store_settings import read_store_settings
+
+    settings = read_store_settings(store)
+    tenants = sorted(settings.tenant_domains()) if settings is not None else []
+    graph = open_graph_store(store)
+    try:
+        return precompute_trace_vectors(store, graph, tenants, embedder)
+    finally:
+        graph.close()
+
+
 def build_scale_store(store_dir: str | Path, *, chunks: int = DEFAULT_CHUNKS, nodes: int = 1_000_000,
                       seed: int = DEFAULT_SEED, embedder: Embedder | None = None,
                       cache_dir: Path | None = None, example_dir: str | Path | None = None,
@@ -159,8 +175,11 @@ def build_scale_store(store_dir: str | Path, *, chunks: int = DEFAULT_CHUNKS, no
         eligible = index.count(TENANT, maria_filter())
     finally:
         index.close()
+    t = time.perf_counter()
+    traces = precompute_traces(store, embedder)
+    timings["trace_vectors_s"] = time.perf_counter() - t
     return {
         "store": str(store), "graph": graph, "corpus": {k: v for k, v in corpus_stats(docs).items() if k != "by"},
         "chunks_written": rep.chunks_written, "maria_eligible_indexed": eligible, "embedding_cache": cache,
-        "fallback_embeds": pre.fallbacks, "timings_s": {k: round(v, 2) for k, v in timings.items()},
+        "fallback_embeds": pre.fallbacks, "trace_vectors": traces, "timings_s": {k: round(v, 2) for k, v in timings.items()},
     }

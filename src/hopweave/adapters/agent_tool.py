@@ -88,12 +88,18 @@ class RetrieveTool:
     name = "retrieve"
     description = DESCRIPTION
 
-    def __init__(self, engine: "Engine", session: Session | Mapping[str, Any], as_of: Any = None) -> None:
+    def __init__(self, engine: "Engine", session: Session | Mapping[str, Any], as_of: Any = None,
+                 budget_ms: int | None = None) -> None:
         """``as_of`` (optional): search the documents in force then, not today's current revisions.
+        ``budget_ms``: how long a call may wait for one of the engine's request slots (default the
+        engine's budget); calls go through the same admission as ``Engine.retrieve``.
         Raises InputError / TenantError for a malformed session or as_of (the engine's boundary)."""
         from hopweave.models.common import to_datetime
 
+        if budget_ms is not None and (isinstance(budget_ms, bool) or not isinstance(budget_ms, int) or budget_ms < 1):
+            raise InputError("budget_ms must be a positive integer")
         self.engine = engine
+        self.budget_ms = budget_ms
         self.session = check_session(session, "the agent tool's session")
         check_session_attributes(self.session, engine.settings_for(self.session.tenant_id))
         self.as_of = to_datetime(as_of) if as_of is not None else None
@@ -102,7 +108,8 @@ class RetrieveTool:
                  top_k: int = 10) -> list[dict[str, Any]]:
         """Ranked passages as dicts (chunk_id, document, revision, version, section, text, score,
         channels). Raises InputError for a bad mode / top_k / filter, FilterError for an unknown
-        field, StoreError when the index is unavailable."""
+        field, StoreError when the index is unavailable, OverloadedError when the engine had no
+        free request slot within the budget (retry)."""
         from hopweave.search.profiles import get_profile
 
         check_utterance_input(query)
@@ -119,12 +126,14 @@ class RetrieveTool:
         # Engine.retrieve applies them: one code path (hopweave.engine.scope).
         where = scoped(self.engine.graph, self.session, tree, self.as_of)
         prof = get_profile(MODE_PROFILES[mode])
-        vec = space = None
-        if prof.uses_semantic:
-            vec = self.engine.embedder.embed([query])[0]
-            space = self.engine.embedder.space
-        res = self.engine.index.search(self.session.tenant_id, query, prof, where=where, limit=top_k,
-                                       query_vector=vec, query_space=space, include_superseded=self.as_of is not None)
+        with self.engine.admitted(self.budget_ms):  # the engine's request slots: no pile-up
+            vec = space = None
+            if prof.uses_semantic:
+                vec = self.engine.embedder.embed([query])[0]
+                space = self.engine.embedder.space
+            res = self.engine.index.search(self.session.tenant_id, query, prof, where=where, limit=top_k,
+                                           query_vector=vec, query_space=space,
+                                           include_superseded=self.as_of is not None)
         out = []
         for h in res.hits:
             out.append({

@@ -35,9 +35,10 @@ import functools
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 
 from hopweave.engine import precedent
 from hopweave.engine import record as trace_record
@@ -49,6 +50,7 @@ from hopweave.engine.plan import NEUTRAL_NOTE, Plan, agent_notes, build_plan, ne
 from hopweave.engine.rerank_stage import rerank_chunks
 from hopweave.engine.rules import case_for
 from hopweave.engine.query_vectors import SharedEmbedder, bound
+from hopweave.search.text_vectors import TextVectorCache, vectors_dir
 from hopweave.engine.result import ChunkItem, Degradation, RetrievalResult, Stage
 from hopweave.engine.stages import (
     MIN_STAGE_S,
@@ -60,7 +62,7 @@ from hopweave.engine.stages import (
 )
 from hopweave.engine.tokens import TokenCounter, default_counter
 from hopweave.engine.trace_writer import GroupCommitter
-from hopweave.errors import ConfigError, HopweaveError, InputError, PatternValidationError
+from hopweave.errors import ConfigError, HopweaveError, InputError, OverloadedError, PatternValidationError
 from hopweave.graph.base import GraphStore
 from hopweave.models.common import Bindings, PatternResult, Session
 from hopweave.models.filters import FilterTree, IsEmpty
@@ -128,7 +130,8 @@ class Engine:
         self._active = threading.BoundedSemaphore(self.config.max_active)
         self._inflight = 0
         self._goal_cache: tuple[str, dict[str, GoalType], dict[str, list[TraversalPattern]]] | None = None
-        self._trace_vectors = precedent.TraceVectorCache()
+        self._trace_vectors = precedent.TraceVectorCache(
+            vectors_dir(self.store_dir) if self.store_dir is not None else None)
         self._closed = False
         self._warm = False
         self._warm_lock = threading.Lock()
@@ -215,7 +218,8 @@ class Engine:
         if self._embedder is None:
             self._embedder = default_embedder()
         if not isinstance(self._embedder, SharedEmbedder):
-            self._embedder = SharedEmbedder(self._embedder)
+            self._embedder = SharedEmbedder(self._embedder, TextVectorCache(
+                vectors_dir(self.store_dir) if self.store_dir is not None else None, "questions"))
         return self._embedder
 
     def settings_for(self, tenant_id: str) -> DomainSettings:
@@ -277,27 +281,40 @@ class Engine:
             return _ms(t)
 
     def warmup(self) -> dict[str, float]:
-        """Load the models and caches now (first-call costs), returning their timings in ms."""
+        """Load the models and caches now (first-call costs), returning their timings in ms.
+
+        The parts run side by side (the encoder session, spaCy's import and the classifier's
+        index, the vector shard): much of each is I/O or native code, so a cold start overlaps
+        them. Each timing is that part's own wall time."""
         self._warm = True
         out: dict[str, float] = {}
-        t = time.perf_counter()
-        self.embedder.embed(["warm up"])
-        out["embedder"] = _ms(t)
-        t = time.perf_counter()
+
+        def timed(name: str, work: Callable[[], object]) -> None:
+            t = time.perf_counter()
+            work()
+            out[name] = _ms(t)
+
         stages = [self._understander] if self._understander is not None else [
             self.understander_for(s) for s in (self.domains.domains() if self.domains else [])]
-        for stage in stages:
-            stage.warmup()
-        out["understander"] = _ms(t)
+
+        def understanders() -> None:
+            for stage in stages:
+                stage.warmup()
+
+        parts: list[tuple[str, Callable[[], object]]] = [
+            ("embedder", lambda: self.embedder.embed(["warm up"])), ("understander", understanders)]
         if self.index is not None:
-            t = time.perf_counter()
-            warm_index(self.index, self.embedder)
-            out["vector_index"] = _ms(t)
+            index = self.index
+            parts.append(("vector_index", lambda: warm_index(index, self.embedder)))
+        with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="hopweave-warmup") as pool:
+            for f in [pool.submit(timed, name, work) for name, work in parts]:
+                f.result()
         t = time.perf_counter()
         self.counter.count("warm up")
         self._goals()
         out["tokenizer_and_metagraph"] = _ms(t)
-        return {k: round(v, 1) for k, v in out.items()}
+        return {k: round(out[k], 1) for k in ("embedder", "understander", "vector_index", "tokenizer_and_metagraph")
+                if k in out}
 
     @property
     def trace_writer(self) -> GroupCommitter:
@@ -411,7 +428,7 @@ class Engine:
         from hopweave.engine.multi_intent import retrieve_parts, split_intents
 
         parts = None if self.single_pass else split_intents(self, req)
-        return retrieve_parts(self, req, parts) if parts else self._retrieve_one(req, t0)
+        return retrieve_parts(self, req, parts, t0) if parts else self._retrieve_one(req, t0)
 
     def _retrieve_one(self, req: Request, t0: float | None = None) -> RetrievalResult:
         settings = self.settings_for(req.session.tenant_id)
@@ -482,6 +499,25 @@ class Engine:
             reason=f"the engine was at capacity ({self.config.max_active} requests in progress) until the "
                    "budget was spent", fallback=_UNDERSTAND_FALLBACK))
         return False
+
+    @contextmanager
+    def admitted(self, budget_ms: int | None = None) -> Iterator[float]:
+        """One of the ``config.max_active`` request slots for work outside :meth:`retrieve` (the
+        agent tool's search), under the same admission: wait for a slot at most the budget (less
+        ``deadline_reserve_ms``), then hold it for the block. Yields the call's deadline
+        (``time.perf_counter()`` clock). Raises OverloadedError when no slot freed up in time
+        (the caller retries; nothing waits in an unbounded queue)."""
+        t0 = time.perf_counter()
+        self._ensure_warm()  # a cold engine warms outside any budget, as retrieve does
+        budget = (budget_ms or self.config.budget_ms) / 1000.0
+        wait = budget - min(self.config.deadline_reserve_ms / 1000.0, budget * 0.1) - (time.perf_counter() - t0)
+        if wait <= 0 or not self._active.acquire(timeout=wait):
+            raise OverloadedError(f"the engine was at capacity ({self.config.max_active} requests in progress) "
+                                  f"for the call's whole budget ({round(budget * 1000)} ms); retry shortly")
+        try:
+            yield t0 + budget
+        finally:
+            self._active.release()
 
     def _run_stage(self, degraded: list[Degradation], stage: Stage, work: Callable[[], T] | Future[T], *,
                    default: D, what: str, fallback: str, timeout: float | None = None,

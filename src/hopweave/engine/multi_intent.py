@@ -13,7 +13,9 @@ classified. The request is multi-intent when
   part of its own, retrieved with the no-goal plan (generic document search, ``clarify``).
 
 Only utterances with at least one separator pay for the clause classification (one embedding
-batch); single-intent requests run exactly as before. Each part is one ordinary engine run (same
+batch); single-intent requests run exactly as before. Several sentences without an additive
+conjunction are not split when the whole utterance is decisive for one goal (the classifier's
+``decisive_confidence``): its one vector is the one understanding uses anyway. Each part is one ordinary engine run (same
 boundary, scope filters, rounds, assembly; its own decision trace). The combined result is the
 first part's, with the context replaced by the parts' blocks under ``[Request part i of n — Goal:
 "span"]`` headers, ``parts`` listing each part, and a trace id derived from the parts' ids; when
@@ -84,6 +86,8 @@ def split_intents(engine: Any, req: "Request") -> list[tuple[Span, str | None]] 
         if clf is None:
             return None
         cfg = clf.config
+        if not ADDITIVE.search(req.utterance) and clf.decisive(req.utterance):
+            return None  # sentences without an added request, and one goal decides the whole
         spans = clause_spans(req.utterance, cfg.separators(), cfg.min_clause_words)[: cfg.max_clauses]
         if not spans:
             return None
@@ -107,9 +111,11 @@ def split_intents(engine: Any, req: "Request") -> list[tuple[Span, str | None]] 
     return parts[:MAX_PARTS]
 
 
-def retrieve_parts(engine: Any, req: "Request", parts: Sequence[tuple[Span, str | None]]) -> RetrievalResult:
+def retrieve_parts(engine: Any, req: "Request", parts: Sequence[tuple[Span, str | None]],
+                   t0: float | None = None) -> RetrievalResult:
     """Each part retrieved under its own goal within the request's one token budget; one
-    combined result (see the module docstring)."""
+    combined result (see the module docstring). ``t0``: when the request started (its
+    ``perf_counter``; None = now)."""
     budget = req.token_budget or engine.config.token_budget
     n = len(parts)
     headers = [f'[Request part {i + 1} of {n} — {g or "no goal"}: "{s.text}"]' for i, (s, g) in enumerate(parts)]
@@ -121,18 +127,22 @@ def retrieve_parts(engine: Any, req: "Request", parts: Sequence[tuple[Span, str 
         left -= r.context.tokens
         results.append(r)
     combined = combine(engine, req, parts, headers, results, budget)
-    return _record_combined(engine, req, combined) if combined.recorded else combined
+    return _record_combined(engine, req, combined, t0) if combined.recorded else combined
 
 
-def _record_combined(engine: Any, req: "Request", combined: RetrievalResult) -> RetrievalResult:
+def _record_combined(engine: Any, req: "Request", combined: RetrievalResult, t0: float | None) -> RetrievalResult:
     """``combined`` with its own decision trace written (the trace id the caller gets must be
-    found: it is the context the agent saw); ``recorded`` only when that write is durable."""
+    found: it is the context the agent saw); ``recorded`` only when that write is durable within
+    what is left of the request's budget, and at least ``record_min_ms`` (a fixed 100 ms made
+    ``recorded`` depend on the store's speed even under the replay budgets)."""
     import time
 
     from hopweave.engine.config import Run
 
     settings = engine.settings_for(req.session.tenant_id)
-    run = Run(req, settings, time.perf_counter(), max(engine.config.record_min_ms, 1), [], {})
+    now = time.perf_counter()
+    left_ms = (req.budget_ms or engine.config.budget_ms) - (now - (now if t0 is None else t0)) * 1000.0
+    run = Run(req, settings, now, max(engine.config.record_min_ms, int(left_ms), 1), [], {})
     recorded = engine._record(run, combined)
     return combined.model_copy(update={"recorded": recorded, "degraded": (*combined.degraded, *run.degraded)})
 

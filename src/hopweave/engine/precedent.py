@@ -13,15 +13,15 @@ after the request's ``as_of`` (a replay must not see the future).
 
 from __future__ import annotations
 
-import hashlib
-import threading
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
 from hopweave.engine.result import ChannelView, PrecedentItem
+from hopweave.search.text_vectors import NOT_PRECEDENT_KINDS, TextVectorCache
 from hopweave.models.common import PatternResult, Row
 from hopweave.models.ranking import RankingProfile
 from hopweave.search.embedder import Embedder
@@ -41,32 +41,16 @@ PRECEDENT_PROFILE = RankingProfile(
     "the structurally matching traces only.",
 )
 
-NOT_PRECEDENT_KINDS = frozenset({"retrieval"})
 
 
-class TraceVectorCache:
+class TraceVectorCache(TextVectorCache):
     """Embeddings of trace texts keyed by (embedding space, text hash): immutable, so shared
-    across requests for the life of the engine."""
+    across requests for the life of the engine; with ``directory`` (a store's
+    :func:`~hopweave.search.text_vectors.vectors_dir`) also on disk, where the store's load put
+    its precedent traces' vectors (no forward pass at request time)."""
 
-    def __init__(self) -> None:
-        self._vecs: dict[tuple[str, str], np.ndarray] = {}
-        self._lock = threading.Lock()
-
-    def vectors(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-        space = embedder.space.key
-        keys = [(space, hashlib.sha256(t.encode()).hexdigest()) for t in texts]
-        with self._lock:
-            missing = sorted({(k, t) for k, t in zip(keys, texts) if k not in self._vecs})
-        if missing:
-            vecs = embedder.embed([t for _, t in missing])
-            with self._lock:
-                for (k, _), v in zip(missing, vecs):
-                    self._vecs[k] = np.asarray(v, dtype=np.float32)
-        with self._lock:
-            return np.stack([self._vecs[k] for k in keys]) if keys else np.zeros((0, embedder.space.dimensions))
-
-    def __len__(self) -> int:
-        return len(self._vecs)
+    def __init__(self, directory: str | Path | None = None) -> None:
+        super().__init__(directory, "traces")
 
 
 @dataclass(frozen=True)

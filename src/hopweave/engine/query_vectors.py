@@ -26,6 +26,7 @@ from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
+from hopweave.search.text_vectors import TextVectorCache
 from hopweave.errors import DeadlineError
 from hopweave.search.embedder import Embedder, EmbeddingSpace
 
@@ -75,8 +76,10 @@ def bound(memo: RequestVectors, work: Callable[[], T], deadline: float | None = 
 class SharedEmbedder(Embedder):
     """``base`` with the current request's memo in front (outside a request: ``base`` itself)."""
 
-    def __init__(self, base: Embedder) -> None:
+    def __init__(self, base: Embedder, questions: "TextVectorCache | None" = None) -> None:
         self.base = base
+        #: The goals' search questions, kept on disk with the store (see text_vectors.py).
+        self.questions = questions
 
     @property
     def space(self) -> EmbeddingSpace:  # type: ignore[override]
@@ -96,8 +99,11 @@ class SharedEmbedder(Embedder):
         return np.stack([memo.get(t) for t in texts])  # type: ignore[misc]
 
     def embed_query(self, text: str) -> np.ndarray:
-        """One text through the base embedder's cross-request LRU (computed alone, so its bytes
-        never depend on the request that first asked)."""
+        """One text through the store's question vectors (when given), else the base embedder's
+        cross-request LRU (computed alone, so its bytes never depend on the request that first
+        asked)."""
+        if self.questions is not None:
+            return self.questions.vector(self.base, text)
         return self.base.embed_query(text)
 
 

@@ -8,6 +8,7 @@ import networkx as nx
 
 from hopweave.graph._persist import Snapshot
 from hopweave.graph.walk import LABEL_KEY
+from hopweave.models.filters import FilterTree, matches
 
 
 class State:
@@ -46,12 +47,22 @@ class State:
                 continue
         return out
 
-    def neighbors(self, node_id: str, rel_type: str, direction: str) -> Iterator[str]:
+    def neighbors(
+        self, node_id: str, rel_type: str, direction: str, edge_tree: FilterTree | None = None
+    ) -> Iterator[str]:
         # Lazy: the walker reads a hub's adjacency in chunks and checks its deadline between them.
+        # Most edges carry no properties: the tree is evaluated once for them.
+        bare = edge_tree is None or matches(edge_tree, {})
+
+        def ok(props: dict[str, Any] | None) -> bool:
+            if props is None:
+                return False
+            return bare if not props or edge_tree is None else matches(edge_tree, props)
+
         if direction in ("out", "both"):
-            yield from (v for v, kd in (self.succ.get(node_id) or {}).items() if rel_type in kd)
+            yield from (v for v, kd in (self.succ.get(node_id) or {}).items() if ok(kd.get(rel_type)))
         if direction in ("in", "both"):
-            yield from (u for u, kd in (self.pred.get(node_id) or {}).items() if rel_type in kd)
+            yield from (u for u, kd in (self.pred.get(node_id) or {}).items() if ok(kd.get(rel_type)))
 
     # ---- indexes -------------------------------------------------------------------------
     def index(self, label: str, key: str) -> dict[Any, set[str]]:

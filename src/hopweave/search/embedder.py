@@ -207,6 +207,8 @@ class CachingEmbedder(Embedder):
             raise TypeError("embed() takes a sequence of strings; use embed_one() for one text")
         if len(texts) == 0:
             return np.zeros((0, self.space.dimensions), dtype=np.float32)
+        if self.per_text and self._cache_size > 0 and len(texts) <= CACHED_CALL_MAX:
+            return self._embed_per_text(texts, batch_size)
         key = tuple(texts) if self._cache_size > 0 and len(texts) <= CACHED_CALL_MAX else None
         if key is not None:
             with self._cache_lock:
@@ -221,6 +223,37 @@ class CachingEmbedder(Embedder):
                 while len(self._calls) > self._cache_size:
                     self._calls.popitem(last=False)
         return vecs
+
+    #: True when a text's vector depends only on that text (never on the other texts of a
+    #: call): small calls are then cached text by text, so a clause embedded in one call is not
+    #: encoded again in another call with other texts (the ONNX encoders).
+    per_text: bool = False
+
+    def _embed_per_text(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        """A small call through the per-text LRU (``embed_query``'s): only unseen texts are encoded."""
+        out: list[np.ndarray | None] = []
+        with self._cache_lock:
+            for t in texts:
+                hit = self._cache.get(t)
+                if hit is not None:
+                    self._cache.move_to_end(t)
+                out.append(hit)
+        missing = list(dict.fromkeys(t for t, v in zip(texts, out) if v is None))
+        if missing:
+            vecs = self.embed_uncached(missing, batch_size)
+            fresh = {}
+            for t, v in zip(missing, vecs):
+                v = v.copy()
+                v.setflags(write=False)
+                fresh[t] = v
+            with self._cache_lock:
+                for t, v in fresh.items():
+                    self._cache[t] = v
+                    self._cache.move_to_end(t)
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+            out = [v if v is not None else fresh[t] for t, v in zip(texts, out)]
+        return np.stack([v for v in out if v is not None]).astype(np.float32)  # a fresh, writable matrix
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query through the LRU cache; returns a read-only float32 vector."""
@@ -363,6 +396,7 @@ class OnnxEmbedder(CachingEmbedder):
         self._cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._int8 = int8
         self._encoder: Any = None
+        self.per_text = True  # OnnxMiniLM never pads: a row depends only on its text
         self.space = EmbeddingSpace(
             provider=ONNX_PROVIDER,
             model=model_name,

@@ -49,6 +49,10 @@ class ClassifierConfig(BaseModel):
     min_clause_words: int = Field(default=2, ge=1)
     #: At most this many clauses of one utterance are scored (bounds the cost of long input).
     max_clauses: int = Field(default=8, ge=1, le=64)
+    #: The clauses of an utterance are scored only when the whole utterance's calibrated
+    #: confidence is below this (one encoder pass instead of one per clause when the whole is
+    #: decisive); 1.0 always scores them.
+    decisive_confidence: float = Field(default=0.9, ge=0.0, le=1.0)
     calibration_file: str = "classifier_calibration.json"
     background: tuple[str, ...] = ()
     #: Directory the file was read from (calibration_file is relative to it). Not in the YAML.
@@ -287,13 +291,17 @@ class GoalClassifier:
             return idx
 
     # ---- scoring --------------------------------------------------------------------------
-    def clause_scores(self, utterance: str) -> list[ClauseScores]:
-        """Evidence for the whole utterance and for each clause of a mixed request."""
-        return self._score([utterance])[1][0]
+    def clause_scores(self, utterance: str, all_views: bool = True) -> list[ClauseScores]:
+        """Evidence for the whole utterance and for each clause of a mixed request (with
+        ``all_views`` False, the clauses only when the whole is not decisive, as classified)."""
+        return self._score([utterance], all_views=all_views)[1][0]
 
-    def _score(self, utterances: Sequence[str]) -> tuple[_Index, list[list[ClauseScores]]]:
-        """Per utterance, the evidence of each view (whole utterance, then its clauses); all
-        views of all utterances are embedded in one batch."""
+    def _score(self, utterances: Sequence[str], all_views: bool = False, whole_only: bool = False
+               ) -> tuple[_Index, list[list[ClauseScores]]]:
+        """Per utterance, the evidence of each view: the whole utterance, then its clauses. The
+        clauses are scored only when the whole is not decisive (calibrated confidence below
+        ``decisive_confidence``) or ``all_views``; the wholes are embedded in one call, then the
+        clauses that are needed in another (vectors do not depend on call mates)."""
         cfg = self.config
         seps = cfg.separators()
         views: list[list[str]] = []
@@ -301,36 +309,59 @@ class GoalClassifier:
             text = check_utterance(u)
             views.append([text.strip()] + split_clauses(text, seps, cfg.min_clause_words, cfg.max_clauses))
         idx = self.index()
-        flat = [v for vs in views for v in vs]
-        q = np.asarray(self.embedder.embed(flat), dtype=np.float32) if flat else np.zeros((0, 1))
         n_goals = len(idx.goals)
         rows_of = [np.flatnonzero(idx.owner == gi) for gi in range(n_goals)]
         bg_rows = np.flatnonzero(idx.owner == -1)
-        out: list[list[ClauseScores]] = []
+        wholes = self._embed_views([vs[0] for vs in views])
+        out: list[list[ClauseScores]] = [[self._view_scores(idx, vs[0], wholes[i], rows_of, bg_rows)]
+                                         for i, vs in enumerate(views)]
+        todo = [] if whole_only else [i for i, vs in enumerate(views)
+                                      if len(vs) > 1 and (all_views or not self._decisive(out[i][0]))]
+        flat = [v for i in todo for v in views[i][1:]]
+        q = self._embed_views(flat)
         k = 0
-        for vs in views:
-            per: list[ClauseScores] = []
-            for view in vs:
-                dense = (idx.dense @ q[k]).astype(np.float64) if len(idx.texts) else np.zeros(0)
+        for i in todo:
+            for view in views[i][1:]:
+                out[i].append(self._view_scores(idx, view, q[k], rows_of, bg_rows))
                 k += 1
-                lex = np.asarray(idx.chars.scores(view), dtype=np.float64)
-                fused = dense + cfg.lexical_weight * lex
-                g_score = np.full(n_goals, -1.0)
-                g_dense = np.zeros(n_goals)
-                g_lex = np.zeros(n_goals)
-                g_ex = [""] * n_goals
-                for gi, rows in enumerate(rows_of):
-                    if len(rows) == 0:
-                        continue
-                    order = rows[np.argsort(-fused[rows], kind="stable")]  # ties: the lower row first
-                    best = int(order[0])
-                    g_score[gi] = float(fused[order[: cfg.top_k]].mean())
-                    g_dense[gi], g_lex[gi] = dense[best], lex[best]
-                    g_ex[gi] = idx.texts[best]
-                background = _top_mean(fused[bg_rows], cfg.top_k) if len(bg_rows) else 0.0
-                per.append(ClauseScores(view, g_score, g_dense, g_lex, tuple(g_ex), background))
-            out.append(per)
         return idx, out
+
+    def _embed_views(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.embedder.embed(texts), dtype=np.float32) if texts else np.zeros((0, 1))
+
+    def decisive(self, utterance: str) -> bool:
+        """True when the whole utterance alone is classified with at least
+        ``decisive_confidence`` (one encoder pass, shared with :meth:`classify` by the
+        embedder's per-text cache)."""
+        return self._decisive(self._score([utterance], whole_only=True)[1][0][0])
+
+    def _decisive(self, whole: ClauseScores) -> bool:
+        """True when the whole utterance alone is confident enough that its clauses are not scored."""
+        if not len(whole.goal_scores) or whole.goal_scores[whole.best] < -0.5:
+            return False
+        return self.calibration.probability(whole.features(whole.best)) >= self.config.decisive_confidence
+
+    def _view_scores(self, idx: _Index, view: str, q: np.ndarray, rows_of: list[np.ndarray],
+                     bg_rows: np.ndarray) -> ClauseScores:
+        cfg = self.config
+        n_goals = len(idx.goals)
+        dense = (idx.dense @ q).astype(np.float64) if len(idx.texts) else np.zeros(0)
+        lex = np.asarray(idx.chars.scores(view), dtype=np.float64)
+        fused = dense + cfg.lexical_weight * lex
+        g_score = np.full(n_goals, -1.0)
+        g_dense = np.zeros(n_goals)
+        g_lex = np.zeros(n_goals)
+        g_ex = [""] * n_goals
+        for gi, rows in enumerate(rows_of):
+            if len(rows) == 0:
+                continue
+            order = rows[np.argsort(-fused[rows], kind="stable")]  # ties: the lower row first
+            best = int(order[0])
+            g_score[gi] = float(fused[order[: cfg.top_k]].mean())
+            g_dense[gi], g_lex[gi] = dense[best], lex[best]
+            g_ex[gi] = idx.texts[best]
+        background = _top_mean(fused[bg_rows], cfg.top_k) if len(bg_rows) else 0.0
+        return ClauseScores(view, g_score, g_dense, g_lex, tuple(g_ex), background)
 
     def choose(self, clauses: list[ClauseScores]) -> ClauseScores:
         """The clause the decision rests on: the one whose best goal scores highest (ties: the
@@ -435,7 +466,9 @@ class GoalClassifier:
         Raises:
             ConfigError: the store has no GoalType nodes.
         """
-        idx, per_utt = self._score(utterances)
+        # every view is scored: the fit does not depend on the calibration it replaces (the
+        # features of a decisive whole are of the same kind, so one mapping serves both)
+        idx, per_utt = self._score(utterances, all_views=True)
         if not idx.goals:
             raise ConfigError("the store has no GoalType nodes to calibrate against")
         out = []

@@ -40,6 +40,9 @@ def _synonym_pattern(spec: SynonymSpec) -> TraversalPattern:
 
 
 def _stop_words() -> frozenset[str]:
+    from hopweave.understand.text import import_spacy
+
+    import_spacy()
     from spacy.lang.en.stop_words import STOP_WORDS
 
     return frozenset(STOP_WORDS)

@@ -44,7 +44,7 @@ from hopweave.models.internal_patterns import internal_pattern
 from hopweave.models.metagraph import Bind, EdgeStep, Literal_, Predicate, Seed
 from hopweave.understand.models import Entity, Mention
 from hopweave.understand.temporal import find_dates
-from hopweave.understand.text import check_utterance
+from hopweave.understand.text import check_utterance, import_spacy
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.graph.base import GraphStore, Node
@@ -207,9 +207,7 @@ class EntityResolver:
         with self._lock:
             if self._cached is not None and self._cached[0] == fp:
                 return self._cached
-            import spacy
-
-            nlp = spacy.blank("en")
+            nlp = import_spacy().blank("en")
             ruler = nlp.add_pipe(
                 "span_ruler",
                 config={"spans_key": SPANS_KEY, "annotate_ents": False, "phrase_matcher_attr": "LOWER",

@@ -6,11 +6,15 @@ Everything here is pure and deterministic.
 
 from __future__ import annotations
 
+import importlib.abc
 import math
 import re
+import sys
+import threading
 import unicodedata
 from collections import Counter
-from typing import Iterable, Sequence
+from types import ModuleType
+from typing import Any, Iterable, Sequence
 
 from hopweave.errors import InputError
 
@@ -145,3 +149,45 @@ class CharNgramIndex:
             for i, dw in self.postings.get(g, ()):
                 out[i] += qw * dw
         return out
+
+
+#: Array backends thinc (under spaCy) imports if it can; the rule-based pipeline uses none of
+#: them, and importing torch alone takes seconds of a cold start.
+_SPACY_UNUSED_BACKENDS = ("torch", "cupy", "cupyx", "tensorflow", "mxnet")
+_SPACY_LOCK = threading.Lock()
+
+
+class _Unused(importlib.abc.MetaPathFinder):
+    """Reports the unused backends as not installed, to the importing thread only."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if threading.get_ident() == self.thread and name.split(".")[0] in _SPACY_UNUSED_BACKENDS:
+            raise ModuleNotFoundError(f"{name} is not used by the rule-based spaCy pipeline", name=name)
+        return None
+
+
+def import_spacy() -> ModuleType:
+    """``spacy``, imported without torch (or another array backend) when none is loaded yet:
+    thinc treats a missing backend as absent, and the blank English pipeline with span rulers
+    never needs one (cold start: about 5 s less). Another thread importing torch meanwhile is
+    not affected."""
+    if "spacy" in sys.modules:
+        return sys.modules["spacy"]
+    with _SPACY_LOCK:
+        if "spacy" in sys.modules:
+            return sys.modules["spacy"]
+        if any(b in sys.modules for b in _SPACY_UNUSED_BACKENDS):
+            import spacy
+
+            return spacy
+        blocker = _Unused()
+        sys.meta_path.insert(0, blocker)
+        try:
+            import spacy
+        finally:
+            sys.meta_path.remove(blocker)
+        return spacy
+

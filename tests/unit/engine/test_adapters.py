@@ -9,7 +9,7 @@ from conftest import AS_OF, MARIA, UTTERANCE
 
 from hopweave.adapters.agent_tool import RetrieveTool, filters_to_tree
 from hopweave.adapters.langchain import HopweaveRetriever
-from hopweave.errors import FilterError, InputError
+from hopweave.errors import FilterError, InputError, OverloadedError
 
 
 def test_langchain_retriever_returns_the_working_set(engine, maria) -> None:
@@ -65,6 +65,26 @@ def test_agent_tool_rejects_bad_input(engine) -> None:
     with pytest.raises(FilterError):
         tool("x", filters={"password": "hunter2"})
     assert filters_to_tree({"tier": ["Gold", "Platinum"]}).op == "in"
+
+
+def test_agent_tool_goes_through_the_engines_request_slots(engine) -> None:
+    """The tool waits for one of the engine's request slots within its budget, then sheds."""
+    import time
+
+    tool = RetrieveTool(engine, MARIA, budget_ms=60)
+    held = [engine._active.acquire(timeout=5) for _ in range(engine.config.max_active)]
+    try:
+        assert all(held)
+        t = time.perf_counter()
+        with pytest.raises(OverloadedError, match="capacity"):
+            tool("courtesy waiver")
+        assert time.perf_counter() - t < 5  # shed within about its budget, not queued forever
+    finally:
+        for _ in held:
+            engine._active.release()
+    assert tool("courtesy waiver")  # a slot is free again
+    with pytest.raises(InputError, match="budget_ms"):
+        RetrieveTool(engine, MARIA, budget_ms=0)
 
 
 def test_agent_tool_as_langchain_tool(engine) -> None:

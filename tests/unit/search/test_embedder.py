@@ -103,6 +103,27 @@ def test_onnx_vectors_are_byte_identical_whatever_the_call(any_onnx):
     assert np.allclose(np.linalg.norm(whole, axis=1), 1.0, atol=1e-5)
 
 
+def test_onnx_small_calls_are_cached_text_by_text():
+    """A text embedded in one small call is not encoded again in another call with other texts
+    (the classifier's clauses, then the intent split's spans), and the bytes are the same."""
+    e = OnnxEmbedder(int8=True, query_cache_size=16)
+    seen: list[list[str]] = []
+    real = e.embed_uncached
+
+    def counted(texts, batch_size=64):  # type: ignore[no-untyped-def]
+        seen.append(list(texts))
+        return real(texts, batch_size)
+
+    e.embed_uncached = counted  # type: ignore[method-assign]
+    a = e.embed(["waive my late fee", "my card was stolen"])
+    b = e.embed(["my card was stolen", "raise my limit", "waive my late fee"])
+    assert seen == [["waive my late fee", "my card was stolen"], ["raise my limit"]]
+    assert b[0].tobytes() == a[1].tobytes() and b[2].tobytes() == a[0].tobytes()
+    assert b[1].tobytes() == real(["raise my limit"])[0].tobytes()
+    b[0][:] = 0  # callers get their own matrix
+    assert e.embed(["my card was stolen"])[0].tobytes() == a[1].tobytes()
+
+
 def test_encoders_have_different_spaces(onnx_embedder):
     torch_space = SentenceTransformerEmbedder().space  # no model load: the space is metadata
     assert torch_space.provider == "sentence-transformers"

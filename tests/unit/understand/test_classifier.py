@@ -155,3 +155,36 @@ def test_fit_logistic_is_deterministic_and_monotone() -> None:
 def test_missing_calibration_is_a_config_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ConfigError, match="understand-calibrate"):
         load_calibration(tmp_path / "nope.json")
+
+
+class _Counting:
+    """An embedder that counts the texts it is asked to encode (per call)."""
+
+    def __init__(self, base) -> None:  # type: ignore[no-untyped-def]
+        self.base, self.calls = base, []  # type: list[list[str]]
+
+    @property
+    def space(self):  # type: ignore[no-untyped-def]
+        return self.base.space
+
+    def embed(self, texts, batch_size=64):  # type: ignore[no-untyped-def]
+        self.calls.append(list(texts))
+        return self.base.embed(texts, batch_size)
+
+
+def test_clauses_are_scored_only_when_the_whole_is_not_decisive(bank, embedder) -> None:  # type: ignore[no-untyped-def]
+    counting = _Counting(embedder)
+    c = GoalClassifier(bank, counting)  # type: ignore[arg-type]
+    c.index()
+    counting.calls.clear()
+    decisive = "I want to dispute this $39 late fee on my Platinum card. I have been a customer for years."
+    got = c.classify(decisive)
+    assert got.goal == "LateFeeDispute" and got.confidence >= c.config.decisive_confidence
+    assert counting.calls == [[decisive]]  # one encoder text: the whole utterance
+    assert len(c.clause_scores(decisive)) == 3  # the clauses are still there on request
+    counting.calls.clear()
+    mixed = "There's a charge I didn't make, and while you're at it what's my balance?"
+    assert c.classify(mixed).goal == "FraudClaim"
+    assert len(counting.calls) == 2 and len(counting.calls[1]) >= 2  # whole not decisive: its clauses too
+    always = GoalClassifier(bank, embedder, config=c.config.model_copy(update={"decisive_confidence": 1.0}))
+    assert len(always._score([decisive])[1][0]) == 3
