@@ -177,28 +177,22 @@ def bench_filtered(n: int = 50_000, queries: int = 200) -> dict:
     return out
 
 
+def _cpu_p50(f, n: int, clock=time.process_time) -> float:
+    """Median milliseconds of f(i) after 5 warm-up calls, by ``clock``: CPU time of all threads of
+    this process by default, ``time.perf_counter`` for wall time."""
+    for i in range(min(5, n)):
+        f(i)
+    ts = []
+    for i in range(n):
+        t = clock()
+        f(i)
+        ts.append((clock() - t) * 1000)
+    return round(_pct(ts, 0.5), 2)
+
+
 def _wall_p50(f, n: int) -> float:
     """Median wall milliseconds of f(i) (after 5 warm-up calls)."""
-    for i in range(min(5, n)):
-        f(i)
-    ts = []
-    for i in range(n):
-        t = time.perf_counter()
-        f(i)
-        ts.append((time.perf_counter() - t) * 1000)
-    return round(_pct(ts, 0.5), 2)
-
-
-def _cpu_p50(f, n: int) -> float:
-    """Median CPU milliseconds (``time.process_time``: all threads of this process) of f(i)."""
-    for i in range(min(5, n)):
-        f(i)
-    ts = []
-    for i in range(n):
-        t = time.process_time()
-        f(i)
-        ts.append((time.process_time() - t) * 1000)
-    return round(_pct(ts, 0.5), 2)
+    return _cpu_p50(f, n, time.perf_counter)
 
 
 def _scale_points(n: int, space, enc):
