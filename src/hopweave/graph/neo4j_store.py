@@ -59,10 +59,8 @@ class Neo4jGraphStore(CypherGraphStore):
         client_grace_ms: float = 50.0,
         **driver_config: Any,
     ) -> None:
-        if schema is None:
-            from hopweave.paths import default_schema_path
-
-            schema = GraphSchema.load(default_schema_path())
+        if schema is None:  # no schema and no store settings: the domain-free base schema
+            schema = GraphSchema.base()
         super().__init__(schema, client_grace_ms=client_grace_ms)
         from hopweave.config import NEO4J_SCHEMES
 
