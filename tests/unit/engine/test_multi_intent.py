@@ -72,7 +72,7 @@ def test_the_combined_trace_is_recorded_within_the_request_budget_not_100_ms(eng
     """The combined trace of a multi-intent request waits for what is left of the request's
     budget (at least record_min_ms), like any trace: a store slower than 100 ms must not make
     ``recorded`` depend on timing under a 60 s budget."""
-    from conftest import DELTABANK, DELTABANK_REGISTRY
+    from domains import DELTABANK, DELTABANK_REGISTRY  # tests/shared: a late `from conftest` may find another folder's
 
     from hopweave.engine import record as trace_record
     from hopweave.engine.config import EngineConfig

@@ -366,9 +366,9 @@ def collect_engine(out: Collection, packs: dict[str, Any], workdir: Path) -> tup
     budgets) with its graph calls shadowed on the Neo4j row (:class:`Shadowed`): the statements
     the whole-engine suite on Neo4j (tests/integration/test_neo4j_engine.py) sends. Returns
     (scenarios run, shadow failures)."""
+    import hopweave
     from hopweave.engine.engine import Engine
     from hopweave.engine.replay import REPLAY_CONFIG, load_scenario, run_scenario, scenario_paths
-    from hopweave.engine.stages import open_graph
     from hopweave.pack.loader import load_pack
 
     n, failures = 0, []
@@ -378,8 +378,10 @@ def collect_engine(out: Collection, packs: dict[str, Any], workdir: Path) -> tup
         shadow = RecordingStore(p.schema, out, f"engine[{name}]")
         for tenant, items in pack_items(p):
             shadow.remember(tenant, items)
-        graph = Shadowed(open_graph(store_dir), shadow)
-        engine = Engine.open(store_dir, graph=graph, config=REPLAY_CONFIG)  # type: ignore[arg-type]
+        stores = hopweave.open(store_dir)
+        graph = Shadowed(stores.graph, shadow)
+        engine = Engine(graph, stores.index, domains=stores.domains(), config=REPLAY_CONFIG,  # type: ignore[arg-type]
+                        store_dir=stores.store_dir, settings=stores.settings)
         try:
             for path in scenario_paths([ROOT / "examples" / name / "scenarios"]):
                 run_scenario(engine, load_scenario(path))
