@@ -72,6 +72,41 @@ def burst(fn: Callable[[Any], Any], items: Sequence[Any]) -> tuple[list[tuple[fl
     return res, time.perf_counter() - t0
 
 
+def sustained(engine: Any, reqs: list[dict[str, Any]], clients: int, seconds: float) -> dict[str, Any]:
+    """``clients`` closed-loop clients for ``seconds``: each sends its next request (cycling its
+    share of ``reqs``) as soon as the previous one answered. Bounded: no request starts after
+    ``seconds``, so the run ends within seconds + one budget."""
+    start = threading.Event()
+    stop_at = [0.0]
+
+    def client(i: int) -> list[tuple[float, Any]]:
+        mine = reqs[i::clients] or reqs
+        out: list[tuple[float, Any]] = []
+        start.wait()
+        k = 0
+        while time.perf_counter() < stop_at[0]:
+            t = time.perf_counter()
+            try:
+                r: Any = call(engine, mine[k % len(mine)])
+            except Exception as exc:  # counted as an error
+                r = exc
+            out.append(((time.perf_counter() - t) * 1000, r))
+            k += 1
+        return out
+
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        futs = [pool.submit(client, i) for i in range(clients)]
+        time.sleep(0.05)
+        c0, t0 = time.process_time(), time.perf_counter()
+        stop_at[0] = t0 + seconds
+        start.set()
+        res = [x for f in futs for x in f.result()]
+        wall = time.perf_counter() - t0
+        cpu = time.process_time() - c0
+    return {**engine_stats(res, wall), "clients": clients, "seconds": seconds,
+            "cpu_ms_per_retrieval": round(cpu * 1000 / max(len(res), 1), 1)}
+
+
 def engine_stats(results: list[tuple[float, Any]], wall: float, budget_ms: int = BUDGET_MS) -> dict[str, Any]:
     lat = [ms for ms, _ in results]
     errors = [r for _, r in results if isinstance(r, BaseException)]
@@ -340,6 +375,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         res["naive_top10"] = naive_burst(engine, requests(db, n, "n"))
         res["langchain_ensemble"] = {"skipped": "--no-langchain"} if args.no_langchain else \
             langchain_burst(engine, requests(db, n, "l"), "deltabank")
+        if args.sustained:
+            log(f"sustained: {n} closed-loop clients for {args.sustained} s ...")
+            res["sustained"] = sustained(engine, requests(db, max(n * 4, 400), "c"), n, args.sustained)
         if args.overload:
             log(f"overload: {args.overload} threads ...")
             res["overload_threads"] = engine_stats(*burst(lambda r: call(engine, r),
@@ -370,6 +408,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--concurrency", type=int, default=100)
     ap.add_argument("--overload", type=int, default=0, help="also a burst of this many threads")
     ap.add_argument("--runs", type=int, default=40, help="sequential warm requests")
+    ap.add_argument("--sustained", type=float, default=0.0,
+                    help="also this many seconds of --concurrency closed-loop clients (e.g. 60)")
     ap.add_argument("--port", type=int, default=8797)
     ap.add_argument("--no-http", action="store_true")
     ap.add_argument("--no-langchain", action="store_true")

@@ -92,16 +92,20 @@ def test_a_graph_never_loaded_is_refused_by_name(server: int) -> None:
         Engine.open(graph=uri, vectors=":memory:")
 
 
-def test_a_dead_server_and_a_wrong_password_are_typed(tmp_path: Path) -> None:
+def test_a_dead_server_and_a_wrong_password_are_typed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     port = _free_port()  # nothing listens there
-    with pytest.raises(StoreUnavailableError, match=rf"falkordb://127\.0\.0\.1:{port}/hopweave is not reachable"):
+    with pytest.raises(StoreUnavailableError, match=rf"cannot reach the FalkorDB server at falkordb://127\.0\.0\.1:{port}"):
         hopweave.open(graph=f"falkordb://127.0.0.1:{port}", vectors=":memory:")
     db, port = _tcp_server(tmp_path / "locked.rdb")
     try:
         db.client.execute_command("CONFIG", "SET", "requirepass", "right")  # type: ignore[attr-defined]
-        with pytest.raises(StoreAuthError, match="refused the credentials"):
-            hopweave.open(graph=f"falkordb://:wrong@127.0.0.1:{port}/g", vectors=":memory:")
+        with pytest.raises(StoreAuthError, match="refused the credentials") as info:
+            hopweave.open(graph=f"falkordb://:badpass@127.0.0.1:{port}/g", vectors=":memory:")
+        assert "badpass" not in str(info.value)  # the password never reaches a message
         with hopweave.open(graph=f"falkordb://:right@127.0.0.1:{port}/g", vectors=":memory:") as ok:
+            assert ok.settings is None
+        monkeypatch.setenv("HOPWEAVE_FALKORDB_PASSWORD", "right")  # the password from the environment
+        with hopweave.open(graph=f"falkordb://127.0.0.1:{port}/g", vectors=":memory:") as ok:
             assert ok.settings is None
     finally:
         stop_server(int(db.client.pid))  # type: ignore[attr-defined]

