@@ -31,8 +31,7 @@ import numpy as np
 
 from hopweave.models.documents import Document
 from hopweave.models.filters import And, Eq, In
-from hopweave.models.schema import GraphSchema
-from hopweave.paths import default_schema_path
+import deltabank_pack
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -86,7 +85,7 @@ def bench_ingest(n_docs: int = 60) -> dict:
     from hopweave.search.embedder import default_embedder
     from hopweave.search.ingest import Ingestor
 
-    schema = GraphSchema.load(default_schema_path())
+    schema = deltabank_pack.schema()
     emb = default_embedder()
     rng = random.Random(0)
     docs = []
@@ -115,7 +114,7 @@ def bench_filtered(n: int = 50_000, queries: int = 200) -> dict:
     from hopweave.search.index_base import SPACE_FIELD, CollectionInfo, IndexPoint
     from hopweave.search.profiles import default_profile
 
-    schema = GraphSchema.load(default_schema_path())
+    schema = deltabank_pack.schema()
     space = EmbeddingSpace(provider="bench", model="random", revision="1", dimensions=384)
     rng = random.Random(1)
     nrng = np.random.default_rng(1)
@@ -224,7 +223,7 @@ def scale_index(n: int, root: Path | None) -> tuple[object, dict, object]:
     from hopweave.search.embedder import EmbeddingSpace
     from hopweave.search.index_base import CollectionInfo
 
-    schema = GraphSchema.load(default_schema_path())
+    schema = deltabank_pack.schema()
     space = EmbeddingSpace(provider="bench", model="random", revision="1", dimensions=384)
     tmp = None
     if root is None:

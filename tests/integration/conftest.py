@@ -84,7 +84,6 @@ def qdrant_url() -> str:
 
 @pytest.fixture(scope="session")
 def schema():
-    from hopweave.models.schema import GraphSchema
-    from hopweave.paths import default_schema_path
+    from domains import deltabank_schema
 
-    return GraphSchema.load(default_schema_path())
+    return deltabank_schema()

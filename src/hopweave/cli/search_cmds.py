@@ -42,10 +42,9 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]
 
 def _schema(store: str | None) -> Any:
     """The schema of the ``--graph`` store (its settings' own), else (a store not loaded from a
-    pack, or none yet) the fallback schema of :func:`hopweave.paths.default_schema_path`."""
+    pack, or none yet) the domain-free base schema."""
     from hopweave.models.schema import GraphSchema
     from hopweave.models.store_settings import read_store_settings
-    from hopweave.paths import default_schema_path
     from hopweave.stores.uri import default_graph_uri, parse_graph_uri
 
     uri = parse_graph_uri(store if store is not None else default_graph_uri())
@@ -54,7 +53,7 @@ def _schema(store: str | None) -> Any:
     else:
         with open_cli_stores(store, graph_only=True) as stores:
             stored = stores.settings
-    return stored.schema() if stored is not None else GraphSchema.load(default_schema_path())
+    return stored.schema() if stored is not None else GraphSchema.base()
 
 
 def _vectors(store: str | None, vectors: str | None) -> Any:

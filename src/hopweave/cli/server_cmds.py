@@ -22,15 +22,20 @@ from hopweave.errors import InputError
 inspect_app = typer.Typer(help="Look at the graph: decision traces as pictures.", no_args_is_help=True)
 app.add_typer(inspect_app, name="inspect")
 
+
 @app.command("cypher-schema")
 @handle_errors
-def cypher_schema_cmd() -> None:
-    """Print the constraints and indexes for Neo4j (the content of cypher/schema.cypher)."""
+def cypher_schema_cmd(
+    pack: Path = typer.Argument(..., help="Domain pack folder whose schema (merged onto the base) to render."),
+) -> None:
+    """Print the Neo4j constraints and indexes of a pack's schema (for the example pack, the
+    content of cypher/schema.cypher). `hopweave load` creates them itself on every Cypher store."""
     from hopweave.graph.cypher_schema import render_schema_cypher
     from hopweave.models.schema import GraphSchema
-    from hopweave.paths import default_schema_path
+    from hopweave.pack.manifest import pack_path, read_manifest
 
-    typer.echo(render_schema_cypher(GraphSchema.load(default_schema_path())), nl=False)
+    manifest = read_manifest(pack)
+    typer.echo(render_schema_cypher(GraphSchema.load(pack_path(pack, manifest.schema_, "schema"))), nl=False)
 
 
 @app.command("load-server", hidden=True, deprecated=True)

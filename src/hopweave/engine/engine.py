@@ -427,7 +427,12 @@ class Engine:
         (:mod:`hopweave.engine.multi_intent`), else one run of the pipeline."""
         from hopweave.engine.multi_intent import retrieve_parts, split_intents
 
-        parts = None if self.single_pass else split_intents(self, req)
+        if self.single_pass:
+            return self._retrieve_one(req, t0)
+        if self._ensure_warm() is not None or t0 is None:  # warm-up is outside budgets
+            t0 = time.perf_counter()
+        parts = split_intents(self, req)
+        # the parts share the request's one budget, which runs from the call
         return retrieve_parts(self, req, parts, t0) if parts else self._retrieve_one(req, t0)
 
     def _retrieve_one(self, req: Request, t0: float | None = None) -> RetrievalResult:

@@ -113,9 +113,13 @@ def split_intents(engine: Any, req: "Request") -> list[tuple[Span, str | None]] 
 
 def retrieve_parts(engine: Any, req: "Request", parts: Sequence[tuple[Span, str | None]],
                    t0: float | None = None) -> RetrievalResult:
-    """Each part retrieved under its own goal within the request's one token budget; one
-    combined result (see the module docstring). ``t0``: when the request started (its
-    ``perf_counter``; None = now)."""
+    """Each part retrieved under its own goal within the request's one token budget and its one
+    wall-clock budget, which runs from ``t0`` (the call; default now): each part gets an equal
+    share of the time left when it starts. One combined result (see the module docstring)."""
+    import time
+
+    start = time.perf_counter() if t0 is None else t0
+    deadline = start + (req.budget_ms or engine.config.budget_ms) / 1000.0
     budget = req.token_budget or engine.config.token_budget
     n = len(parts)
     headers = [f'[Request part {i + 1} of {n} — {g or "no goal"}: "{s.text}"]' for i, (s, g) in enumerate(parts)]
@@ -123,26 +127,28 @@ def retrieve_parts(engine: Any, req: "Request", parts: Sequence[tuple[Span, str 
     results: list[RetrievalResult] = []
     for i, (s, _) in enumerate(parts):
         share = max(1, left // (n - i))
-        r = engine._retrieve_one(dataclasses.replace(req, utterance=s.text, token_budget=share))
+        now = time.perf_counter()
+        part_ms = max(1, int((deadline - now) * 1000 / (n - i)))
+        r = engine._retrieve_one(dataclasses.replace(req, utterance=s.text, token_budget=share, budget_ms=part_ms), now)
         left -= r.context.tokens
         results.append(r)
     combined = combine(engine, req, parts, headers, results, budget)
-    return _record_combined(engine, req, combined, t0) if combined.recorded else combined
+    return _record_combined(engine, req, combined, deadline) if combined.recorded else combined
 
 
-def _record_combined(engine: Any, req: "Request", combined: RetrievalResult, t0: float | None) -> RetrievalResult:
+def _record_combined(engine: Any, req: "Request", combined: RetrievalResult,
+                     deadline: float | None = None) -> RetrievalResult:
     """``combined`` with its own decision trace written (the trace id the caller gets must be
-    found: it is the context the agent saw); ``recorded`` only when that write is durable within
-    what is left of the request's budget, and at least ``record_min_ms`` (a fixed 100 ms made
-    ``recorded`` depend on the store's speed even under the replay budgets)."""
+    found: it is the context the agent saw); ``recorded`` only when that write is durable
+    before ``deadline`` (the request's; None: ``record_min_ms`` from now)."""
     import time
 
     from hopweave.engine.config import Run
 
     settings = engine.settings_for(req.session.tenant_id)
     now = time.perf_counter()
-    left_ms = (req.budget_ms or engine.config.budget_ms) - (now - (now if t0 is None else t0)) * 1000.0
-    run = Run(req, settings, now, max(engine.config.record_min_ms, int(left_ms), 1), [], {})
+    wait_ms = engine.config.record_min_ms if deadline is None else int((deadline - now) * 1000)
+    run = Run(req, settings, now, max(wait_ms, 1), [], {})
     recorded = engine._record(run, combined)
     return combined.model_copy(update={"recorded": recorded, "degraded": (*combined.degraded, *run.degraded)})
 

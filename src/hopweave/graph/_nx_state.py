@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import networkx as nx
 
 from hopweave.graph._persist import Snapshot
 from hopweave.graph.walk import LABEL_KEY
-from hopweave.models.filters import FilterTree, matches
 
 
 class State:
@@ -48,16 +47,16 @@ class State:
         return out
 
     def neighbors(
-        self, node_id: str, rel_type: str, direction: str, edge_tree: FilterTree | None = None
+        self, node_id: str, rel_type: str, direction: str, edge_ok: Callable[[dict[str, Any]], bool] | None = None
     ) -> Iterator[str]:
         # Lazy: the walker reads a hub's adjacency in chunks and checks its deadline between them.
-        # Most edges carry no properties: the tree is evaluated once for them.
-        bare = edge_tree is None or matches(edge_tree, {})
+        # Most edges carry no properties: the test is made once for them.
+        bare = edge_ok is None or edge_ok({})
 
         def ok(props: dict[str, Any] | None) -> bool:
             if props is None:
                 return False
-            return bare if not props or edge_tree is None else matches(edge_tree, props)
+            return bare if not props or edge_ok is None else edge_ok(props)
 
         if direction in ("out", "both"):
             yield from (v for v, kd in (self.succ.get(node_id) or {}).items() if ok(kd.get(rel_type)))

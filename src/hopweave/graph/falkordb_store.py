@@ -78,7 +78,7 @@ class FalkorDBStore(CypherGraphStore):
     server at ``url`` (see the module docstring). Give exactly one.
 
     Opening an embedded store starts its server (about half a second); use as a context manager
-    or call :meth:`close`. ``schema`` defaults to the shipped schema; ``graph`` names the graph
+    or call :meth:`close`. ``schema`` defaults to the base schema; ``graph`` names the graph
     (one server holds many).
     """
 
@@ -90,10 +90,8 @@ class FalkorDBStore(CypherGraphStore):
     ) -> None:
         if (path is None) == (url is None):
             raise ConfigError("FalkorDBStore needs a data directory (embedded) or url= (a FalkorDB server), not both")
-        if schema is None:
-            from hopweave.paths import default_schema_path
-
-            schema = GraphSchema.load(default_schema_path())
+        if schema is None:  # no schema and no store settings: the domain-free base schema
+            schema = GraphSchema.base()
         super().__init__(schema, **kwargs)
         self.graph_name = graph
         self.url = url

@@ -29,10 +29,11 @@ Times compare in the property's declared type (a ``date`` property against as_of
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Union
+from functools import lru_cache
+from typing import Any, Callable, Union
 
 from hopweave.graph.values import UNBOUND, format_time
-from hopweave.models.filters import And, Eq, FilterTree, In, IsEmpty, Not, Or, Range, matches
+from hopweave.models.filters import And, Eq, FilterTree, In, IsEmpty, Not, Or, Range, compile_matcher, matches
 from hopweave.models.metagraph import Predicate
 from hopweave.models.schema import RECORDED_AT, LabelSpec
 
@@ -133,3 +134,30 @@ def time_tree(label: LabelSpec, as_of: datetime) -> FilterTree:
         at = format_time(as_of, label.props[t.valid_until].type)
         clauses.append(Or(clauses=(IsEmpty(field=t.valid_until), Range(field=t.valid_until, gt=at))))
     return clauses[0] if len(clauses) == 1 else And(clauses=tuple(clauses))
+
+
+Matcher = Callable[[dict[str, Any]], bool]
+
+
+def time_matcher(label: LabelSpec, as_of: datetime) -> Matcher:
+    """:func:`time_tree` compiled (``filters.compile_matcher``) and cached per label (its name
+    and time roles) and as_of: the walker tests it on every node it examines."""
+    t = label.time
+    roles = tuple((n, label.props[n].type) for n in (t.event, t.valid_from, t.valid_until) if n) if t else ()
+    key = (label.name, t.event if t else None, t.valid_from if t else None, t.valid_until if t else None,
+           roles, as_of)
+    m = _TIME_MATCHERS.get(key)
+    if m is None:
+        if len(_TIME_MATCHERS) >= 1024:
+            _TIME_MATCHERS.clear()
+        m = _TIME_MATCHERS[key] = compile_matcher(time_tree(label, as_of))
+    return m
+
+
+_TIME_MATCHERS: dict[tuple[Any, ...], Matcher] = {}
+
+
+@lru_cache(maxsize=64)
+def edge_time_matcher(as_of: datetime) -> Matcher:
+    """:func:`edge_time_tree` compiled and cached per as_of."""
+    return compile_matcher(edge_time_tree(as_of))

@@ -13,7 +13,7 @@ import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from hopweave.errors import PackError
 from hopweave.graph.base import Edge, Node
@@ -22,6 +22,9 @@ from hopweave.models.metagraph import GoalType
 from hopweave.models.schema import DOMAIN_PROPERTY, GLOBAL_TENANT, GraphSchema
 from hopweave.models.store_settings import DomainRecord, StoreSettings, read_store_settings
 from hopweave.pack.manifest import SHARED, PackManifest, expand_globs, pack_path, read_manifest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.stores.front import Stores
 
 Progress = Callable[[str, int, int], None]
 STEPS = ("schema", "graph", "documents", "metagraph", "filters", "classifier", "vectors", "settings")
@@ -268,7 +271,7 @@ def document_items(p: LoadedPack, store: Any = None, resolver: Callable[[str], A
 
 def load_pack(
     pack_dir: str | Path,
-    store: str | Path | None = None,
+    store: "str | Path | Stores | None" = None,
     *,
     vectors: str | Path | None = None,
     with_vectors: bool = True,
@@ -282,6 +285,10 @@ def load_pack(
     :func:`hopweave.open`: the store directory itself for an embedded store, else
     ``$HOPWEAVE_VECTORS`` / ``$HOPWEAVE_QDRANT_URL``, else none). Returns a summary.
 
+    ``store`` may also be open :class:`~hopweave.stores.Stores` (e.g. ``:memory:`` vectors, which
+    only live as long as their object): the pack goes into its graph and its index, which stay
+    open; its graph must already have the pack's schema unless it is a Cypher store.
+
     ``extra_graph``: more ``(tenant, items)`` batches loaded after the pack's graph files (a
     pack's documented generator step, e.g. a scaled population). Raises PackError (the pack),
     PatternValidationError (a goal file fails a gate), SchemaError/TenantError (a record),
@@ -290,20 +297,38 @@ def load_pack(
     from hopweave.stores.front import open_stores
     from hopweave.stores.uri import default_graph_uri, default_vectors_uri, parse_graph_uri, parse_vectors_uri
 
+    from hopweave.stores.front import Stores
+
     t0 = time.perf_counter()
     say = progress or (lambda step, i, n: None)
-    g_uri = parse_graph_uri(store if store is not None else default_graph_uri())
-    if g_uri.kind == "memory":
-        raise InputError("`hopweave load` into ':memory:' would keep nothing: give a store directory or a server URI")
-    v_raw = vectors if vectors is not None else default_vectors_uri(g_uri)
-    v_uri = parse_vectors_uri(v_raw) if with_vectors and v_raw is not None else None
+    given = store if isinstance(store, Stores) else None
+    if given is not None:
+        if vectors is not None:
+            raise InputError("load_pack into open Stores uses their own index: do not pass vectors= too")
+        g_uri, v_uri = given.graph_uri, given.vectors_uri if with_vectors else None
+    else:
+        g_uri = parse_graph_uri(store if store is not None else default_graph_uri())  # type: ignore[arg-type]
+        if g_uri.kind == "memory":
+            raise InputError("`hopweave load` into ':memory:' would keep nothing: give a store directory or a "
+                             "server URI (or load into open Stores)")
+        v_raw = vectors if vectors is not None else default_vectors_uri(g_uri)
+        v_uri = parse_vectors_uri(v_raw) if with_vectors and v_raw is not None else None
     say("schema", 1, len(STEPS))
-    if g_uri.path is not None and g_uri.kind == "embedded":  # the settings file first: open with the merged schema
+    if given is not None:
+        stores = given
+        existing = stores.settings
+        p = read_pack(pack_dir, existing)
+        if hasattr(stores.graph, "use_schema"):
+            stores.graph.use_schema(p.schema)
+        elif stores.graph.schema != p.schema:
+            raise InputError(f"the open graph {g_uri.display} does not have the pack's merged schema: open it with "
+                             "hopweave.open(..., schema=read_pack(PACK).schema), or load by URI")
+    elif g_uri.path is not None and g_uri.kind == "embedded":  # the settings file first: open with the merged schema
         existing = read_store_settings(g_uri.path)
         p = read_pack(pack_dir, existing)
         stores = open_stores(g_uri.path, schema=p.schema, create=True, graph_only=True)
     else:  # a Cypher store keeps its settings inside: connect, read them, then switch to the merged schema
-        stores = open_stores(store if store is not None else g_uri.raw, create=True, graph_only=True)
+        stores = open_stores(g_uri.raw, create=True, graph_only=True)
         existing = stores.settings
         try:
             p = read_pack(pack_dir, existing)
@@ -332,12 +357,14 @@ def load_pack(
 
             precompute_trace_vectors(g_uri.path, graph, p.manifest.tenants)
         say("vectors", 7, len(STEPS))
-        vectors_summary = _ingest(v_uri, p, docs) if v_uri is not None else {}
+        shared = given.index if given is not None and v_uri is not None and v_uri.kind != "embedded" else None
+        vectors_summary = _ingest(v_uri, p, docs, shared) if v_uri is not None else {}
         say("settings", 8, len(STEPS))
         stores.save_settings(_settings(existing, p))
         nodes, edges = _count(graph)
     finally:
-        stores.close()
+        if given is None:
+            stores.close()
     return {
         "pack": p.manifest.name,
         "store": g_uri.display,
@@ -381,10 +408,10 @@ def _write_graph(store: Any, p: LoadedPack, extra: Iterable[tuple[str, Iterable[
     return _bulk_write(store, [*graph_items(p), *extra])
 
 
-def _ingest(uri: Any, p: LoadedPack, docs: list[Any]) -> dict[str, Any]:
-    """Embed the corpus into the vector index ``uri``: an embedded ``<dir>/vectors`` is staged
-    and swapped in atomically (a crash leaves the previous complete index); a Qdrant server
-    collection is upserted. Incremental: other packs' documents in the index stay."""
+def _ingest(uri: Any, p: LoadedPack, docs: list[Any], index: Any = None) -> dict[str, Any]:
+    """Embed the corpus into the vector index ``uri`` (or the open ``index`` of that URI): an
+    embedded ``<dir>/vectors`` is staged and swapped in atomically (a crash leaves the previous
+    complete index); a Qdrant collection is upserted. Incremental: other packs' documents stay."""
     if not docs:
         return {}
     from hopweave.search.embedder import default_embedder
@@ -397,6 +424,10 @@ def _ingest(uri: Any, p: LoadedPack, docs: list[Any]) -> dict[str, Any]:
     from hopweave.pack.corpus import ingest_corpus
     from hopweave.stores.front import open_vectors
 
+    if index is not None:  # the caller's open index (it stays open)
+        index.schema = p.schema
+        r = ingest_corpus(index, default_embedder(), docs)
+        return {"documents": r.documents, "chunks": r.chunks_written}
     index = open_vectors(uri, p.schema)
     assert index is not None  # only an embedded directory may have no index yet
     try:

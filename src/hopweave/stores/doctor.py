@@ -193,7 +193,7 @@ def _check_indexes(stores: "Stores", add: Any) -> None:
         shown = ", ".join(f"{m.kind} {m.label}.{m.prop}" for m in missing[:6])
         add("indexes", "error", f"{len(missing)} of {total} constraints/indexes of the schema are missing: {shown}"
             + (" ..." if len(missing) > 6 else ""),
-            f"{_load_fix(stores.graph_uri)} (creates them), or run `hopweave cypher-schema` output in the server")
+            f"{_load_fix(stores.graph_uri)} (creates them), or run the output of `hopweave cypher-schema PACK` in the server")
     else:
         add("indexes", "ok", f"all {total} constraints and indexes of the schema are present")
 

@@ -88,3 +88,26 @@ def test_the_combined_trace_is_recorded_within_the_request_budget_not_100_ms(eng
         eng.close_pools()
     assert len(r.parts) == 2 and r.recorded, r.degraded
     assert trace_record.load(engine.graph, "deltabank", r.trace_id).context_hash == r.context.hash
+
+
+def test_the_parts_share_the_requests_one_wall_clock_budget(engine, monkeypatch) -> None:  # noqa: ANN001
+    """Each part runs within the time left of the request's budget (from the call), never a
+    fresh budget of its own: a two-part request is not allowed twice the budget."""
+    import time
+
+    seen: list[tuple[float, int]] = []
+    real = engine._retrieve_one
+
+    def spy(req, t0=None):  # noqa: ANN001, ANN202
+        seen.append((t0, req.budget_ms))
+        return real(req, t0)
+
+    monkeypatch.setattr(engine, "_retrieve_one", spy)
+    start = time.perf_counter()
+    engine.retrieve(ASK, session=MARIA, as_of=AS_OF, budget_ms=50_000, record=False)
+    assert len(seen) == 2
+    deadline = start + 50.0
+    for part_start, part_ms in seen:
+        assert part_start is not None and part_start >= start
+        assert part_start + part_ms / 1000.0 <= deadline + 0.002  # ends by the request's deadline
+    assert seen[0][1] <= 25_000 + 1  # the first part gets an equal share of what was left

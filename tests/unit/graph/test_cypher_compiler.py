@@ -531,9 +531,9 @@ def test_capability_table_lookup() -> None:
 
 
 if __name__ == "__main__" and "--regenerate" in sys.argv:
-    from hopweave.paths import default_schema_path
+    from domains import deltabank_schema
 
-    data = compile_all(GraphSchema.load(default_schema_path()))
+    data = compile_all(deltabank_schema())
     EXPECTED.write_text(
         json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
     )

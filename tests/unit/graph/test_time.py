@@ -76,3 +76,32 @@ def test_time_roles_must_name_date_properties() -> None:
     ext = base.extend({"labels": [{"extends": "TraceStep", "properties": [{"name": "at", "type": "datetime"}],
                                    "time": {"event": "at"}}]})
     assert ext.label("TraceStep").time is not None and ext.label("TraceStep").time.event == "at"
+
+
+def test_the_compiled_matcher_is_matches(schema: GraphSchema) -> None:
+    """filters.compile_matcher (the walker's hot path for the time rule) answers exactly like
+    filters.matches: random trees over random node properties, and every label's time tree."""
+    import random
+
+    from congruence import AS_OF, random_filter, random_graph
+
+    from hopweave.graph.predicates import time_matcher
+    from hopweave.models.filters import compile_matcher
+
+    rng = random.Random(1414)
+    graph = random_graph(schema, rng)
+    checked = 0
+    for _ in range(300):
+        label = rng.choice([lab.name for lab in schema.labels])
+        tree = random_filter(schema, rng, label)
+        fast = compile_matcher(tree)
+        for node in rng.sample(graph.nodes, 20):
+            assert fast(node.props) == matches(tree, node.props), (tree, node.props)
+            checked += 1
+    for lab in schema.labels:
+        for as_of in (*tc.AS_OFS, AS_OF):
+            fast = time_matcher(lab, as_of)
+            for node in graph.by_label.get(lab.name, []):
+                assert fast(node.props) == matches(time_tree(lab, as_of), node.props)
+                checked += 1
+    assert checked > 6000
