@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup demo test test-unit test-falkordb cypher-lint bench clean
+.PHONY: setup demo test test-unit test-falkordb test-parity test-neo4j cypher-lint bench clean
 
 setup: $(VENV)/.installed
 
@@ -22,19 +22,32 @@ demo: setup
 	$(VENV)/bin/hopweave demo examples/deltabank
 
 # Lint (ruff) and types (mypy, strict on the public API), then the default suite (fast), then the
-# slow suite (deselected by default: pytest.ini_options addopts). Any failure fails .ci/run.
+# FalkorDB suite (its Python 3.12 environment also builds the FalkorDB server the slow suite's
+# whole-engine congruence runs), then the slow suite (deselected by default: pytest.ini_options
+# addopts). Any failure fails .ci/run.
 test: setup
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	$(PY) -m pytest -q
-	$(PY) -m pytest -q -m slow
 	bash .ci/falkordb.sh
+	$(PY) -m pytest -q -m slow
 
 test-unit: setup
 	$(PY) -m pytest -q tests/unit
 
 test-falkordb:
 	bash .ci/falkordb.sh
+
+# Whole-engine congruence: every example scenario on the embedded stores and on a FalkorDB server
+# + qdrant-client (local mode); the server binary comes from .ci/falkordb.sh's environment.
+test-parity: setup
+	$(PY) -m pytest -q -m slow tests/parity
+
+# The same scenarios (and the pattern congruence) on Neo4j + a Qdrant server: after
+# `docker compose up -d` with HOPWEAVE_NEO4J_URI / HOPWEAVE_NEO4J_PASSWORD / HOPWEAVE_QDRANT_URL set
+# (docs/parity.md). Fails, never skips, when they are not reachable.
+test-neo4j: setup
+	HOPWEAVE_REQUIRE_NEO4J=1 $(PY) -m pytest -q -o addopts='-ra --strict-markers' tests/integration
 
 # Neo4j's own Cypher parser for tests/unit/graph/test_neo4j_parser.py (Node.js >= 20, npm).
 cypher-lint: tools/cypher-lint/node_modules/.package-lock.json

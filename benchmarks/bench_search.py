@@ -31,8 +31,7 @@ import numpy as np
 
 from hopweave.models.documents import Document
 from hopweave.models.filters import And, Eq, In
-from hopweave.models.schema import GraphSchema
-from hopweave.paths import default_schema_path
+import deltabank_pack
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -86,7 +85,7 @@ def bench_ingest(n_docs: int = 60) -> dict:
     from hopweave.search.embedder import default_embedder
     from hopweave.search.ingest import Ingestor
 
-    schema = GraphSchema.load(default_schema_path())
+    schema = deltabank_pack.schema()
     emb = default_embedder()
     rng = random.Random(0)
     docs = []
@@ -115,7 +114,7 @@ def bench_filtered(n: int = 50_000, queries: int = 200) -> dict:
     from hopweave.search.index_base import SPACE_FIELD, CollectionInfo, IndexPoint
     from hopweave.search.profiles import default_profile
 
-    schema = GraphSchema.load(default_schema_path())
+    schema = deltabank_pack.schema()
     space = EmbeddingSpace(provider="bench", model="random", revision="1", dimensions=384)
     rng = random.Random(1)
     nrng = np.random.default_rng(1)
@@ -177,72 +176,124 @@ def bench_filtered(n: int = 50_000, queries: int = 200) -> dict:
     return out
 
 
-def _cpu_p50(f, n: int) -> float:
-    """Median CPU milliseconds (``time.process_time``: all threads of this process) of f(i)."""
+def _cpu_p50(f, n: int, clock=time.process_time) -> float:
+    """Median milliseconds of f(i) after 5 warm-up calls, by ``clock``: CPU time of all threads of
+    this process by default, ``time.perf_counter`` for wall time."""
     for i in range(min(5, n)):
         f(i)
     ts = []
     for i in range(n):
-        t = time.process_time()
+        t = clock()
         f(i)
-        ts.append((time.process_time() - t) * 1000)
+        ts.append((clock() - t) * 1000)
     return round(_pct(ts, 0.5), 2)
 
 
-def bench_scale_channels(n: int, queries: int = 60, profiles: tuple[str, ...] = ("hybrid_convex_v1",)) -> dict:
+def _wall_p50(f, n: int) -> float:
+    """Median wall milliseconds of f(i) (after 5 warm-up calls)."""
+    return _cpu_p50(f, n, time.perf_counter)
+
+
+def _scale_points(n: int, space, enc):
+    """The synthetic points of the scale benchmark, in batches of 1,000 (seeded: identical runs)."""
+    from hopweave.search.index_base import SPACE_FIELD, IndexPoint
+
+    rng, nrng = random.Random(1), np.random.default_rng(1)
+    batch = []
+    for i in range(n):
+        text = _text(rng, rng.randint(20, 60))
+        v = nrng.normal(size=384).astype(np.float32)
+        p = {"tenant_id": "deltabank", "chunk_id": f"c{i:06d}", "document_id": f"d{i // 8}", "text": text,
+             "title": "Policy", "version": "current", "status": "active",
+             "tier": rng.choices(["Platinum", "Gold", "Silver", "Standard"], weights=[4, 3, 2, 1])[0],
+             "product": rng.choice(["Platinum_Card", "Gold_Card", "Checking"]),
+             "policy_type": rng.choice(["LateFeeWaiver", "FeeSchedule", "FraudClaim", "CreditLimit"]),
+             "region": rng.choices(["US", "EU", "CA"], weights=[6, 2, 2])[0], SPACE_FIELD: space.key}
+        batch.append(IndexPoint(p["chunk_id"], p, enc.encode_document(text, "Policy"), v / np.linalg.norm(v)))
+        if len(batch) == 1000 or i == n - 1:
+            yield batch
+            batch = []
+
+
+def scale_index(n: int, root: Path | None) -> tuple[object, dict, object]:
+    """(EdgeIndex, build info, temp dir or None) of the ``n``-point scale set-up: reopened from
+    ``root/<n>`` when a complete build is there (its ``build.json`` keeps the load and optimize
+    times of the run that built it), else built there (or in a temporary directory)."""
+    from hopweave.search.edge_index import EdgeIndex
+    from hopweave.search.embedder import EmbeddingSpace
+    from hopweave.search.index_base import CollectionInfo
+
+    schema = deltabank_pack.schema()
+    space = EmbeddingSpace(provider="bench", model="random", revision="1", dimensions=384)
+    tmp = None
+    if root is None:
+        tmp = tempfile.TemporaryDirectory()
+        store = Path(tmp.name)
+    else:
+        store = root / str(n)
+    meta = store / "build.json"
+    if meta.is_file():
+        idx = EdgeIndex(store, schema)
+        idx.require_info()
+        return idx, {**json.loads(meta.read_text()), "reused": True}, tmp
+    idx = EdgeIndex(store, schema)
+    enc = idx.ensure_collection(CollectionInfo(space=space, avg_len=40.0)).encoder()
+    info: dict = {"points": n, "loadavg_before": os.getloadavg(), "built": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    t0 = time.perf_counter()
+    for batch in _scale_points(n, space, enc):
+        idx.upsert("deltabank", batch)
+    info["load_s"] = round(time.perf_counter() - t0, 1)
+    info["load_points_per_s"] = round(n / (time.perf_counter() - t0))
+    t1 = time.perf_counter()
+    idx.optimize()
+    info["optimize_s"] = round(time.perf_counter() - t1, 1)
+    idx.flush()
+    info["loadavg_after"] = os.getloadavg()
+    if root is not None:
+        meta.write_text(json.dumps(info, indent=1))
+    return idx, {**info, "reused": False}, tmp
+
+
+def bench_scale_channels(n: int, queries: int = 60, profiles: tuple[str, ...] = ("hybrid_convex_v1",),
+                         root: Path | None = None) -> dict:
     """Where a filtered search spends CPU at ``n`` points (issue 17): the same synthetic set-up
     as :func:`bench_filtered`; per query, median CPU ms of the whole search per profile, of the
     BM25 channel with IDF over the filter / over the collection / without filter, of the dense
     channel and of an exact filtered count. CPU time, because wall time on a shared machine
     mostly measures the other jobs."""
-    from hopweave.search.edge_index import EdgeIndex
-    from hopweave.search.embedder import EmbeddingSpace
-    from hopweave.search.index_base import DENSE, LEXICAL, SPACE_FIELD, ChannelRequest, CollectionInfo, IndexPoint
+    from hopweave.search.index_base import DENSE, LEXICAL, ChannelRequest
     from hopweave.search.profiles import get_profile
 
-    schema = GraphSchema.load(default_schema_path())
-    space = EmbeddingSpace(provider="bench", model="random", revision="1", dimensions=384)
-    rng, nrng = random.Random(1), np.random.default_rng(1)
-    out: dict = {"points": n}
-    with tempfile.TemporaryDirectory() as d:
-        idx = EdgeIndex(d, schema)
-        enc = idx.ensure_collection(CollectionInfo(space=space, avg_len=40.0)).encoder()
-        t0, batch = time.perf_counter(), []
-        for i in range(n):
-            text = _text(rng, rng.randint(20, 60))
-            v = nrng.normal(size=384).astype(np.float32)
-            p = {"tenant_id": "deltabank", "chunk_id": f"c{i:06d}", "document_id": f"d{i // 8}", "text": text,
-                 "title": "Policy", "version": "current", "status": "active",
-                 "tier": rng.choices(["Platinum", "Gold", "Silver", "Standard"], weights=[4, 3, 2, 1])[0],
-                 "product": rng.choice(["Platinum_Card", "Gold_Card", "Checking"]),
-                 "policy_type": rng.choice(["LateFeeWaiver", "FeeSchedule", "FraudClaim", "CreditLimit"]),
-                 "region": rng.choices(["US", "EU", "CA"], weights=[6, 2, 2])[0], SPACE_FIELD: space.key}
-            batch.append(IndexPoint(p["chunk_id"], p, enc.encode_document(text, "Policy"), v / np.linalg.norm(v)))
-            if len(batch) == 1000 or i == n - 1:
-                idx.upsert("deltabank", batch)
-                batch = []
-        out["load_s"] = round(time.perf_counter() - t0, 1)
-        t1 = time.perf_counter()
-        idx.optimize()
-        out["optimize_s"] = round(time.perf_counter() - t1, 1)
-        flt = And(clauses=(Eq(field="tier", value="Platinum"), In(field="policy_type", values=("LateFeeWaiver", "FeeSchedule")),
-                           In(field="region", values=("US", "CA"))))
-        out["eligible"] = idx.count("deltabank", flt)
-        qrng, qn = random.Random(7), np.random.default_rng(7)
-        qs = [_text(qrng, 12) for _ in range(queries)]
-        qv = [x / np.linalg.norm(x) for x in (qn.normal(size=384).astype(np.float32) for _ in range(queries))]
-        for name in profiles:
-            prof = get_profile(name)
-            out[f"search_cpu_ms[{name}]"] = _cpu_p50(lambda i, prof=prof: idx.search(
-                "deltabank", qs[i], prof, where=flt, query_vector=qv[i], query_space=space), queries)
-        comp = idx._compile(idx.scoped_filter("deltabank", flt, True))
-        lex = lambda i, f, idf: idx._query([ChannelRequest(LEXICAL, enc.encode_query(qs[i]), f, 201, idf_filter=idf)])  # noqa: E731
-        out["bm25_filtered_idf_cpu_ms"] = _cpu_p50(lambda i: lex(i, comp, comp), queries)
-        out["bm25_collection_idf_cpu_ms"] = _cpu_p50(lambda i: lex(i, comp, None), queries)
-        out["bm25_no_filter_cpu_ms"] = _cpu_p50(lambda i: lex(i, None, None), queries)
-        out["dense_cpu_ms"] = _cpu_p50(lambda i: idx._query([ChannelRequest(DENSE, qv[i].tolist(), comp, 51)]), queries)
-        out["count_cpu_ms"] = _cpu_p50(lambda i: idx._count(comp), queries)
-        idx.close()
+    idx, build, tmp = scale_index(n, root)
+    space = idx.require_info().space
+    enc = idx.require_info().encoder()
+    out: dict = {"points": n, **{k: build[k] for k in ("load_s", "load_points_per_s", "optimize_s", "reused")}}
+    flt = And(clauses=(Eq(field="tier", value="Platinum"), In(field="policy_type", values=("LateFeeWaiver", "FeeSchedule")),
+                       In(field="region", values=("US", "CA"))))
+    out["eligible"] = idx.count("deltabank", flt)
+    qrng, qn = random.Random(7), np.random.default_rng(7)
+    qs = [_text(qrng, 12) for _ in range(queries)]
+    qv = [x / np.linalg.norm(x) for x in (qn.normal(size=384).astype(np.float32) for _ in range(queries))]
+    search = lambda prof: lambda i: idx.search("deltabank", qs[i], prof, where=flt, query_vector=qv[i],  # noqa: E731
+                                                 query_space=space)
+    for name in profiles:
+        prof = get_profile(name)
+        for cache in (False, True):  # IDF computed by the engine per query / the filtered-IDF cache
+            idx.idf_cache_enabled, idx._idf = cache, None
+            tag = f"{name}{', idf cache' if cache else ''}"
+            out[f"search_cpu_ms[{tag}]"] = _cpu_p50(search(prof), queries)
+            out[f"search_wall_ms[{tag}]"] = _wall_p50(search(prof), queries)
+    comp = idx._compile(idx.scoped_filter("deltabank", flt, True))
+    lex = lambda i, f, idf: idx._query([ChannelRequest(LEXICAL, enc.encode_query(qs[i]), f, 201, idf_filter=idf)])  # noqa: E731
+    out["bm25_filtered_idf_cpu_ms"] = _cpu_p50(lambda i: lex(i, comp, comp), queries)
+    out["bm25_collection_idf_cpu_ms"] = _cpu_p50(lambda i: lex(i, comp, None), queries)
+    out["bm25_no_filter_cpu_ms"] = _cpu_p50(lambda i: lex(i, None, None), queries)
+    out["dense_cpu_ms"] = _cpu_p50(lambda i: idx._query([ChannelRequest(DENSE, qv[i].tolist(), comp, 51)]), queries)
+    out["count_cpu_ms"] = _cpu_p50(lambda i: idx._count(comp), queries)
+    out["loadavg"] = os.getloadavg()
+    idx.close()
+    if tmp is not None:
+        tmp.cleanup()
     return out
 
 
@@ -254,6 +305,9 @@ def main() -> None:
     ap.add_argument("--only", choices=["ablation", "ingest", "filtered", "scale"], default=None)
     ap.add_argument("--points", type=int, nargs="+", default=[5_000, 50_000],
                     help="sizes for --only scale (issue 17 growth curve; 500000 takes hours to optimize)")
+    ap.add_argument("--store-root", type=Path, default=None,
+                    help="--only scale: build each size once under DIR/<points> and reuse it (500k builds are heavy)")
+    ap.add_argument("--build-only", action="store_true", help="--only scale: build (or find) the indexes, measure nothing")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     res: dict = {"machine": machine(), "command": " ".join(sys.argv)}
@@ -265,8 +319,15 @@ def main() -> None:
         elif part == "ingest":
             res[part] = bench_ingest()
         elif part == "scale":
-            res[part] = {"sizes": [bench_scale_channels(n, profiles=("hybrid_convex_v1", "hybrid_features_v2"))
-                                   for n in args.points]}
+            if args.build_only:
+                res[part] = {"builds": []}
+                for n in args.points:
+                    idx, build, _ = scale_index(n, args.store_root)
+                    idx.close()
+                    res[part]["builds"].append(build)
+            else:
+                res[part] = {"sizes": [bench_scale_channels(n, profiles=("hybrid_convex_v1", "hybrid_features_v2"),
+                                                            root=args.store_root) for n in args.points]}
         else:
             res[part] = bench_filtered()
         res[part]["wall_s"] = round(time.perf_counter() - t, 1)

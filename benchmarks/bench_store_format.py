@@ -82,8 +82,8 @@ elif kind == "json":
     from hopweave.graph import _persist as P
     from hopweave.graph._nx_state import State
     from hopweave.models.schema import GraphSchema
-    from hopweave.paths import default_schema_path
-    schema = GraphSchema.load(default_schema_path())
+    import deltabank_pack
+    schema = deltabank_pack.schema()
     t = time.perf_counter(); c = time.process_time()
     st = State(P.read_snapshot(path.parent, schema))
     n = len(st.node)

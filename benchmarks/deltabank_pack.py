@@ -17,3 +17,11 @@ PACK_DIR = Path(__file__).resolve().parents[1] / "examples" / "deltabank"
 
 if str(PACK_DIR) not in sys.path:
     sys.path.insert(0, str(PACK_DIR))
+
+
+def schema():  # noqa: ANN201
+    """The DeltaBank pack's schema (base + ``examples/deltabank/schema.yaml``): what a benchmark's
+    store on DeltaBank data is opened with (no store falls back to a pack's schema)."""
+    from hopweave.models.schema import GraphSchema
+
+    return GraphSchema.load(PACK_DIR / "schema.yaml")

@@ -410,15 +410,14 @@ class TimedEmbedder(Embedder):
 def ingest_sample(embedder: Any, chunks: int, seed: int) -> dict[str, Any]:
     """A live, uncached ingest of a fresh ``chunks``-chunk scale corpus into a temporary store:
     chunks/s and the share of the ingest's wall time spent inside the embedder."""
-    from hopweave.models.schema import GraphSchema
-    from hopweave.paths import default_schema_path
+    import deltabank_pack
     from hopweave.search.edge_index import EdgeIndex
     from hopweave.search.ingest import Ingestor
 
     docs = scale_documents(chunks, seed + 1)
     timed = TimedEmbedder(embedder)
     with tempfile.TemporaryDirectory(prefix="hopweave-ingest-") as d:
-        index = EdgeIndex(d, GraphSchema.load(default_schema_path()))
+        index = EdgeIndex(d, deltabank_pack.schema())
         t = time.perf_counter()
         rep = Ingestor(index, timed).ingest(docs)
         wall = time.perf_counter() - t

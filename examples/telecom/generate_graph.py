@@ -113,6 +113,8 @@ STEPS = {
 }
 #: Rule conditions are in the rule language of hopweave.models.expr; the goals' `case:` says
 #: where the facts they name come from, and the engine evaluates them against the case.
+#: A rule revision is another node with the dates it is in force (valid_from <= as_of <
+#: valid_until): REVISIONS below; the rules here are in force from RULES_FROM unless revised.
 RULES = {
     "RoamingChargeDispute": (
         ("Unlimited Plus roaming credit",
@@ -136,12 +138,26 @@ RULES = {
         ("Legacy 48-hour threshold", "outage_hours < 48", "decline", False),
     ),
 }
+#: Rule revisions (goal, rule number, revision, valid_from, valid_until, condition): the rule as it
+#: read in that interval. Unlimited Plus credits follow roaming-credit-unlimited-plus-v2 (one
+#: credit a year up to $75) until v3 took effect on 2026-01-01 (two a year up to $100).
+REVISIONS = (
+    ("RoamingChargeDispute", 1, "v2", "2024-01-01", "2026-01-01",
+     'plan == "Unlimited_Plus" and roaming_credits_this_year < 1 and amount <= 75'),
+    ("RoamingChargeDispute", 1, "v3", "2026-01-01", None, None),
+)
+#: Workflow revisions: (revision, valid_from, valid_until).
+WORKFLOWS = (("v1", "2024-01-01", "2026-01-01"), ("v2", "2026-01-01", None))
 HEURISTICS = {
     "RoamingChargeDispute": (("First-time roamers who never acknowledged a roaming alert are usually credited", 0.84, True),
                              ("Subscribers with a Travel Pass history rarely dispute twice", 0.55, False)),
     "PlanChange": (("Subscribers downgrading over price accept a retention offer about half the time", 0.5, True),),
     "OutageCredit": (("Outages over 24 hours generate repeat contacts; credit on the first contact", 0.77, True),),
 }
+
+
+def _validity(valid_from: str | None, valid_until: str | None) -> dict[str, str]:
+    return {k: v for k, v in (("valid_from", valid_from), ("valid_until", valid_until)) if v}
 
 
 def procedural(p: str) -> Iterator[Record]:
@@ -153,11 +169,14 @@ def procedural(p: str) -> Iterator[Record]:
                        summary=f"{goal} case, {state}")
             yield edge("HAS_STATE", ct, f"{p}CASESTATE_{goal}_{state}")
         steps = STEPS[goal]
-        for rev, version in (("v1", "superseded"), ("v2", "current")):
+        for rev, valid_from, valid_until in WORKFLOWS:
+            version = "current" if valid_until is None else "superseded"
             wf = f"{p}WF_{goal}_{rev}"
             shown = steps if version == "current" else steps[:3]
             yield node(wf, "Workflow", name=f"{goal} workflow", case_type=goal, version=version, revision=rev,
-                       summary=f"{goal} workflow {rev} ({version}): " + "; ".join(shown))
+                       **_validity(valid_from, valid_until),
+                       summary=f"{goal} workflow {rev} (in force from {valid_from}"
+                               + (f" until {valid_until}" if valid_until else "") + "): " + "; ".join(shown))
             yield edge("HAS_WORKFLOW", ct, wf)
             prev = None
             for i, s in enumerate(shown, start=1):
@@ -168,10 +187,14 @@ def procedural(p: str) -> Iterator[Record]:
                     yield edge("NEXT", prev, sid)
                 prev = sid
         for i, (name, cond, action, enabled) in enumerate(RULES[goal], start=1):
-            rid = f"{p}RULE_{goal}_{i}"
-            yield node(rid, "Rule", name=name, condition=cond, action=action, enabled=enabled,
-                       summary=f"Rule '{name}': if {cond}, {action}" + ("" if enabled else " (disabled)"))
-            yield edge("MATCHES", f"{p}CASESTATE_{goal}_open", rid)
+            revs = [r for r in REVISIONS if r[0] == goal and r[1] == i] or [(goal, i, "", None, None, None)]
+            for _, _, rev, valid_from, valid_until, revised in revs:
+                rid = f"{p}RULE_{goal}_{i}" + (f"_{rev}" if revised else "")
+                c = revised or cond
+                yield node(rid, "Rule", name=name, condition=c, action=action, enabled=enabled,
+                           **_validity(valid_from, valid_until),
+                           summary=f"Rule '{name}': if {c}, {action}" + ("" if enabled else " (disabled)"))
+                yield edge("MATCHES", f"{p}CASESTATE_{goal}_open", rid)
         for i, (text, conf, enabled) in enumerate(HEURISTICS[goal], start=1):
             hid = f"{p}HEUR_{goal}_{i}"
             yield node(hid, "Heuristic", text=text, confidence=conf, enabled=enabled,

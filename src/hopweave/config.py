@@ -46,8 +46,9 @@ class HopweaveSettings(BaseSettings):
     #: FalkorDB data directory (embedded falkordblite); defaults to ``store_dir / "falkordb"``.
     falkordb_path: Path | None = None
 
-    #: Extra wait, after a pattern's budget, before the client gives up on a server query.
-    client_grace_ms: float = Field(default=50.0, ge=0, le=10_000)
+    #: Extra wait, after a pattern's budget, before the client gives up on a server query
+    #: (None: the engine's own default, ``Capabilities.client_grace_ms``: Neo4j 50, FalkorDB 0).
+    client_grace_ms: float | None = Field(default=None, ge=0, le=10_000)
 
     @field_validator("neo4j_uri")
     @classmethod

@@ -24,14 +24,6 @@ def base_schema_path() -> Path:
     return metagraph_dir() / "base_schema.yaml"
 
 
-def default_schema_path() -> Path:
-    """The example pack's schema (:func:`example_pack_dir`, merged onto the base by
-    ``GraphSchema.load``), else the base schema: what a graph store opened with no schema and no
-    store settings uses. A store loaded from a pack always uses its own (``hopweave-store.json``)."""
-    pack = _example_pack()
-    return pack / "schema.yaml" if pack is not None else base_schema_path()
-
-
 def example_pack_dir() -> Path:
     """The pack that the file-reading helpers fall back to when given no path
     (``load_goal_files``, ``read_mapping_file``, ``load_classifier_config``, the labelled

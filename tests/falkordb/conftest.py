@@ -47,7 +47,7 @@ def falkordb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def falkordb_store(falkordb_dir: Path) -> Iterator[object]:
+def falkordb_store(falkordb_dir: Path, schema) -> Iterator[object]:  # noqa: ANN001
     """The session's FalkorDBStore (schema created). Tests clear() it before loading data."""
     pytest.importorskip(
         "redislite.falkordb_client", reason="falkordblite needs Python >= 3.12: run .ci/falkordb.sh"
@@ -55,7 +55,7 @@ def falkordb_store(falkordb_dir: Path) -> Iterator[object]:
     from hopweave.graph.falkordb_store import FalkorDBStore, stop_server
 
     _stop_stale_servers()
-    store = FalkorDBStore(falkordb_dir / "session")
+    store = FalkorDBStore(falkordb_dir / "session", schema)  # the DeltaBank pack's schema
     pid = store.pid
     PIDFILE.write_text(f"{pid}\n")
     store.ensure_schema()
@@ -72,10 +72,9 @@ def falkordb_store(falkordb_dir: Path) -> Iterator[object]:
 
 @pytest.fixture(scope="session")
 def schema():
-    from hopweave.models.schema import GraphSchema
-    from hopweave.paths import default_schema_path
+    from domains import deltabank_schema
 
-    return GraphSchema.load(default_schema_path())
+    return deltabank_schema()
 
 
 @pytest.fixture(scope="session")

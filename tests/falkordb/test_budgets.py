@@ -4,8 +4,10 @@
 the same cut, reason and ``visited`` past it; no rows on a cut: capability
 ``max_visited_rows_on_cut``).
 
-``budget_ms``: the remaining budget is FalkorDB's query TIMEOUT; on a hub of 10^5 edges a pattern
-that needs seconds returns ``truncated_reason="budget_ms"`` near its budget.
+``budget_ms``: the remaining budget is FalkorDB's query TIMEOUT, and the client stops waiting
+``client_grace_ms`` (FalkorDB: 0 ms) past the deadline; on a hub of 10^5 edges a pattern that needs seconds
+returns ``truncated_reason="budget_ms"`` near its budget. FalkorDB's TIMEOUT alone is met in server
+CPU time: on a busy machine it ends such a walk 2.5-3x past its budget (docs/parity.md).
 """
 
 from __future__ import annotations
@@ -88,11 +90,13 @@ def test_max_visited_bounds_the_work_on_the_big_hub(big_hub) -> None:
 
 
 def test_budget_ms_holds_on_a_hub_of_1e5_edges(big_hub, tally) -> None:
-    """The remaining budget is FalkorDB's TIMEOUT: a walk that needs seconds (the first hop
-    alone expands 10^5 edges) stops near its budget with truncated_reason="budget_ms"."""
+    """The remaining budget is FalkorDB's TIMEOUT and the client's deadline: a walk that needs
+    seconds (the first hop alone expands 10^5 edges) stops near its budget with
+    truncated_reason="budget_ms"."""
     b = checks.hub_bindings()
     one_hop_ms = _one_hop_ms(big_hub)
-    lines = [f"big hub: the first hop alone takes {one_hop_ms:.0f} ms"]
+    grace = big_hub.client_grace_ms
+    lines = [f"big hub: the first hop alone takes {one_hop_ms:.0f} ms; client grace {grace:.0f} ms"]
     for budget in (25, 50, 100):
         times = []
         for _ in range(3):
@@ -102,9 +106,9 @@ def test_budget_ms_holds_on_a_hub_of_1e5_edges(big_hub, tally) -> None:
             assert r.truncated and r.truncated_reason == "budget_ms" and r.rows == (), r
         tally.add("hub budget_ms runs", len(times))
         lines.append(f"budget {budget} ms: {', '.join(f'{t:.0f}' for t in times)} ms")
-        # FalkorDB checks its TIMEOUT between operations, not inside one (an aggregation over
-        # 10^5 rows runs to its end): measured medians 104/184/325 ms for 25/50/100 ms at load
-        # average 24 on 2 cores. Without the TIMEOUT the walk takes seconds.
-        assert sorted(times)[1] < budget * 4 + 60, (budget, times)
+        # measured medians 41/61/111 ms for 25/50/100 ms at load average 14 on 2 cores with a
+        # 10 ms grace (the server TIMEOUT alone: 67/142/285 ms); the slack is the waiting
+        # thread's wake-up under load
+        assert sorted(times)[1] < budget * 1.2 + grace + 30, (budget, times)
     print("\n" + "\n".join(lines))
     assert one_hop_ms > 3 * 100, "the hub must need more than the budgets for the test to mean anything"

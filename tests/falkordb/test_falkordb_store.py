@@ -195,3 +195,27 @@ def test_metagraph_seeding_through_the_gates(falkordb_store) -> None:
     ]
     assert falkordb_store.metagraph_revision() == ref.metagraph_revision()
     assert falkordb_store.count()[1] == first["patterns"]  # one HAS_PATTERN edge per pattern
+
+
+def test_a_server_store_by_url_sees_the_same_server(store, schema) -> None:
+    """``FalkorDBStore(url=...)`` (the pure-Python client on a server someone else runs): here the
+    embedded server's own socket, another graph name; closing it leaves the server running."""
+    from hopweave.graph.server_load import open_server_store
+
+    url = f"unix://{store.socket_path}"
+    other = FalkorDBStore(schema=schema, url=url, graph="hopweave_url_test")
+    try:
+        assert other.pid is None and other.socket_path is None
+        other.clear()
+        other.write("t1", [Node("C1", "Customer", {"name": "Url"})])
+        assert other.get_node("t1", "C1").props["name"] == "Url"
+        assert store.get_node("t1", "C1").props["name"] == "Ann"  # its own graph
+    finally:
+        other.clear()
+        other.close()
+    assert store.get_node("t1", "C1") is not None  # the server still runs
+    via = open_server_store(falkordb=url, schema=schema)
+    try:
+        assert via.url == url and via.get_node("t1", "C1") is not None
+    finally:
+        via.close()

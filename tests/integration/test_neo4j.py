@@ -111,3 +111,39 @@ def test_hub_budgets_agree(neo4j_store, schema) -> None:
         ref.close()
     runs = checks.check_random_cuts(schema, neo4j_store, graphs=2, patterns=20)
     print(f"\nneo4j budgets: {cuts} hub cuts, {full_runs} full hub runs, {runs} random max_visited runs")
+
+
+def test_load_open_and_doctor_through_the_store_front(neo4j_store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``hopweave load PACK --graph neo4j://...`` keeps the store settings in the database: the
+    front opens it with the pack's schema and domains, the engine opens on it, doctor finds every
+    constraint and index. Runs last: it empties the database before and after."""
+    import os
+
+    import hopweave
+    from hopweave.pack.loader import load_pack
+    from hopweave.stores.doctor import doctor
+
+    uri = os.environ["HOPWEAVE_NEO4J_URI"]
+    for var in ("HOPWEAVE_VECTORS", "HOPWEAVE_QDRANT_URL"):
+        monkeypatch.delenv(var, raising=False)
+    neo4j_store.clear()
+    try:
+        pack = Path(__file__).resolve().parents[2] / "examples" / "telecom"
+        first = load_pack(pack, uri, with_vectors=False)
+        again = load_pack(pack, uri, with_vectors=False)  # incremental: MERGE, the same store
+        assert (again["nodes"], again["metagraph_revision"]) == (first["nodes"], first["metagraph_revision"])
+        with hopweave.open(graph=uri) as stores:
+            assert stores.settings is not None and sorted(stores.settings.domains) == ["telecom"]
+            assert "Subscriber" in {lab.name for lab in stores.schema().labels}
+            assert stores.graph.tenant_domains == {"acme": "telecom", "zephyr": "telecom"}
+        engine = hopweave.Engine.open(graph=uri)
+        try:
+            assert engine.domains is not None and engine.domains.for_tenant("acme").name == "telecom"
+        finally:
+            engine.close()
+        report = doctor(uri)
+        checks = {f"{f.store}.{f.check}": f for f in report.findings}
+        assert report.ok, report.findings
+        assert checks["graph.indexes"].severity == "ok"
+    finally:
+        neo4j_store.clear()

@@ -1,7 +1,7 @@
 """Congruence machinery shared by tests/falkordb (FalkorDB) and tests/integration (Neo4j).
 
 Random property graphs over the real schema (several tenants plus shared ``_global`` vocabulary
-nodes), random TraversalPatterns (random walks over the schema's relationship graph, directions,
+nodes; some nodes and edges carry ``recorded_at`` around :data:`AS_OF`), random TraversalPatterns (random walks over the schema's relationship graph, directions,
 via types, predicates of every operator with literal / bound / relative-time / as-of-year values,
 order_by, limit) and random FilterTrees; helpers that run them on two GraphStores and compare the
 rows. Deterministic for a given seed.
@@ -96,6 +96,8 @@ def random_graph(
         for p in lab.properties:
             if rng.random() < 0.7:
                 props[p.name] = _value_for(rng, p.type)
+        if rng.random() < 0.3:  # when the fact was recorded (issue 14: known at as_of)
+            props["recorded_at"] = rng.choice(DATETIMES)
         node = Node(id=f"{lab.name[:3].upper()}_{i:03d}", label=lab.name, props=props)
         g.nodes.append(node)
         g.by_label.setdefault(lab.name, []).append(node)
@@ -117,6 +119,8 @@ def random_graph(
             continue
         seen.add((a.id, rel.name, b.id))
         props = {p.name: _value_for(rng, p.type) for p in rel.properties}
+        if rng.random() < 0.25:
+            props["recorded_at"] = rng.choice(DATETIMES)
         g.edges.append(Edge(a.id, b.id, rel.name, props))
     return g
 

@@ -167,3 +167,30 @@ def check_browser_query(server: Any, path: Path, trace_id: str) -> int:
     records = server._execute(query, params)
     assert records, f"{path.name} returned nothing on the DeltaBank example with params {params}"
     return len(records)
+
+
+#: Issue 14, the procedure in force: (as_of, the LateFeeDispute workflow and open-state rules seen).
+#: The dates are data (generator/vocabulary.py: waiver-policy v2 / v3 / v4 took effect 2024-01-01,
+#: 2026-01-01, 2026-09-01); rule 4 is disabled, rule 5 applies to the escalated state only.
+PROCEDURE_IN_FORCE = (
+    ("2025-06-10", ["WF_LateFeeDispute_v1"], ["RULE_LateFeeDispute_1_v2", "RULE_LateFeeDispute_2",
+                                             "RULE_LateFeeDispute_3_v2"]),
+    ("2026-05-12", ["WF_LateFeeDispute_v2"], ["RULE_LateFeeDispute_1", "RULE_LateFeeDispute_2",
+                                             "RULE_LateFeeDispute_3"]),
+    ("2026-10-05", ["WF_LateFeeDispute_v3"], ["RULE_LateFeeDispute_1_v4", "RULE_LateFeeDispute_2",
+                                             "RULE_LateFeeDispute_3_v4"]),
+)
+
+
+def check_procedure_in_force(ref: GraphStore, server: GraphStore | None = None) -> None:
+    """At three dates across the waiver-policy changes, the workflow and rule patterns return
+    exactly the revisions in force (and the server store the same rows as networkx)."""
+    by_name = {p.name: p for p in ref.patterns("LateFeeDispute")}
+    for as_of, workflows, rules in PROCEDURE_IN_FORCE:
+        b = bindings(ref, TENANT, CUSTOMER_ID, "LateFeeDispute").model_copy(update={"as_of": to_datetime(as_of)})
+        for name, want in (("applicable_workflow", workflows), ("applicable_rules", rules)):
+            r = ref.run_pattern(TENANT, by_name[name], b, deadline=far())
+            assert sorted(row.node_id for row in r.rows) == sorted(want), (as_of, name, r.rows)
+            if server is not None:
+                got = server.run_pattern(TENANT, by_name[name], b, deadline=far())
+                assert comparable(got) == comparable(r), (as_of, name)

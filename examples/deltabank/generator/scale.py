@@ -33,7 +33,10 @@ from hopweave.models.filters import And, Eq, FilterTree, In
 #: Bumped whenever the generated text or metadata changes (benchmark stores are rebuilt).
 #: 3: every document declares a ``doc_type`` with realistic shares (few authoritative policies,
 #: many FAQs / agent notes / templates restating them), restatements dated over three years.
-GENERATOR_VERSION = 3
+#: 4: the example pack's tenant gets no second authoritative document for a cell: its generated
+#: policies and fee schedules are declared ``draft`` and dated a year back (same text, same
+#: filter fields: as hard to tell apart as before, but no longer a rival current policy).
+GENERATOR_VERSION = 4
 DEFAULT_CHUNKS = 50_000
 DEFAULT_SEED = 4421
 #: Share of the generated chunks that pass Maria's filter (8,000 of 50,000).
@@ -57,6 +60,10 @@ POLICY_TITLE = {"LateFeeWaiver": "Late Fee Waiver", "FeeSchedule": "Fee Schedule
 #: authoritative documents (policies, fee schedules) and many restatements of them.
 DOC_TYPES: tuple[tuple[str, int], ...] = (("policy", 4), ("fee_schedule", 2), ("procedure", 10), ("faq", 34),
                                           ("note", 30), ("template", 20))
+#: Types the example corpus holds the authoritative documents of, for its own tenant.
+AUTHORITATIVE_TYPES = ("policy", "fee_schedule")
+#: What a generated authoritative document of the example tenant is declared as instead.
+DRAFT_TYPE = "draft"
 #: Title prefix per document type ({p}: policy title, {f}: family number).
 _TYPE_TITLE = {
     "policy": "{p} Policy {f}", "fee_schedule": "Fee Schedule {f}", "procedure": "{p} Procedure {f}",
@@ -300,10 +307,12 @@ def _sections(rng: random.Random, cell: _Cell, family: int, n: int) -> list[_Sec
 
 
 def _document(cell: _Cell, family: int, revision: int, version: str, sections: list[_Section],
-              doc_type: str, age: int) -> Document:
+              doc_type: str, age: int, declared: str | None = None) -> Document:
     """One revision of a generated document. Authoritative types (policy, fee schedule,
     procedure) number their sections ("## 1.2 Heading"); restatements use the bare heading.
-    ``age`` (years, 0-2) dates a restatement back from the current policy year."""
+    ``age`` (years, 0-2) dates a restatement back from the current policy year; ``declared`` is
+    the ``doc_type`` written in the metadata when it differs from the layout's type (a draft
+    laid out as the policy it drafts)."""
     pt = cell.policy_type
     region = cell.region
     doc_id = f"{PREFIX}-{cell.tenant[:2]}-{pt.lower()}-{cell.tier.lower()}-{region.lower()}-{family:06d}"
@@ -319,7 +328,7 @@ def _document(cell: _Cell, family: int, revision: int, version: str, sections: l
     year = 2026 - (3 - revision if version == SUPERSEDED else 0) - age
     meta: dict[str, Any] = {
         "document": f"{doc_id}-{rev}.pdf", "tier": cell.tier, "product": cell.product, "policy_type": pt,
-        "status": cell.status, "region": region, "language": "en", "kind": kind, "doc_type": doc_type,
+        "status": cell.status, "region": region, "language": "en", "kind": kind, "doc_type": declared or doc_type,
         "valid_from": f"{min(year, 2026) - 1}-{1 + family % 12:02d}-01",
         "source_uri": f"https://docs.{cell.tenant}.example/kb/{doc_id}-{rev}.pdf",
     }
@@ -346,8 +355,13 @@ def _family(rng: random.Random, cell: _Cell, family: int, sections: int, history
         revisions.append(older)
     revisions.reverse()
     last = len(revisions) - 1
+    declared = None
+    if cell.tenant == TENANT and doc_type in AUTHORITATIVE_TYPES:
+        # the example corpus holds this tenant's policies: a generated one is an older draft
+        # (after every draw from rng, so the texts of the whole corpus stay as in version 3)
+        declared, age = DRAFT_TYPE, age + 1
     for i, secs in enumerate(revisions):
-        yield _document(cell, family, i + 1, CURRENT if i == last else SUPERSEDED, secs, doc_type, age)
+        yield _document(cell, family, i + 1, CURRENT if i == last else SUPERSEDED, secs, doc_type, age, declared)
 
 
 def count_chunks(doc: Document) -> int:

@@ -110,34 +110,67 @@ _STEPS = {
     "NameChange": ("Verify the customer's identity", "Collect the legal name change document",
                    "Update the name on every account and card", "Order new cards with the new name"),
 }
+#: Workflow revisions per goal: (revision, valid_from, valid_until, step 3 text or None = the
+#: goal's own). Dates are data: a pattern run at as_of sees the revision in force then
+#: (valid_from <= as_of < valid_until; metagraph/base_schema.yaml). LateFeeDispute's revisions
+#: follow the waiver policy (waiver-policy-v2/v3/v4 took effect 2024-01-01 / 2026-01-01 /
+#: 2026-09-01); v1 stands for the 2021 policy.
+_WORKFLOWS: dict[str, tuple[tuple[str, str, str | None, str | None], ...]] = {
+    "LateFeeDispute": (
+        ("v1", "2021-03-01", "2026-01-01",
+         "Check waiver eligibility: two waivers per calendar year, up to $35 each"),
+        ("v2", "2026-01-01", "2026-09-01", None),
+        ("v3", "2026-09-01", None,
+         "Check waiver eligibility: one waiver in any rolling 12 months, up to $75"),
+    ),
+}
+_DEFAULT_WORKFLOWS = (("v1", "2021-03-01", "2024-01-01", None), ("v2", "2024-01-01", None, None))
+
 #: Rules per goal: (name, condition in the rule language of hopweave.models.expr, action,
-#: enabled, the case states it applies in). The goal's `case:` (goals/*.yaml) says where the
-#: facts the conditions name come from; the engine evaluates them against the case.
+#: enabled, the case states it applies in, valid_from, valid_until, id suffix ("" = its number)).
+#: The goal's `case:` (goals/*.yaml) says where the facts the conditions name come from; the
+#: engine evaluates them against the case. A rule revision is a new node (``RULE_<goal>_1_v2``:
+#: rule 1 as of waiver-policy-v2) with the dates it is in force; the other revisions keep theirs
+#: (history is never rewritten).
 _RULES = {
     "LateFeeDispute": (
         ("Platinum courtesy waiver", 'tier == "Platinum" and waivers_this_year == 0 and amount <= 50',
-         "waive at the agent's discretion without escalation", True, ("open",)),
-        ("Escalate large fees", "amount > 50", "escalate to a supervisor", True, ("open", "escalated")),
-        ("One waiver per calendar year", "waivers_this_year >= 1", "decline or escalate", True, ("open", "escalated")),
-        ("Legacy auto-waive first fee", "late_fees_ever == 1", "auto-waive", False, ("open",)),
+         "waive at the agent's discretion without escalation", True, ("open",), "2026-01-01", "2026-09-01", ""),
+        ("Escalate large fees", "amount > 50", "escalate to a supervisor", True, ("open", "escalated"),
+         None, None, ""),
+        ("One waiver per calendar year", "waivers_this_year >= 1", "decline or escalate", True, ("open", "escalated"),
+         "2026-01-01", "2026-09-01", ""),
+        ("Legacy auto-waive first fee", "late_fees_ever == 1", "auto-waive", False, ("open",), None, None, ""),
         ("Supervisor review of large fees", "amount > 50 and on_time_percent >= 90",
-         "a supervisor may waive up to the fee amount", True, ("escalated",)),
+         "a supervisor may waive up to the fee amount", True, ("escalated",), None, None, ""),
+        # the revisions before and after waiver-policy-v3 (2026-01-01 .. 2026-09-01)
+        ("Platinum courtesy waiver", 'tier == "Platinum" and waivers_this_year <= 1 and amount <= 35',
+         "waive at the agent's discretion without escalation", True, ("open",), "2024-01-01", "2026-01-01",
+         "1_v2"),
+        ("Two waivers per calendar year", "waivers_this_year >= 2", "decline or escalate", True,
+         ("open", "escalated"), "2024-01-01", "2026-01-01", "3_v2"),
+        ("Platinum courtesy waiver", 'tier == "Platinum" and waivers_last_12_months == 0 and amount <= 75',
+         "waive at the agent's discretion without escalation", True, ("open",), "2026-09-01", None, "1_v4"),
+        ("One waiver per rolling 12 months", "waivers_last_12_months >= 1", "decline or escalate", True,
+         ("open", "escalated"), "2026-09-01", None, "3_v4"),
     ),
     "FraudClaim": (
-        ("Block card first", "true", "block the card immediately", True, ("open", "escalated")),
+        ("Block card first", "true", "block the card immediately", True, ("open", "escalated"), None, None, ""),
         ("Provisional credit", "disputed_amount <= 500", "issue provisional credit within 1 business day", True,
-         ("open",)),
-        ("Manual review", "disputed_amount > 500", "route to the fraud team", True, ("open", "escalated")),
+         ("open",), None, None, ""),
+        ("Manual review", "disputed_amount > 500", "route to the fraud team", True, ("open", "escalated"),
+         None, None, ""),
     ),
     "CreditLimitIncrease": (
-        ("Good standing required", "on_time_percent >= 90", "eligible for an increase", True, ("open",)),
-        ("Cap increase", "requested_increase_percent > 50", "counter-offer at 50%", True, ("open",)),
-        ("Legacy instant increase", 'tier == "Platinum"', "approve instantly", False, ("open",)),
+        ("Good standing required", "on_time_percent >= 90", "eligible for an increase", True, ("open",),
+         None, None, ""),
+        ("Cap increase", "requested_increase_percent > 50", "counter-offer at 50%", True, ("open",), None, None, ""),
+        ("Legacy instant increase", 'tier == "Platinum"', "approve instantly", False, ("open",), None, None, ""),
     ),
     "NameChange": (
         ("Legal document required", "true", "require a marriage certificate, decree or court order", True,
-         ("open",)),
-        ("Joint accounts", "co_holders > 0", "require the co-holder's consent", True, ("open",)),
+         ("open",), None, None, ""),
+        ("Joint accounts", "co_holders > 0", "require the co-holder's consent", True, ("open",), None, None, ""),
     ),
 }
 _HEURISTICS = {
@@ -147,6 +180,10 @@ _HEURISTICS = {
     "CreditLimitIncrease": (("Customers with 12/12 on-time payments accept counter-offers", 0.7, True),),
     "NameChange": (("Name changes after marriage rarely need a second document", 0.75, True),),
 }
+
+
+def _validity(valid_from: str | None, valid_until: str | None) -> dict[str, str]:
+    return {k: v for k, v in (("valid_from", valid_from), ("valid_until", valid_until)) if v}
 
 
 def procedural(prefix: str = "") -> Iterator[Item]:
@@ -162,15 +199,16 @@ def procedural(prefix: str = "") -> Iterator[Item]:
             yield Node(sid, "CaseState", {"name": f"{goal}_{state}", "case_type": goal,
                                            "summary": f"{goal} case, {state}"})
             yield Edge(ct, sid, "HAS_STATE")
-        steps = _STEPS[goal]
-        for rev, version in (("v1", "superseded"), ("v2", "current")):
+        for rev, valid_from, valid_until, step3 in _WORKFLOWS.get(goal, _DEFAULT_WORKFLOWS):
+            steps = _STEPS[goal] if step3 is None else _STEPS[goal][:2] + (step3,) + _STEPS[goal][3:]
             wf = f"{prefix}WF_{goal}_{rev}"
+            version = "current" if valid_until is None else "superseded"
+            until = f" until {valid_until}" if valid_until else ""
             yield Node(wf, "Workflow", {"name": f"{goal} workflow", "case_type": goal, "version": version,
-                                        "revision": rev,
-                                        "summary": f"{goal} workflow {rev} ({version}): {len(steps)} steps"})
+                                        "revision": rev, **_validity(valid_from, valid_until),
+                                        "summary": f"{goal} workflow {rev}, in force from {valid_from}{until}: "
+                                                   f"{len(steps)} steps"})
             yield Edge(ct, wf, "HAS_WORKFLOW")
-            if version != "current":
-                continue
             prev = None
             for i, text in enumerate(steps, start=1):
                 st = f"{wf}_STEP_{i}"
@@ -179,10 +217,12 @@ def procedural(prefix: str = "") -> Iterator[Item]:
                 if prev:
                     yield Edge(prev, st, "NEXT")
                 prev = st
-        for i, (name, cond, action, enabled, in_states) in enumerate(_RULES[goal], start=1):
-            rid = f"{prefix}RULE_{goal}_{i}"
+        for i, (name, cond, action, enabled, in_states, valid_from, valid_until, suffix) in enumerate(
+                _RULES[goal], start=1):
+            rid = f"{prefix}RULE_{goal}_{suffix or i}"
             state = "" if enabled else " (disabled)"
             yield Node(rid, "Rule", {"name": name, "condition": cond, "action": action, "enabled": enabled,
+                                      **_validity(valid_from, valid_until),
                                       "summary": f"Rule '{name}'{state}: if {cond} then {action}"})
             for sid, st in zip(states, ("open", "escalated")):
                 if st in in_states:

@@ -193,12 +193,13 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
 
 
 #: The environment ``hopweave serve`` passes to :func:`app_from_env` (uvicorn's factory).
-SERVE_ENV = {"store": "HOPWEAVE_SERVE_STORE", "budget_ms": "HOPWEAVE_SERVE_BUDGET_MS",
+SERVE_ENV = {"store": "HOPWEAVE_SERVE_STORE", "vectors": "HOPWEAVE_SERVE_VECTORS", "budget_ms": "HOPWEAVE_SERVE_BUDGET_MS",
              "max_inflight": "HOPWEAVE_SERVE_MAX_INFLIGHT"}
 
 
 def app_from_env() -> "FastAPI":
-    """The app for the store named by ``HOPWEAVE_SERVE_STORE`` (``uvicorn
+    """The app for the stores named by ``HOPWEAVE_SERVE_STORE`` (a graph URI: a store directory,
+    ``neo4j://...``) and ``HOPWEAVE_SERVE_VECTORS`` (a vectors URI; default as :func:`hopweave.open`) (``uvicorn
     hopweave.adapters.http:app_from_env --factory``, which is what ``hopweave serve`` runs).
     Raises InputError without a store, StoreError for an unreadable one."""
     import os
@@ -207,9 +208,10 @@ def app_from_env() -> "FastAPI":
 
     store = os.environ.get(SERVE_ENV["store"])
     if not store:
-        raise InputError(f"set {SERVE_ENV['store']} to the store directory (hopweave load PACK --store DIR)")
+        raise InputError(f"set {SERVE_ENV['store']} to the store (a directory or graph URI: hopweave load PACK --graph URI)")
     budget = os.environ.get(SERVE_ENV["budget_ms"])
-    engine = Engine.open(store, config=EngineConfig(budget_ms=int(budget)) if budget else None)
+    engine = Engine.open(store, vectors=os.environ.get(SERVE_ENV["vectors"]) or None,
+                         config=EngineConfig(budget_ms=int(budget)) if budget else None)
     return create_app(engine, max_inflight=int(os.environ.get(SERVE_ENV["max_inflight"], "128")))
 
 

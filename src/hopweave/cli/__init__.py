@@ -25,6 +25,7 @@ _COMMAND_MODULES = (
     "hopweave.cli.audit_cmds",
     "hopweave.cli.server_cmds",
     "hopweave.cli.serve_cmds",
+    "hopweave.cli.doctor_cmds",
 )
 
 for _mod in _COMMAND_MODULES:

@@ -2,8 +2,8 @@
 
 One page a person reads without JSON: a summary table (scenario, as_of, goal, pass/fail,
 document revisions in force and cited, what changed by the audit date), then per scenario the
-utterance, the failures, the revisions with their validity, the context sections the agent saw
-and the changes. Self-contained HTML (no scripts, no external assets), every value escaped,
+utterance, the failures, the document and procedure (workflow, rule) revisions with their
+validity, the context sections the agent saw and the changes. Self-contained HTML (no scripts, no external assets), every value escaped,
 deterministic for the same store and dates.
 """
 
@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import STORE_HELP, emit_json, handle_errors
+from hopweave.cli.common import GraphOpt, VectorsOpt, emit_json, handle_errors
 
 if TYPE_CHECKING:  # pragma: no cover
-    from hopweave.engine.audit import AuditRow, CitedRevision
+    from hopweave.engine.audit import AuditRow, CitedRevision, ProcedureRevision
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
@@ -41,14 +41,24 @@ def _rev(d: CitedRevision) -> str:
             f"<span class='muted'>(in force {escape(d.valid_from or 'always')} .. {escape(until)})</span>")
 
 
+def _proc(p: ProcedureRevision) -> str:
+    return (f"{escape(p.label)} {escape(p.name)} <b>{escape(p.id)}</b> "
+            f"<span class='muted'>(in force {escape(p.valid_from or 'always')} .. {escape(p.valid_until or 'open')})"
+            "</span>")
+
+
 def _summary(rows: Sequence[AuditRow]) -> str:
     body = []
     for r in rows:
         verdict = "<span class='pass'>pass</span>" if r.passed else "<span class='fail'>FAIL</span>"
         docs = "<br>".join(_rev(d) for d in r.documents) or "<span class='muted'>none</span>"
-        changed = "<br>".join(escape(c) for c in r.changes) or (
+        lines = [escape(c) for c in r.changes]
+        if r.procedure_changes:
+            n = len(r.procedure_changes)
+            lines.append(f"<a href='#{escape(r.scenario)}'>{n} workflow/rule revision{'s' if n > 1 else ''}</a>")
+        changed = "<br>".join(lines) or (
             "context differs" if r.context_changed else "<span class='muted'>unchanged</span>")
-        cls = " class='changed'" if r.changes or r.context_changed else ""
+        cls = " class='changed'" if r.changes or r.procedure_changes or r.context_changed else ""
         body.append(f"<tr{cls}><td><a href='#{escape(r.scenario)}'>{escape(r.scenario)}</a></td>"
                     f"<td>{escape(r.as_of[:10])}</td><td>{escape(r.goal or '-')}</td><td>{verdict}</td>"
                     f"<td>{docs}</td><td>{changed}</td></tr>")
@@ -68,12 +78,15 @@ def _detail(r: AuditRow) -> str:
                    + "</ul>")
     out.append("<h3>Documents in force and cited</h3><ul>"
                + ("".join(f"<li>{_rev(d)}</li>" for d in r.documents) or "<li class='muted'>none</li>") + "</ul>")
+    out.append("<h3>Procedure in force (workflows, rules)</h3><ul>"
+               + ("".join(f"<li>{_proc(p)}</li>" for p in r.procedure) or "<li class='muted'>none</li>") + "</ul>")
     out.append(f"<h3>As of the audit date ({escape(r.audit_as_of[:10])})</h3><ul>"
                + ("".join(f"<li>{_rev(d)}</li>" for d in r.documents_at_audit) or "<li class='muted'>none</li>")
+               + "".join(f"<li>{_proc(p)}</li>" for p in r.procedure_at_audit)
                + "</ul>")
-    if r.changes or r.context_changed:
-        out.append("<p class='changed'>Changed: " + (escape("; ".join(r.changes)) or "the context differs")
-                   + "</p>")
+    if r.changes or r.procedure_changes or r.context_changed:
+        out.append("<p class='changed'>Changed: "
+                   + (escape("; ".join(r.changes + r.procedure_changes)) or "the context differs") + "</p>")
     out.append("<h3>What the agent saw</h3>")
     for name, lines in r.sections.items():
         out.append(f"<p><b>{escape(name)}</b></p><ul>" + "".join(f"<li>{escape(x)}</li>" for x in lines) + "</ul>")
@@ -84,7 +97,7 @@ def _detail(r: AuditRow) -> str:
 def render_audit(rows: Sequence[AuditRow], audit_as_of: str, source: str) -> str:
     """The audit report as one self-contained HTML page."""
     passed = sum(1 for r in rows if r.passed)
-    changed = sum(1 for r in rows if r.changes or r.context_changed)
+    changed = sum(1 for r in rows if r.changes or r.procedure_changes or r.context_changed)
     head = (f"<h1>hopweave audit</h1><p class='muted'>{escape(source)} · audit date {escape(audit_as_of)} · "
             f"{passed}/{len(rows)} scenarios passed · {changed} changed by the audit date</p>")
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>hopweave audit</title>"
@@ -98,18 +111,19 @@ def audit(
     paths: list[Path] = typer.Argument(..., help="Scenario files or folders."),
     as_of: str = typer.Option(..., "--as-of", help="The audit date: what changed by then is shown."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write the report as HTML to this file."),
-    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    store: Optional[str] = GraphOpt,
+    vectors: Optional[str] = VectorsOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
 ) -> None:
-    """Audit scenarios: what the agent saw at each as_of, the documents in force, pass/fail, and
-    what changed by --as-of (exit 1 when a scenario fails)."""
-    from hopweave.cli.engine_cmds import _open_engine, _store
+    """Audit scenarios: what the agent saw at each as_of, the documents and procedure (workflow,
+    rule) revisions in force, pass/fail, and what changed by --as-of (exit 1 when a scenario fails)."""
+    from hopweave.cli.engine_cmds import _open_engine
     from hopweave.engine.audit import audit as run
     from hopweave.engine.boundary import check_as_of
     from hopweave.engine.replay import REPLAY_CONFIG
 
     check_as_of(as_of)
-    engine = _open_engine(_store(store), **REPLAY_CONFIG.__dict__)
+    engine = _open_engine(store, vectors, **REPLAY_CONFIG.__dict__)
     try:
         rows = run(engine, paths, as_of)
     finally:
@@ -120,8 +134,10 @@ def audit(
         emit_json([r.model_dump(mode="json") for r in rows])
     else:
         for r in rows:
+            what = r.changes + ((f"{len(r.procedure_changes)} workflow/rule revisions changed",)
+                                if r.procedure_changes else ())
             typer.echo(f"{'PASS' if r.passed else 'FAIL'}  {r.scenario:40s} as_of={r.as_of[:10]} "
-                       f"{'; '.join(r.changes) or ('context differs' if r.context_changed else 'unchanged')}")
+                       f"{'; '.join(what) or ('context differs' if r.context_changed else 'unchanged')}")
         typer.echo(f"\n{sum(r.passed for r in rows)}/{len(rows)} scenarios passed"
                    + (f"; report written to {html}" if html else ""))
     if not all(r.passed for r in rows):

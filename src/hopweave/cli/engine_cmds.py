@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import STORE_HELP, emit_json, handle_errors, store_path
+from hopweave.cli.common import GraphOpt, VectorsOpt, emit_json, handle_errors, open_cli_stores
 from hopweave.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -20,10 +20,6 @@ if TYPE_CHECKING:  # pragma: no cover
 trace_app = typer.Typer(help="Inspect recorded retrievals (DecisionTrace nodes).", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 
-
-
-def _store(store: Optional[Path]) -> Path:
-    return store_path(store)
 
 
 def _demo_scenario(pack: Path) -> Path:
@@ -39,12 +35,29 @@ def _demo_scenario(pack: Path) -> Path:
     return (tagged or files)[0]
 
 
-def _open_engine(store: Path, **config: Any) -> "Engine":
+def _open_engine(store: Optional[str], vectors: Optional[str] = None, **config: Any) -> "Engine":
+    """The engine on ``--graph`` / ``--vectors`` (:func:`hopweave.open`; defaults from the environment)."""
     from hopweave.engine.engine import Engine, EngineConfig
 
-    if not (store / "graph").exists():
-        raise InputError(f"no hopweave store at {store}: run `hopweave load PACK --store {store}` first")
-    return Engine.open(store, config=EngineConfig(**config) if config else None)
+    return Engine.open(store, vectors=vectors, config=EngineConfig(**config) if config else None)
+
+
+def _open_graph(store: Optional[str]) -> Any:
+    """The graph store of ``--graph`` alone (read-only when embedded)."""
+    return open_cli_stores(store, graph_only=True, read_only=True).graph
+
+
+def _needs_load(graph: str, pack: Path) -> bool:
+    """Whether ``hopweave demo`` must load ``pack`` first: an embedded directory without a graph,
+    or a server store that does not hold the pack's domain."""
+    from hopweave.pack.manifest import read_manifest
+    from hopweave.stores.uri import parse_graph_uri
+
+    uri = parse_graph_uri(graph)
+    if uri.kind == "embedded" and uri.path is not None:
+        return not (uri.path / "graph").exists()
+    with open_cli_stores(graph, graph_only=True, create=True) as stores:
+        return stores.settings is None or read_manifest(pack).name not in stores.settings.domains
 
 
 def _print_context(result: "RetrievalResult", first_ms: float | None = None) -> None:
@@ -85,7 +98,8 @@ def _print_context(result: "RetrievalResult", first_ms: float | None = None) -> 
 @handle_errors
 def demo(
     pack: Path = typer.Argument(..., help="Domain pack whose demo scenario to run (e.g. the examples/ folders)."),
-    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    store: Optional[str] = GraphOpt,
+    vectors: Optional[str] = VectorsOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
 ) -> None:
     """Run a pack's demo scenario (the first tagged `demo`) end to end on the embedded store.
@@ -97,21 +111,23 @@ def demo(
 
     from hopweave.engine.replay import check, load_scenario, run_scenario
 
+    from hopweave.stores.uri import default_graph_uri
+
     example = pack
-    store_dir = _store(store)
-    if not (store_dir / "graph").exists():
+    target = store if store is not None else default_graph_uri()
+    if _needs_load(target, example):
         from hopweave.pack.loader import load_pack
 
         t = time.perf_counter()
-        typer.echo(f"loading the example pack {example} into {store_dir} ...", err=True)
-        load_pack(example, store_dir)
+        typer.echo(f"loading the example pack {example} into {target} ...", err=True)
+        load_pack(example, target, vectors=vectors)
         typer.echo(f"loaded in {time.perf_counter() - t:.1f} s", err=True)
     from hopweave.engine.replay import REPLAY_CONFIG
 
     sc = load_scenario(_demo_scenario(example))
     # the replay budgets (as `hopweave replay`): the demo shows the scenario's answer and checks
     # it twice for identical bytes, which a busy machine's wall-clock cuts must not decide
-    engine = _open_engine(store_dir, **REPLAY_CONFIG.__dict__)
+    engine = _open_engine(target, vectors, **REPLAY_CONFIG.__dict__)
     try:
         warm = engine.warmup()
         typer.echo(f"models loaded in {sum(warm.values()) / 1000:.1f} s (once per process)", err=True)
@@ -141,7 +157,8 @@ def retrieve(
     utterance: str = typer.Argument(..., help="What the customer said."),
     session: Path = typer.Option(..., "--session", help="Session JSON file (tenant_id, customer_id, region, ...)."),
     as_of: Optional[str] = typer.Option(None, "--as-of", help="Evaluate the case at this ISO date/datetime."),
-    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    store: Optional[str] = GraphOpt,
+    vectors: Optional[str] = VectorsOpt,
     profile: Optional[str] = typer.Option(None, "--profile", help="Ranking profile name."),
     token_budget: Optional[int] = typer.Option(None, "--token-budget", help="Context token budget."),
     budget_ms: Optional[int] = typer.Option(None, "--budget-ms", help="Wall-clock budget."),
@@ -155,7 +172,7 @@ def retrieve(
     sess = read_session_file(session)  # a bad session or argument fails before the stores open
     check_request(utterance, session=sess, as_of=as_of, budget_ms=budget_ms, profile=profile,
                   token_budget=token_budget)
-    engine = _open_engine(_store(store))
+    engine = _open_engine(store, vectors)
     try:
         result = engine.retrieve(utterance, session=sess, as_of=as_of, profile=profile,
                                  token_budget=token_budget, budget_ms=budget_ms, record=not no_record)
@@ -171,7 +188,8 @@ def retrieve(
 @handle_errors
 def replay(
     paths: Optional[list[Path]] = typer.Argument(None, help="Scenario files or folders."),
-    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    store: Optional[str] = GraphOpt,
+    vectors: Optional[str] = VectorsOpt,
     twice: bool = typer.Option(False, "--twice", help="Replay each scenario twice and require identical bytes."),
     no_record: bool = typer.Option(False, "--no-record", help="Do not write DecisionTraces."),
     as_json: bool = typer.Option(False, "--json", help="Print the outcomes as JSON."),
@@ -188,20 +206,20 @@ def replay(
     if as_recorded or as_of_now:
         if paths or (as_recorded and as_of_now):
             raise InputError("give scenario paths, or one of --as-recorded TRACE / --as-of-now TRACE")
-        _replay_trace_cmd(_store(store), _tenant(tenant), as_recorded, as_of_now, as_of, no_record, as_json)
+        _replay_trace_cmd(store, vectors, _tenant(tenant), as_recorded, as_of_now, as_of, no_record, as_json)
         return
     if not paths:
         raise InputError("give scenario files or folders (or --as-recorded / --as-of-now TRACE)")
-    _replay_scenarios(paths, _store(store), twice, no_record, as_json)
+    _replay_scenarios(paths, store, vectors, twice, no_record, as_json)
 
 
-def _replay_trace_cmd(store: Path, tenant: str, recorded: Optional[str], now: Optional[str],
+def _replay_trace_cmd(store: Optional[str], vectors: Optional[str], tenant: str, recorded: Optional[str], now: Optional[str],
                       as_of: Optional[str], no_record: bool, as_json: bool) -> None:
     from datetime import datetime, timezone
 
     from hopweave.engine.replay import REPLAY_CONFIG, as_recorded, replay_trace
 
-    engine = _open_engine(store, **REPLAY_CONFIG.__dict__)
+    engine = _open_engine(store, vectors, **REPLAY_CONFIG.__dict__)
     try:
         if recorded:
             rebuilt = as_recorded(engine, tenant, recorded)
@@ -223,10 +241,11 @@ def _replay_trace_cmd(store: Path, tenant: str, recorded: Optional[str], now: Op
         raise typer.Exit(code=1)
 
 
-def _replay_scenarios(paths: list[Path], store: Path, twice: bool, no_record: bool, as_json: bool) -> None:
+def _replay_scenarios(paths: list[Path], store: Optional[str], vectors: Optional[str], twice: bool, no_record: bool,
+                      as_json: bool) -> None:
     from hopweave.engine.replay import REPLAY_CONFIG, replay as run
 
-    engine = _open_engine(store, **REPLAY_CONFIG.__dict__)
+    engine = _open_engine(store, vectors, **REPLAY_CONFIG.__dict__)
     try:
         outcomes = run(engine, paths, record=not no_record)
         if twice:
@@ -252,6 +271,9 @@ def _replay_scenarios(paths: list[Path], store: Path, twice: bool, no_record: bo
                 typer.echo(f"      - {f}")
         typer.echo(f"\n{len(outcomes) - len(failed)}/{len(outcomes)} scenarios passed"
                    + (" (each replayed twice, byte-identical)" if twice and not failed else ""))
+        if not no_record and outcomes:
+            typer.echo("what a run saw, rebuilt from its trace: hopweave replay --as-recorded TRACE --tenant TENANT"
+                       " (the scenario session's tenant_id)")
     if failed:
         raise typer.Exit(code=1)
 
@@ -268,16 +290,15 @@ def _tenant(tenant: Optional[str]) -> str:
 def trace_show(
     trace_id: str = typer.Argument(..., help="A recorded retrieval's trace id (RT_...)."),
     tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant id (or $HOPWEAVE_TENANT)."),
-    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    store: Optional[str] = GraphOpt,
     pii: bool = typer.Option(False, "--pii", help="Show the utterance (a PII property)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """What trace T saw: plan, patterns and versions, chunks, facts, precedent, context."""
     from hopweave.engine import record as trace_record
-    from hopweave.engine.stages import open_graph
 
-    graph = open_graph(_store(store))
-    t = trace_record.load(graph, _tenant(tenant), trace_id)
+    with _open_graph(store) as graph:
+        t = trace_record.load(graph, _tenant(tenant), trace_id)
     t = t if pii else t.redacted()
     if as_json:
         emit_json(t.model_dump(mode="json"))
@@ -301,16 +322,15 @@ def trace_diff(
     a: str = typer.Argument(..., help="Earlier trace id."),
     b: str = typer.Argument(..., help="Later trace id."),
     tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant id (or $HOPWEAVE_TENANT)."),
-    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    store: Optional[str] = GraphOpt,
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Exactly what changed between two recorded retrievals (plan, what was seen, context)."""
     from hopweave.engine import record as trace_record
-    from hopweave.engine.stages import open_graph
 
-    graph = open_graph(_store(store))
     t = _tenant(tenant)
-    d = trace_record.diff(trace_record.load(graph, t, a), trace_record.load(graph, t, b))
+    with _open_graph(store) as graph:
+        d = trace_record.diff(trace_record.load(graph, t, a), trace_record.load(graph, t, b))
     if as_json:
         emit_json(d.model_dump(mode="json"))
     else:
@@ -322,7 +342,8 @@ def trace_diff(
 def trace_replay(
     trace_id: str = typer.Argument(..., help="A recorded retrieval to re-run (its utterance, session, as_of)."),
     tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant id (or $HOPWEAVE_TENANT)."),
-    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    store: Optional[str] = GraphOpt,
+    vectors: Optional[str] = VectorsOpt,
     no_record: bool = typer.Option(False, "--no-record", help="Do not write the new trace."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -330,7 +351,7 @@ def trace_replay(
     the context differs)."""
     from hopweave.engine.replay import REPLAY_CONFIG, replay_trace
 
-    engine = _open_engine(_store(store), **REPLAY_CONFIG.__dict__)
+    engine = _open_engine(store, vectors, **REPLAY_CONFIG.__dict__)
     try:
         result, d = replay_trace(engine, _tenant(tenant), trace_id, record=not no_record)
     finally:
@@ -350,15 +371,14 @@ def trace_used_by(
     pattern: str = typer.Argument(..., help="TraversalPattern name."),
     version: Optional[int] = typer.Option(None, "--version", help="Only traces that used this version."),
     tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant id (or $HOPWEAVE_TENANT)."),
-    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    store: Optional[str] = GraphOpt,
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Which recorded retrievals used pattern X (through USED_PATTERN edges)."""
     from hopweave.engine import record as trace_record
-    from hopweave.engine.stages import open_graph
 
-    graph = open_graph(_store(store))
-    traces = trace_record.traces_using(graph, _tenant(tenant), pattern, version)
+    with _open_graph(store) as graph:
+        traces = trace_record.traces_using(graph, _tenant(tenant), pattern, version)
     if as_json:
         emit_json([{"trace_id": x.trace_id, "as_of": x.as_of, "goal": x.goal,
                     "pattern_versions": [p for p in x.patterns if p.get("name") == pattern]} for x in traces])
@@ -377,7 +397,8 @@ def _register_eval_scenarios() -> None:
     @handle_errors
     def eval_scenarios(
         pack: Path = typer.Argument(..., help="A pack folder (its scenarios/) or a folder of scenarios."),
-        store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+        store: Optional[str] = GraphOpt,
+        vectors: Optional[str] = VectorsOpt,
         as_json: bool = typer.Option(False, "--json", help="Print the full report as JSON."),
         rerank: Optional[str] = typer.Option(None, "--rerank", help="Rerank every goal (bi_encoder, "
                                              "cross_encoder, none); default: each goal's own setting (off)."),
@@ -388,7 +409,7 @@ def _register_eval_scenarios() -> None:
         from hopweave.engine.scenario_eval import METRICS, evaluate
 
         folder = pack / "scenarios" if (pack / "scenarios").is_dir() else pack
-        engine = _open_engine(_store(store), **REPLAY_CONFIG.__dict__)
+        engine = _open_engine(store, vectors, **REPLAY_CONFIG.__dict__)
         engine.rerank = rerank
         try:
             report = evaluate(engine, [folder])

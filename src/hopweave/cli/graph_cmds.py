@@ -8,27 +8,19 @@ from typing import Any, Optional
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import STORE_HELP, emit_json, handle_errors, store_path
+from hopweave.cli.common import GraphOpt, emit_json, handle_errors, open_cli_stores
 from hopweave.errors import InputError, NotFoundError
 
 patterns_app = typer.Typer(help="List, show, validate and search the stored traversal patterns.", no_args_is_help=True)
 app.add_typer(patterns_app, name="patterns")
 
-StoreOpt = typer.Option(None, "--store", help=STORE_HELP)
+StoreOpt = GraphOpt
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
 
 
-def _open_existing(store: Optional[Path]) -> Any:
-    from hopweave.graph import GRAPH_SUBDIR, open_graph_store
-
-    store = store_path(store)
-
-    from hopweave.graph._persist import JOURNAL, LEGACY_SNAPSHOT, SNAPSHOT
-
-    graph_dir = store / GRAPH_SUBDIR
-    if not any((graph_dir / f).exists() for f in (SNAPSHOT, LEGACY_SNAPSHOT, JOURNAL)):
-        raise NotFoundError(f"no graph store at {store}: run `hopweave load --store {store}` first")
-    return open_graph_store(store, read_only=True)
+def _open_existing(store: Optional[str]) -> Any:
+    """The graph store of ``--graph`` (read-only when embedded); it must exist."""
+    return open_cli_stores(store, graph_only=True, read_only=True).graph
 
 
 def _echo(text: str) -> None:
@@ -47,7 +39,7 @@ def _pattern_row(p: Any) -> dict[str, Any]:
 @handle_errors
 def patterns_list(
     goal: Optional[str] = typer.Option(None, "--goal", help="Only this goal's patterns."),
-    store: Optional[Path] = StoreOpt,
+    store: Optional[str] = StoreOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """List the patterns stored in the graph."""
@@ -62,7 +54,7 @@ def patterns_list(
 
 @patterns_app.command("show")
 @handle_errors
-def patterns_show(name: str = typer.Argument(..., help="Pattern name."), store: Optional[Path] = StoreOpt) -> None:
+def patterns_show(name: str = typer.Argument(..., help="Pattern name."), store: Optional[str] = StoreOpt) -> None:
     """Print one pattern's full definition (JSON, as stored in the graph)."""
     with _open_existing(store) as s:
         for p in s.patterns():
@@ -76,7 +68,7 @@ def patterns_show(name: str = typer.Argument(..., help="Pattern name."), store: 
 @handle_errors
 def patterns_validate(
     schema: Optional[Path] = typer.Option(None, "--schema", help="Validate against this schema file (default: the store's)."),
-    store: Optional[Path] = StoreOpt,
+    store: Optional[str] = StoreOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Re-run the write gates on every stored pattern (e.g. against a changed schema). Exit 1 on errors."""
@@ -104,7 +96,7 @@ def patterns_validate(
 def patterns_uses(
     rel: Optional[str] = typer.Option(None, "--rel", help="Relationship type."),
     label: Optional[str] = typer.Option(None, "--label", help="Node label."),
-    store: Optional[Path] = StoreOpt,
+    store: Optional[str] = StoreOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Every pattern that uses a relationship type and/or a label (co-evolution with the schema)."""
@@ -139,7 +131,7 @@ def traverse_cmd(
     goal: str = typer.Option(..., "--goal", help="Goal type whose patterns to run, e.g. RoamingChargeDispute."),
     seed: str = typer.Option(..., "--seed", help="The session's subject id (the patterns' seed), e.g. SUB_1001."),
     as_of: str = typer.Option(..., "--as-of", help="Request time (YYYY-MM-DD or ISO datetime); relative times use it."),
-    store: Optional[Path] = StoreOpt,
+    store: Optional[str] = StoreOpt,
     tenant: Optional[str] = typer.Option(None, "--tenant", help="The session's tenant (default: the store's default tenant)."),
     entity: list[str] = typer.Option([], "--entity", help="Resolved entity TYPE=VALUE (repeatable)."),
     workers: int = typer.Option(8, "--workers", help="Parallel patterns."),
@@ -149,17 +141,16 @@ def traverse_cmd(
     from hopweave.graph.traverse import run_goal_patterns, seed_entities
     from hopweave.models.common import Bindings, Session, to_datetime
 
-    from hopweave.models.store_settings import read_store_settings
-
     when = to_datetime(as_of)
-    stored = read_store_settings(store_path(store))
-    if stored is None:
-        raise InputError(f"{store_path(store)} was not loaded from a domain pack: run `hopweave load PACK --store DIR`")
-    tenant = tenant or stored.default_tenant()
-    if tenant is None:
-        raise InputError("give --tenant: the store's packs name no default tenant")
-    subject = stored.registry().for_tenant(tenant).subject.label
-    with _open_existing(store) as s:
+    with open_cli_stores(store, graph_only=True, read_only=True) as stores:
+        stored, s = stores.settings, stores.graph
+        if stored is None:
+            raise InputError(f"{stores.graph_uri.display} was not loaded from a domain pack: run "
+                             f"`hopweave load PACK --graph {stores.graph_uri.display}`")
+        tenant = tenant or stored.default_tenant()
+        if tenant is None:
+            raise InputError("give --tenant: the store's packs name no default tenant")
+        subject = stored.registry().for_tenant(tenant).subject.label
         patterns = s.patterns(goal)
         if not patterns:
             known = sorted(g.name for g in s.goal_types())

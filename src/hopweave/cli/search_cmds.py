@@ -11,8 +11,8 @@ from typing import Any, Callable, Iterator, Optional
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import STORE_HELP, emit_json, handle_errors, store_path
-from hopweave.errors import InputError
+from hopweave.cli.common import GraphOpt, VectorsOpt, emit_json, handle_errors, open_cli_stores
+from hopweave.errors import InputError, NotFoundError
 
 eval_app = typer.Typer(help="Evaluate retrieval quality and latency on BEIR-format data.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
@@ -40,20 +40,41 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]
         yield cb
 
 
-def _schema(store: Path | None) -> Any:
+def _schema(store: str | None) -> Any:
+    """The schema of the ``--graph`` store (its settings' own), else (a store not loaded from a
+    pack, or none yet) the domain-free base schema."""
     from hopweave.models.schema import GraphSchema
     from hopweave.models.store_settings import read_store_settings
-    from hopweave.paths import default_schema_path
+    from hopweave.stores.uri import default_graph_uri, parse_graph_uri
 
-    stored = read_store_settings(store_path(store))  # a pack's store: its own schema
-    return stored.schema() if stored is not None else GraphSchema.load(default_schema_path())
+    uri = parse_graph_uri(store if store is not None else default_graph_uri())
+    if uri.kind == "embedded" and uri.path is not None:
+        stored = read_store_settings(uri.path)
+    else:
+        with open_cli_stores(store, graph_only=True) as stores:
+            stored = stores.settings
+    return stored.schema() if stored is not None else GraphSchema.base()
+
+
+def _vectors(store: str | None, vectors: str | None) -> Any:
+    """The parsed ``--vectors`` URI (default: as :func:`hopweave.open`)."""
+    from hopweave.errors import ConfigError
+    from hopweave.stores.uri import default_graph_uri, default_vectors_uri, parse_graph_uri, parse_vectors_uri
+
+    raw = vectors if vectors is not None else default_vectors_uri(
+        parse_graph_uri(store if store is not None else default_graph_uri()))
+    if raw is None:
+        raise ConfigError("no vector index: pass --vectors URI (a store directory or http(s)://HOST:6333), or set "
+                          "HOPWEAVE_VECTORS")
+    return parse_vectors_uri(raw)
 
 
 @app.command()
 @handle_errors
 def ingest(
     path: Path = typer.Argument(..., help="A .jsonl file, a markdown file with front matter, or a folder of them."),
-    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP + " Vectors go to <store>/vectors."),
+    store: Optional[str] = GraphOpt,
+    vectors: Optional[str] = VectorsOpt,
     tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant of records that carry no tenant_id."),
     on_error: str = typer.Option("reject", "--on-error", help="skip: ingest the valid records; reject: write nothing."),
     max_words: int = typer.Option(180, "--max-words", help="Chunk size cap in words."),
@@ -74,9 +95,21 @@ def ingest(
         from hopweave.search.embedder import default_embedder
 
         embedder = default_embedder()
-    with _progress(not as_json) as cb:
-        ingest_incremental(store_path(store), schema, docs, embedder, progress=cb, report=report,
-                           max_words=max_words)
+    target = _vectors(store, vectors)
+    if target.kind == "embedded":
+        with _progress(not as_json) as cb:
+            ingest_incremental(target.path, schema, docs, embedder, progress=cb, report=report, max_words=max_words)
+    else:  # a Qdrant server (or :memory:): upserted in place
+        from hopweave.search.ingest import Ingestor
+        from hopweave.stores.front import open_vectors
+
+        index = open_vectors(target, schema)
+        assert index is not None
+        try:
+            Ingestor(index, embedder, max_words=max_words).ingest(docs, report=report)
+            index.optimize()
+        finally:
+            index.close()
     data = report.as_dict()
     if as_json:
         emit_json(data)
@@ -95,7 +128,8 @@ def ingest(
 @handle_errors
 def search(
     query: str = typer.Argument(..., help="Query text."),
-    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    store: Optional[str] = GraphOpt,
+    vectors: Optional[str] = VectorsOpt,
     tenant: str = typer.Option(..., "--tenant", help="Tenant to search in."),
     profile: Optional[str] = typer.Option(None, "--profile", help="Ranking profile (default: the default hybrid)."),
     filter_json: Optional[str] = typer.Option(None, "--filter", help="FilterTree as JSON."),
@@ -104,7 +138,6 @@ def search(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Pre-filtered hybrid search over an ingested store."""
-    from hopweave.search.edge_index import EdgeIndex
     from hopweave.search.embedder import default_embedder
     from hopweave.search.profiles import get_profile
     from hopweave.search.rerank import get_reranker
@@ -117,7 +150,13 @@ def search(
         except ValueError as exc:
             raise InputError(f"--filter is not valid JSON: {exc}") from exc
     emb = default_embedder()
-    index = EdgeIndex(store_path(store), _schema(store))
+    from hopweave.stores.front import open_vectors
+
+    target = _vectors(store, vectors)
+    index = open_vectors(target, _schema(store))
+    if index is None:
+        raise NotFoundError(f"no vector index at {target.display}: ingest documents first (`hopweave ingest` "
+                            "or `hopweave load PACK`)")
     try:
         vec = emb.embed_query(query) if prof.uses_semantic else None
         res = index.search(tenant, query, prof, where=where, limit=limit, query_vector=vec, query_space=emb.space)

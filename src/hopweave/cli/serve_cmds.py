@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Optional
 
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import STORE_HELP, handle_errors, store_path
+from hopweave.cli.common import GraphOpt, VectorsOpt, handle_errors
 from hopweave.errors import InputError, MissingDependencyError
 
 
 @app.command()
 @handle_errors
 def serve(
-    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    store: Optional[str] = GraphOpt,
+    vectors: Optional[str] = VectorsOpt,
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on (loopback by default)."),
     port: int = typer.Option(8765, "--port", help="TCP port."),
     max_inflight: int = typer.Option(128, "--max-inflight",
@@ -35,9 +35,15 @@ def serve(
         import uvicorn
     except ModuleNotFoundError as exc:
         raise MissingDependencyError(exc.name or "fastapi", "serve", "hopweave serve") from exc
-    root = store_path(store)
-    if not (root / "graph").exists():
-        raise InputError(f"no hopweave store at {root}: run `hopweave load PACK --store {root}` first")
+    from hopweave.stores.uri import default_graph_uri, parse_graph_uri
+
+    graph = store if store is not None else default_graph_uri()
+    uri = parse_graph_uri(graph)
+    if uri.kind == "embedded":
+        from hopweave.stores.front import check_store_dir
+
+        assert uri.path is not None
+        check_store_dir(uri.path)  # fail here, not in the server's first request
     if switch_interval_ms <= 0:
         raise InputError("--switch-interval-ms must be > 0")
     if budget_ms is not None and budget_ms < 1:
@@ -45,7 +51,9 @@ def serve(
     sys.setswitchinterval(switch_interval_ms / 1000.0)
     # the app is an adapter (hopweave.adapters.http); uvicorn builds it from its factory, so
     # the CLI stays beside the adapters rather than importing them
-    os.environ["HOPWEAVE_SERVE_STORE"] = str(root)
+    os.environ["HOPWEAVE_SERVE_STORE"] = graph
+    if vectors is not None:
+        os.environ["HOPWEAVE_SERVE_VECTORS"] = vectors
     os.environ["HOPWEAVE_SERVE_MAX_INFLIGHT"] = str(max_inflight)
     if budget_ms is not None:
         os.environ["HOPWEAVE_SERVE_BUDGET_MS"] = str(budget_ms)

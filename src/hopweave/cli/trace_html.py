@@ -103,7 +103,8 @@ def _walk(
         edges=[EdgeStep(type=rel, direction=direction)],  # type: ignore[arg-type]
         target=target,
     )
-    res = store.run_pattern(tenant, p, Bindings(session=Session(tenant_id=tenant), as_of=INTERNAL_EPOCH))
+    res = store.run_pattern(tenant, p, Bindings(session=Session(tenant_id=tenant), as_of=INTERNAL_EPOCH,
+                                                         timeless=True))
     return [GNode(r.node_id, r.label, dict(r.properties)) for r in res.rows]
 
 

@@ -11,18 +11,13 @@ from typing import Any, Optional
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import STORE_HELP, emit_json, handle_errors, store_path
-from hopweave.errors import NotFoundError
+from hopweave.cli.common import GraphOpt, emit_json, handle_errors, open_cli_stores
 
 
 
-def _open_store(store: Optional[Path]) -> Any:
-    from hopweave.graph import GRAPH_SUBDIR, open_graph_store
-
-    path = store_path(store)
-    if not (path / GRAPH_SUBDIR).is_dir():
-        raise NotFoundError(f"no graph store at {path}: build one with `hopweave load --store {path}`")
-    return open_graph_store(path, read_only=True)
+def _open_store(store: Optional[str]) -> Any:
+    """The stores of ``--graph`` (graph only, read-only when embedded); they must exist."""
+    return open_cli_stores(store, graph_only=True, read_only=True)
 
 
 def _qdrant_filter(tree: Any, schema: Any) -> Any:
@@ -63,7 +58,7 @@ def understand_cmd(
     utterance: str = typer.Argument(..., help="What the customer said."),
     session: Path = typer.Option(..., "--session", help="Session JSON file (see a pack's sessions/ folder)."),
     as_of: Optional[str] = typer.Option(None, "--as-of", help="Request time, ISO date/datetime (default: today)."),
-    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    store: Optional[str] = GraphOpt,
     threshold: Optional[float] = typer.Option(None, "--threshold", help="Abstain below this confidence."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
@@ -75,25 +70,25 @@ def understand_cmd(
     sess = read_session_file(session)
     check_utterance_input(utterance)
     from hopweave.errors import ConfigError
-    from hopweave.models.store_settings import read_store_settings
     from hopweave.understand.classifier import classifier_settings
 
-    stored = read_store_settings(store_path(store))
-    if stored is None:
-        raise ConfigError(f"{store_path(store)} was not loaded from a domain pack: run `hopweave load PACK --store DIR`")
-    settings = stored.registry().for_tenant(sess.tenant_id)
-    check_session_attributes(sess, settings)
-    rec = stored.domains[settings.name]
-    config, calibration = classifier_settings(rec.classifier, rec.calibration)
-    when = as_of if as_of is not None else date.today().isoformat()
-    graph = _open_store(store)
+    stores = _open_store(store)
     try:
+        stored, graph = stores.settings, stores.graph
+        if stored is None:
+            raise ConfigError(f"{stores.graph_uri.display} was not loaded from a domain pack: run "
+                              f"`hopweave load PACK --graph {stores.graph_uri.display}`")
+        settings = stored.registry().for_tenant(sess.tenant_id)
+        check_session_attributes(sess, settings)
+        rec = stored.domains[settings.name]
+        config, calibration = classifier_settings(rec.classifier, rec.calibration)
+        when = as_of if as_of is not None else date.today().isoformat()
         u = Understander(graph, threshold=threshold, settings=settings, classifier_config=config,
                          calibration=calibration).understand(utterance, sess, when)
         d = u.to_json_dict()
         d["qdrant_filter"] = _qdrant_filter(u.filter, graph.schema)
     finally:
-        graph.close()
+        stores.close()
     if as_json:
         emit_json(d)
     else:
@@ -106,7 +101,7 @@ def calibrate_cmd(
     validation: Optional[Path] = typer.Option(
         None, "--validation", help="Labeled validation split (default: the example pack's utterances/validation.yaml)."
     ),
-    store: Optional[Path] = typer.Option(None, "--store", help=STORE_HELP),
+    store: Optional[str] = GraphOpt,
     out: Optional[Path] = typer.Option(None, "--out", help="Where to write (default: the settings' calibration_file)."),
     l2: float = typer.Option(0.05, "--l2", help="L2 penalty of the logistic fit."),
     as_json: bool = typer.Option(False, "--json", help="Print the calibration as JSON."),
@@ -117,15 +112,15 @@ def calibrate_cmd(
     from hopweave.understand.datasets import default_utterance_dir
 
     vpath = validation if validation is not None else default_utterance_dir() / "validation.yaml"
-    graph = _open_store(store)
+    stores = _open_store(store)
     try:
-        clf = GoalClassifier(graph)
+        clf = GoalClassifier(stores.graph)
         # the store path is machine-specific; what matters of it (the goal examples) is hashed
         # into the provenance as examples_sha256
         args, skip = [], False
         for a in sys.argv[2:]:
-            if skip or a == "--store" or a.startswith("--store="):
-                skip = a == "--store"
+            if skip or a in ("--store", "--graph") or a.startswith(("--store=", "--graph=")):
+                skip = a in ("--store", "--graph")
                 continue
             args.append(shlex.quote(a))
         cmd = " ".join(["hopweave understand-calibrate", "--store <store>", *args])
@@ -133,7 +128,7 @@ def calibrate_cmd(
         target = out if out is not None else clf.config.calibration_path()
         write_calibration(cal, target)
     finally:
-        graph.close()
+        stores.close()
     if as_json:
         emit_json(cal.model_dump(mode="json"))
     else:

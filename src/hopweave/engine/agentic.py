@@ -90,6 +90,8 @@ class LoopInputs:
     writer: QueryWriter | None = None
     #: Seconds the request has left for later rounds (its deadline less the assembly reserve).
     time_left: Callable[[], float] = lambda: float("inf")
+    #: Multiplier on ``policy.latency_ms`` (``EngineConfig.round_latency_scale``; replays: large).
+    latency_scale: float = 1.0
 
 
 def first_round(plan: Plan, chunks: Sequence[ChunkItem], unmet: Sequence[str] = ()) -> RoundItem:
@@ -143,7 +145,8 @@ def run_rounds(inp: LoopInputs, chunks: Sequence[ChunkItem]) -> tuple[tuple[Chun
     steps = list(inp.policy.steps)
     notes: list[str] = []
     while len(rounds) < inp.policy.max_rounds and _searchable(unmet):
-        if (time.perf_counter() - t0) * 1000 >= inp.policy.latency_ms or inp.time_left() < MIN_ROUND_S:
+        if (time.perf_counter() - t0) * 1000 >= inp.policy.latency_ms * inp.latency_scale \
+                or inp.time_left() < MIN_ROUND_S:
             notes.append(f"Retrieval stopped after round {len(rounds)}: latency budget spent "
                          f"({inp.policy.latency_ms} ms for later rounds, or the request's own budget)")
             break
@@ -325,7 +328,7 @@ def _loop_inputs(engine: Any, run: "Run", plan: Plan, policy: EscalationPolicy,
     return LoopInputs(policy=policy, plan=plan, utterance=run.req.utterance, facts=tuple(facts), scope_fields=fields,
                       rescope=lambda w: scoped(engine.graph, session, w, run.req.as_of), search=search,
                       count=engine.counter.count, stop_words=_stop_words(), writer=engine.query_writer,
-                      time_left=time_left)
+                      time_left=time_left, latency_scale=engine.config.round_latency_scale)
 
 
 __all__ = ["LoopInputs", "QueryWriter", "RoundQuery", "RoundRequest", "assess", "expansion_terms",

@@ -1,6 +1,8 @@
 """The audit of a scenario folder (issue 14): for every scenario, what the agent saw at its
-as_of, which document revisions were in force then, whether the expectations held, and what
-changed by the audit date (the same request as of that date: other revisions, other context).
+as_of, which document revisions and which procedure revisions (workflows, rules, heuristics:
+graph nodes whose label declares a validity interval) were in force then, whether the
+expectations held, and what changed by the audit date (the same request as of that date: other
+revisions, other context).
 
 :func:`audit` returns :class:`AuditRow` s; ``hopweave audit SCENARIOS --as-of DATE --html FILE``
 renders them (``hopweave.cli.audit_cmds``). Nothing is recorded; same store + same dates ->
@@ -32,6 +34,19 @@ class CitedRevision(BaseModel):
     valid_until: str | None = None
 
 
+class ProcedureRevision(BaseModel):
+    """A graph node with a validity interval (a workflow, rule or heuristic revision) the patterns
+    returned: in force at the request's as_of (docs/engine.md, "Time")."""
+
+    model_config = ConfigDict(frozen=True)
+
+    label: str
+    id: str
+    name: str
+    valid_from: str | None = None
+    valid_until: str | None = None
+
+
 class AuditRow(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -49,6 +64,10 @@ class AuditRow(BaseModel):
     documents_at_audit: tuple[CitedRevision, ...]
     context_changed: bool
     changes: tuple[str, ...]
+    procedure: tuple[ProcedureRevision, ...] = ()
+    procedure_at_audit: tuple[ProcedureRevision, ...] = ()
+    #: per workflow / rule name, the revision in force then -> at the audit date
+    procedure_changes: tuple[str, ...] = ()
 
 
 def cited(r: RetrievalResult) -> tuple[CitedRevision, ...]:
@@ -61,6 +80,52 @@ def cited(r: RetrievalResult) -> tuple[CitedRevision, ...]:
                                sections=tuple(sorted({c.section for c in cs})),
                                valid_from=cs[0].metadata.get("valid_from"), valid_until=cs[0].metadata.get("valid_until"))
                  for (doc, rev), cs in sorted(by.items()))
+
+
+def procedure(engine: Engine, r: RetrievalResult) -> tuple[ProcedureRevision, ...]:
+    """The rows of ``r``'s patterns whose label declares a validity interval, sorted by label,
+    name and id (the node's own properties give the interval: a pattern need not return it)."""
+    schema = engine.graph.schema
+    out: dict[str, ProcedureRevision] = {}
+    for pr in r.facts:
+        for row in pr.rows:
+            spec = schema.label_map.get(row.label)
+            t = spec.time if spec is not None else None
+            if t is None or (t.valid_from is None and t.valid_until is None) or row.node_id in out:
+                continue
+            node = engine.graph.get_node(r.tenant_id, row.node_id)
+            props = dict(node.props) if node is not None else dict(row.properties)
+            name = props.get("name") or props.get("text") or row.node_id
+            out[row.node_id] = ProcedureRevision(
+                label=row.label, id=row.node_id, name=str(name),
+                valid_from=_text(props.get(t.valid_from or "")), valid_until=_text(props.get(t.valid_until or "")))
+    return tuple(sorted(out.values(), key=lambda p: (p.label, p.name, p.id)))
+
+
+def _text(v: Any) -> str | None:
+    return None if v is None else str(v)
+
+
+def _procedure_changes(then: tuple[ProcedureRevision, ...], now: tuple[ProcedureRevision, ...]) -> list[str]:
+    """Per (label, name): the revision in force then -> at the audit date."""
+    a: dict[tuple[str, str], list[str]] = {}
+    b: dict[tuple[str, str], list[str]] = {}
+    for src, dst in ((then, a), (now, b)):
+        for p in src:
+            dst.setdefault((p.label, p.name), []).append(p.id)
+    out = []
+    for key in sorted(set(a) | set(b)):
+        label, name = key
+        ia, ib = ", ".join(a.get(key, [])), ", ".join(b.get(key, []))
+        if ia == ib:
+            continue
+        if not ia:
+            out.append(f"{label} '{name}': {ib} now in force")
+        elif not ib:
+            out.append(f"{label} '{name}': {ia} no longer in force")
+        else:
+            out.append(f"{label} '{name}': {ia} -> {ib}")
+    return out
 
 
 def _sections(r: RetrievalResult) -> dict[str, tuple[str, ...]]:
@@ -89,12 +154,15 @@ def audit(engine: Engine, paths: Iterable[str | Path], as_of: str) -> list[Audit
         r = run_scenario(engine, sc, record=False)
         now = run_scenario(engine, sc.model_copy(update={"as_of": as_of}), record=False)
         docs, docs_now = cited(r), cited(now)
+        proc, proc_now = procedure(engine, r), procedure(engine, now)
         rows.append(AuditRow(
             scenario=sc.name, description=sc.description, utterance=sc.utterance, as_of=r.as_of.isoformat(),
             goal=r.goal, passed=not (fails := check(sc, r)), failures=tuple(fails), context=r.context.text,
             sections=_sections(r), documents=docs, audit_as_of=now.as_of.isoformat(), documents_at_audit=docs_now,
-            context_changed=now.context.hash != r.context.hash, changes=_changes(docs, docs_now)))
+            context_changed=now.context.hash != r.context.hash,
+            changes=_changes(docs, docs_now), procedure=proc, procedure_at_audit=proc_now,
+            procedure_changes=tuple(_procedure_changes(proc, proc_now))))
     return rows
 
 
-__all__ = ["AuditRow", "CitedRevision", "audit", "cited"]
+__all__ = ["AuditRow", "CitedRevision", "ProcedureRevision", "audit", "cited", "procedure"]

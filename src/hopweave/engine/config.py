@@ -37,6 +37,9 @@ class EngineConfig:
     #: Multiplier on each pattern's own budget_ms (replays use a large one so a busy machine
     #: cannot truncate a walk by time; max_visited cuts stay deterministic).
     pattern_budget_scale: float = 1.0
+    #: Multiplier on each goal's ``escalation.latency_ms`` (the later rounds' wall-clock
+    #: budget); replays use a large one so a slow vector store cannot stop a round by time.
+    round_latency_scale: float = 1.0
     provenance_inline: bool = True
     record: bool = True
     #: The record stage waits for the request's remaining budget; a group write of queued traces

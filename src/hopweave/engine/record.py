@@ -294,7 +294,7 @@ def traces_using(
         edges=[EdgeStep(type="USED_PATTERN", direction="in")], target="DecisionTrace",
         predicates=(Predicate(property="kind", op="eq", value=Literal_(value=KIND)),), returns=("kind",),
     )
-    bindings = Bindings(session=Session(tenant_id=tenant_id), as_of=INTERNAL_EPOCH)
+    bindings = Bindings(session=Session(tenant_id=tenant_id), as_of=INTERNAL_EPOCH, timeless=True)
     res = store.run_pattern(tenant_id, q, bindings)
     out = [load(store, tenant_id, r.node_id) for r in res.rows]
     if version is not None:
@@ -316,7 +316,9 @@ class TraceDiff(BaseModel):
             return f"{self.a} and {self.b}: identical context and plan"
         out = [f"--- {self.a}", f"+++ {self.b}"]
         for k, v in self.changes.items():
-            if isinstance(v, dict):
+            if k == "filter":
+                out += _filter_lines(v[0], v[1])
+            elif isinstance(v, dict):
                 for x in v.get("removed", []):
                     out.append(f"{k}: - {x}")
                 for x in v.get("added", []):
@@ -329,6 +331,27 @@ class TraceDiff(BaseModel):
             out.append("context:")
             out.extend(self.context_diff)
         return "\n".join(out)
+
+
+def _clauses(data: Any) -> list[str]:
+    """The top-level clauses of a stored filter as infix text (``tier = Platinum``, the in-force
+    clause as ``(valid_from is empty or valid_from <= ...)``)."""
+    from hopweave.models.filters import And, Or, parse_filter, to_text
+
+    if not data:
+        return []
+    try:
+        tree = parse_filter(data)
+    except Exception:  # an unreadable stored filter is shown as stored
+        return [str(data)]
+    parts = tree.clauses if isinstance(tree, And) else (tree,)
+    return [f"({to_text(c)})" if isinstance(c, (And, Or)) else to_text(c) for c in parts]
+
+
+def _filter_lines(a: Any, b: Any) -> list[str]:
+    """The document filter's clauses that differ, one per line (``filter: - tier = Gold``)."""
+    ca, cb = _clauses(a), _clauses(b)
+    return [f"filter: - {c}" for c in ca if c not in cb] + [f"filter: + {c}" for c in cb if c not in ca]
 
 
 def _set_diff(a: Sequence[Any], b: Sequence[Any]) -> dict[str, list[Any]]:

@@ -59,7 +59,7 @@ Fault = Literal["search_unavailable", "understand_unavailable"]
 _UNSET = object()
 
 #: Replays are audits: wall-clock budgets are relaxed so timing never changes what is seen.
-REPLAY_CONFIG = EngineConfig(budget_ms=60_000, pattern_budget_scale=100.0)
+REPLAY_CONFIG = EngineConfig(budget_ms=60_000, pattern_budget_scale=100.0, round_latency_scale=100.0)
 
 
 class Options(BaseModel):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import networkx as nx
 
@@ -46,12 +46,22 @@ class State:
                 continue
         return out
 
-    def neighbors(self, node_id: str, rel_type: str, direction: str) -> Iterator[str]:
+    def neighbors(
+        self, node_id: str, rel_type: str, direction: str, edge_ok: Callable[[dict[str, Any]], bool] | None = None
+    ) -> Iterator[str]:
         # Lazy: the walker reads a hub's adjacency in chunks and checks its deadline between them.
+        # Most edges carry no properties: the test is made once for them.
+        bare = edge_ok is None or edge_ok({})
+
+        def ok(props: dict[str, Any] | None) -> bool:
+            if props is None:
+                return False
+            return bare if not props or edge_ok is None else edge_ok(props)
+
         if direction in ("out", "both"):
-            yield from (v for v, kd in (self.succ.get(node_id) or {}).items() if rel_type in kd)
+            yield from (v for v, kd in (self.succ.get(node_id) or {}).items() if ok(kd.get(rel_type)))
         if direction in ("in", "both"):
-            yield from (u for u, kd in (self.pred.get(node_id) or {}).items() if rel_type in kd)
+            yield from (u for u, kd in (self.pred.get(node_id) or {}).items() if ok(kd.get(rel_type)))
 
     # ---- indexes -------------------------------------------------------------------------
     def index(self, label: str, key: str) -> dict[Any, set[str]]:

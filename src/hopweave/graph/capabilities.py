@@ -36,11 +36,13 @@ class Capabilities:
     #: How a per-query time bound is passed to the server: transaction timeout in seconds
     #: (Neo4j) or the GRAPH.QUERY TIMEOUT argument in milliseconds (FalkorDB).
     timeout_unit: Literal["s", "ms"]
-    #: The client-side deadline runs the query on a helper thread and stops waiting at the
-    #: deadline (a network server can stall). False: the engine is embedded (a Unix socket to a
-    #: local process that enforces its own TIMEOUT), so the call is made directly and a socket
-    #: timeout is the backstop — a thread hop per pattern costs milliseconds on a 2-core machine.
+    #: The client-side deadline runs the query on a helper thread and stops waiting
+    #: ``client_grace_ms`` after the deadline (a network server can stall; a server's own time
+    #: bound can fire late). False: the call is made directly and a socket timeout is the
+    #: backstop.
     client_deadline_thread: bool
+    #: The default of that grace (the store's ``client_grace_ms``) in milliseconds.
+    client_grace_ms: float
     #: Smallest server-side timeout the engine accepts, in milliseconds.
     min_timeout_ms: int
     #: The engine has a read-only query entry point (FalkorDB GRAPH.RO_QUERY, Neo4j READ access).
@@ -71,6 +73,11 @@ class Capabilities:
     #: clause (``CALL { WITH x ... }`` is deprecated there), FalkorDB's importing ``WITH``
     #: (FalkorDB 4 does not parse ``CALL (x) {``).
     subquery_open: str
+    #: Read-only listing of the single-label node indexes, one row per index with ``labels``
+    #: (a list or a string) and ``props`` (a list): what ``hopweave doctor`` compares with the schema.
+    index_list_query: str
+    #: The same for the unique constraints.
+    unique_list_query: str
 
 
 NEO4J = Capabilities(
@@ -82,6 +89,7 @@ NEO4J = Capabilities(
     unique_constraint_command=None,
     timeout_unit="s",
     client_deadline_thread=True,
+    client_grace_ms=50.0,
     min_timeout_ms=1,
     read_only_queries=True,
     timeout_markers=("TransactionTimedOut", "Transaction.Terminated"),
@@ -93,6 +101,11 @@ NEO4J = Capabilities(
     max_visited_in_query=True,
     max_visited_rows_on_cut="none",
     subquery_open="CALL ({vars}) {{",
+    index_list_query=("SHOW INDEXES YIELD entityType, labelsOrTypes, properties WHERE entityType = 'NODE' "
+                      "RETURN labelsOrTypes AS labels, properties AS props"),
+    unique_list_query=("SHOW CONSTRAINTS YIELD type, labelsOrTypes, properties "
+                       "WHERE type IN ['UNIQUENESS', 'NODE_PROPERTY_UNIQUENESS'] "
+                       "RETURN labelsOrTypes AS labels, properties AS props"),
 )
 
 FALKORDB = Capabilities(
@@ -113,7 +126,13 @@ FALKORDB = Capabilities(
         "{prop}",
     ),
     timeout_unit="ms",
-    client_deadline_thread=False,
+    # FalkorDB's TIMEOUT is fired by its cron thread and is met in server CPU time, not wall
+    # time: on a busy machine (load 12 on 2 cores) a hub walk stopped after ~budget of CPU but
+    # 2.5-3x the budget of wall time (docs/parity.md, "Budgets on servers"). The client stops
+    # waiting at the deadline instead (no grace: a query cut by either side returns the same
+    # truncated result; the thread hop costs 1-2 ms a pattern).
+    client_deadline_thread=True,
+    client_grace_ms=0.0,
     min_timeout_ms=1,
     read_only_queries=True,
     timeout_markers=("Query timed out", "timed out"),
@@ -124,6 +143,11 @@ FALKORDB = Capabilities(
     max_visited_in_query=True,
     max_visited_rows_on_cut="none",
     subquery_open="CALL {{ WITH {vars}",
+    index_list_query="CALL db.indexes() YIELD label, properties, entitytype WHERE entitytype = 'NODE' "
+                     "RETURN label AS labels, properties AS props",
+    unique_list_query="CALL db.constraints() YIELD type, label, properties, entitytype, status "
+                      "WHERE type = 'UNIQUE' AND entitytype = 'NODE' AND status = 'OPERATIONAL' "
+                      "RETURN label AS labels, properties AS props",
 )
 
 #: The one table. Keys are the engine names used in settings and CLI options.

@@ -18,6 +18,12 @@ Row semantics (the contract shared with ``hopweave.graph.walk``; the congruence 
   :func:`hopweave.graph.predicates.predicate_tree` builds (strict bool equality, like-with-like
   ranges, a missing property fails everything except ``ne``, list properties match when any
   element does). An unbound value (no binding, no default) makes the predicate match nothing.
+* Time (:mod:`hopweave.graph.predicates`, the walker's rule 9): every node of the walk must match
+  :func:`~hopweave.graph.predicates.time_tree` of its label at ``bindings.as_of`` (known then, in
+  force then), compiled like any FilterTree; every edge it goes through must match
+  :func:`~hopweave.graph.predicates.edge_time_tree` (tested in the hop's ``MATCH``, so an edge
+  recorded after as_of is neither walked nor counted as a visit). ``bindings.timeless`` (inspection
+  views only) leaves both out.
 * Rows are distinct targets; each row's ``path`` is the lexicographically smallest id sequence
   among the walks reaching it (kept hop by hop with ``min()``, which also keeps the frontier
   distinct). Order: each ``order_by`` key with missing values last in both directions, then
@@ -42,13 +48,14 @@ from __future__ import annotations
 from typing import Any, Iterable, cast
 
 from hopweave.graph.capabilities import NEO4J, Capabilities
-from hopweave.graph.predicates import EXISTS, NOTHING, predicate_tree
+from hopweave.graph.predicates import EXISTS, NOTHING, predicate_tree, recorded_bound, time_tree
 from hopweave.graph.values import UNBOUND, resolve_value
 from hopweave.models.common import Bindings
-from hopweave.models.filters import And, Eq, FilterTree, In, Not, Or
+from hopweave.models.filters import And, Eq, FilterTree, In, IsEmpty, Not, Or
 from hopweave.models.metagraph import Predicate, TraversalPattern
 from hopweave.models.schema import (
     GLOBAL_TENANT,
+    RECORDED_AT,
     SAFE_IDENTIFIER,
     GraphSchema,
     PropType,
@@ -74,9 +81,22 @@ class ParamStore:
 
     def __init__(self, params: dict[str, Any] | None = None) -> None:
         self.params: dict[str, Any] = dict(params or {})
+        #: ``as_of`` bounds: one parameter per (field, value), shared by every node of the walk
+        self._as_of: dict[tuple[str, str], str] = {}
+        self.as_of_mode = False
 
     def add(self, value: Any, hint: str = "p") -> str:
-        """Store ``value`` under a fresh name derived from ``hint``; return ``$name``."""
+        """Store ``value`` under a fresh name derived from ``hint``; return ``$name``. In
+        ``as_of_mode`` (the time conditions) a value is stored once per field, named ``asof_<hint>``."""
+        if self.as_of_mode:
+            key = (hint, repr(value))
+            if key not in self._as_of:
+                self.as_of_mode = False
+                try:
+                    self._as_of[key] = self.add(value, f"asof_{hint}")
+                finally:
+                    self.as_of_mode = True
+            return self._as_of[key]
         base = hint if SAFE_IDENTIFIER.match(hint) else "p"
         name, i = base, 0
         while name in self.params:
@@ -176,6 +196,10 @@ def _filter(
     ident, _, types = _prop_spec(schema, labels, tree.field)
     prop = f"{var}.{ident}"
     guard = "{x}"
+    if isinstance(tree, IsEmpty):  # absent, null or an empty list (filters.is_empty_value); never null
+        if "list[str]" in types:
+            return f"({prop} IS NULL OR size([] + {prop}) = 0)"
+        return f"{prop} IS NULL"
     if isinstance(tree, Eq):
         cond = "{g} = " + params.add(tree.value, tree.field)
         if not isinstance(tree.value, str):
@@ -220,6 +244,8 @@ def _node_where(
         conds.append(
             "(" + " OR ".join(f"{var}:{cypher_identifier(schema, 'label', lab)}" for lab in labels) + ")"
         )
+    if not bindings.timeless:
+        conds.append(_time_where(var, labels, bindings, schema, params, caps))
     for pred in preds:
         ident, ptype, _ = _prop_spec(schema, labels, pred.property)
         if pred.op == "exists":
@@ -233,6 +259,29 @@ def _node_where(
         # the sentinels (NOTHING, EXISTS) are handled above: what is left is a FilterTree
         conds.append(_filter(cast(FilterTree, tree), var, schema, labels, params, caps, negated=False))
     return conds
+
+
+def _time_where(
+    var: str, labels: tuple[str, ...], bindings: Bindings, schema: GraphSchema, params: ParamStore,
+    caps: Capabilities,
+) -> str:
+    """The time condition (:func:`time_tree` at as_of) on node ``var`` of one of ``labels``: one
+    expression when every label has the same condition, else one per group of labels, each
+    guarded by its labels."""
+    groups: dict[FilterTree, list[str]] = {}
+    for lab in labels:
+        groups.setdefault(time_tree(schema.label(lab), bindings.as_of), []).append(lab)
+    params.as_of_mode = True
+    try:
+        if len(groups) == 1:
+            return _filter(next(iter(groups)), var, schema, labels, params, caps, negated=False)
+        parts = []
+        for tree, labs in groups.items():
+            guard = " OR ".join(f"{var}:{cypher_identifier(schema, 'label', lab)}" for lab in labs)
+            parts.append(f"(({guard}) AND {_filter(tree, var, schema, tuple(labs), params, caps, negated=False)})")
+        return "(" + " OR ".join(parts) + ")"
+    finally:
+        params.as_of_mode = False
 
 
 def _seed_match(
@@ -318,6 +367,7 @@ def _hop_lines(
     schema: GraphSchema,
     caps: Capabilities,
     cap: str,
+    edge_known: str,
 ) -> list[str]:
     """One hop as a subquery over the frontier (``[node, path]`` pairs; a subquery ending in an
     aggregation always returns one row, so the counters survive an empty frontier). Returns
@@ -332,7 +382,7 @@ def _hop_lines(
     step = pattern.edge_sequence[k - 1]
     rel = cypher_identifier(schema, "rel", step.type)
     left, right = {"out": ("-", "->"), "in": ("<-", "-"), "both": ("-", "-")}[step.direction]
-    prev, cur = f"n{k - 1}", f"n{k}"
+    prev, cur, edge = f"n{k - 1}", f"n{k}", f"e{k}"
     if len(labels) == 1:  # several labels: _node_where already tests them
         conds = [f"{cur}:{cypher_identifier(schema, 'label', labels[0])}", *conds]
     ok = f"({' AND '.join(conds)})"
@@ -342,7 +392,8 @@ def _hop_lines(
         "  UNWIND frontier AS f",
         f"  WITH f[0] AS {prev}, f[1] AS path",
         "  " + caps.subquery_open.format(vars=prev),
-        f"    MATCH ({prev}){left}[:{rel}]{right}({cur})",
+        f"    MATCH ({prev}){left}[{edge}:{rel}]{right}({cur})",
+        *([f"    WHERE {edge_known.format(e=edge)}"] if edge_known else []),
         f"    RETURN DISTINCT {cur} LIMIT {cap}",
         "  }",
         f"  WITH {cur}, count(*) AS seen, min(path) AS path",
@@ -350,6 +401,17 @@ def _hop_lines(
         f"collect(CASE WHEN {ok} THEN [{cur}, path + [{cur}.`id`]] END) AS reached",
         "}",
     ]
+
+
+def _edge_where(bindings: Bindings, params: ParamStore) -> str:
+    """:func:`edge_time_tree` at as_of (no ``recorded_at``, or one at or before as_of) as a
+    template over ``{e}``, the edge variable. Edges are never indexed: no index guard needed."""
+    params.as_of_mode = True
+    try:
+        at = params.add(recorded_bound(bindings.as_of), RECORDED_AT)
+    finally:
+        params.as_of_mode = False
+    return f"({{e}}.`{RECORDED_AT}` IS NULL OR {{e}}.`{RECORDED_AT}` <= {at})"
 
 
 def compile_pattern(
@@ -392,9 +454,10 @@ def compile_pattern(
         f"WITH visited, seed_id, CASE WHEN visited > {max_visited} THEN [] ELSE reached END AS frontier",
     ]
     total = "visited + expanded"  # the count after a hop
+    edge_known = "" if bindings.timeless else _edge_where(bindings, params)
     for k in range(1, n + 1):
         conds = _node_where(k, labels[k], by_node.get(k, []), bindings, schema, params, tenants, caps)
-        lines += _hop_lines(k, k == n, pattern, labels[k], conds, schema, caps, cap)
+        lines += _hop_lines(k, k == n, pattern, labels[k], conds, schema, caps, cap, edge_known)
         if k < n:  # one projection per hop (the frontier list is copied by every projection)
             lines.append(
                 f"WITH {total} AS visited, seed_id, "

@@ -2,7 +2,7 @@
 
 ``cypher/schema.cypher`` is the human-facing file (paste it into Neo4j Browser or cypher-shell).
 It is generated from the merged schema (base + pack) by :func:`render_schema_cypher` (a unit test keeps
-the two in sync; regenerate with ``hopweave cypher-schema > cypher/schema.cypher``);
+the two in sync; regenerate with ``hopweave cypher-schema PACK > cypher/schema.cypher``);
 :func:`parse_schema_cypher` reads such a file back strictly (only the two statement shapes it
 contains). The stores create the items of their own schema (:func:`schema_items`: for the default
 schema, exactly the file's; for another pack's schema, that schema's) and render each item for
@@ -84,7 +84,7 @@ def parse_schema_cypher(text: str, schema: GraphSchema) -> list[SchemaItem]:
         if m is None:
             raise SchemaError(
                 f"schema.cypher line {no} is not a generated constraint/index statement: {line!r}; "
-                "regenerate the file with `hopweave cypher-schema > cypher/schema.cypher`"
+                "regenerate the file with `hopweave cypher-schema PACK > cypher/schema.cypher`"
             )
         _, label, prop = m.groups()
         cypher_identifier(schema, "label", label)

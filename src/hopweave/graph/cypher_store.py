@@ -7,8 +7,8 @@ capability table (:mod:`hopweave.graph.capabilities`). A driver subclass impleme
 errors into hopweave errors), :meth:`_execute_command` and :meth:`close`.
 
 Budgets: a pattern runs with a server-side time bound (the remaining budget) and a client-side
-deadline (the caller stops waiting ``client_grace_ms`` after the budget; for an embedded engine a
-socket timeout instead, see ``Capabilities.client_deadline_thread``). Either one firing gives a
+deadline (the caller stops waiting ``client_grace_ms`` after the budget, see
+``Capabilities.client_deadline_thread``). Either one firing gives a
 truncated result with ``truncated_reason="budget_ms"`` and no rows, never an exception. The
 compiled query counts visits like the walker and stops after the hop that passes
 ``max_visited``: a truncated result with ``truncated_reason="max_visited"``, no rows and
@@ -29,7 +29,7 @@ from hopweave.errors import InputError, QueryTimeoutError, StoreError
 from hopweave.graph.base import Edge, GraphStore, Node
 from hopweave.graph.capabilities import Capabilities
 from hopweave.graph.cypher import ParamStore, compile_filter, compile_pattern
-from hopweave.graph.cypher_schema import ddl_for, schema_items
+from hopweave.graph.cypher_schema import SchemaItem, ddl_for, schema_items
 from hopweave.graph.write_rules import LABEL_KEY, WriteValidator
 from hopweave.models.common import Bindings, PatternResult, Row
 from hopweave.models.filters import FilterTree
@@ -53,10 +53,10 @@ class CypherGraphStore(GraphStore):
     caps: Capabilities
     graph_name: str = "hopweave"
 
-    def __init__(self, schema: GraphSchema, *, client_grace_ms: float = 50.0, workers: int = 16) -> None:
+    def __init__(self, schema: GraphSchema, *, client_grace_ms: float | None = None, workers: int = 16) -> None:
         self.schema = schema
         self.validator = WriteValidator(schema)
-        self.client_grace_ms = client_grace_ms
+        self.client_grace_ms = self.caps.client_grace_ms if client_grace_ms is None else client_grace_ms
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"hopweave-{self.caps.name}")
         self._label_idents = {lab.name: cypher_identifier(schema, "label", lab.name) for lab in schema.labels}
 
@@ -112,6 +112,27 @@ class CypherGraphStore(GraphStore):
                     if not any(m in str(exc).lower() for m in _EXISTS_MARKERS):
                         raise
         return created
+
+    def missing_schema_items(self) -> list[SchemaItem]:
+        """The constraints and indexes of the store's schema (:func:`schema_items`) that the
+        engine does not hold (``hopweave doctor``; :meth:`ensure_schema` creates them)."""
+        present = self._present_schema_items()
+        return [it for it in schema_items(self.schema) if (it.kind, it.label, it.prop) not in present]
+
+    def _present_schema_items(self) -> set[tuple[str, str, str]]:
+        """(kind, label, property) of the single-property node indexes ("index") and unique
+        constraints ("unique") the engine holds, through the capability row's listing queries."""
+        found: set[tuple[str, str, str]] = set()
+        for kind, query in (("index", self.caps.index_list_query), ("unique", self.caps.unique_list_query)):
+            for row in self._execute(query, {}):
+                labels, props = row["labels"] or [], row["props"] or []
+                label = labels if isinstance(labels, str) else (labels[0] if len(labels) == 1 else None)
+                if label is None:
+                    continue
+                if kind == "unique" and len(props) != 1:
+                    continue
+                found.update((kind, str(label), str(p)) for p in props)
+        return found
 
     # ---- reads ------------------------------------------------------------------------------
     def _union_by_label(self, where: str, returns: str) -> str:

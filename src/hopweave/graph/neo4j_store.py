@@ -56,20 +56,18 @@ class Neo4jGraphStore(CypherGraphStore):
         schema: GraphSchema | None = None,
         *,
         database: str = "neo4j",
-        client_grace_ms: float = 50.0,
+        client_grace_ms: float | None = None,
         **driver_config: Any,
     ) -> None:
-        if schema is None:
-            from hopweave.paths import default_schema_path
-
-            schema = GraphSchema.load(default_schema_path())
+        if schema is None:  # no schema and no store settings: the domain-free base schema
+            schema = GraphSchema.base()
         super().__init__(schema, client_grace_ms=client_grace_ms)
         from hopweave.config import NEO4J_SCHEMES
 
         if not isinstance(uri, str) or not uri.startswith(NEO4J_SCHEMES):
             self._shutdown_pool()
             raise ConfigError(
-                f"Neo4j URI {uri!r} must start with one of {NEO4J_SCHEMES} (HOPWEAVE_NEO4J_URI)"
+                f"Neo4j URI {uri!r} must start with one of {NEO4J_SCHEMES}"
             )
         neo4j = _neo4j()
         self.uri = uri
@@ -79,7 +77,7 @@ class Neo4jGraphStore(CypherGraphStore):
         except (ValueError, neo4j.exceptions.ConfigurationError) as exc:
             self._shutdown_pool()
             raise ConfigError(
-                f"invalid Neo4j URI or driver setting {uri!r}: {exc} (HOPWEAVE_NEO4J_URI)"
+                f"invalid Neo4j URI or driver setting {uri!r}: {exc}"
             ) from exc
 
     def verify(self) -> None:
@@ -115,7 +113,7 @@ class Neo4jGraphStore(CypherGraphStore):
         if isinstance(exc, (ex.ServiceUnavailable, ex.SessionExpired, ex.ConnectionAcquisitionTimeoutError)):
             return StoreUnavailableError(
                 f"Neo4j at {self.uri} is not reachable ({exc}); start it with `docker compose up -d neo4j` "
-                "or fix HOPWEAVE_NEO4J_URI"
+                "or fix the URI (--graph / HOPWEAVE_GRAPH)"
             )
         if any(m in text for m in self.caps.timeout_markers):
             return QueryTimeoutError(f"Neo4j stopped the query at its time bound ({timeout_ms} ms): {code}")

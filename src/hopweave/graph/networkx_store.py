@@ -59,10 +59,8 @@ class NetworkxGraphStore(GraphStore):
         read_only: bool = False,
         lock_timeout_s: float | None = None,
     ) -> None:
-        if schema is None:
-            from hopweave.paths import default_schema_path
-
-            schema = GraphSchema.load(default_schema_path())
+        if schema is None:  # no schema and no store settings: the domain-free base schema
+            schema = GraphSchema.base()
         self.schema = schema
         self.directory = Path(directory) if directory is not None else None
         self.read_only = read_only

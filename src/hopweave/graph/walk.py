@@ -34,7 +34,15 @@ congruence tests compare them; change both together):
    every node and stops early: rows found so far (ordered, limited), ``truncated=True``,
    ``truncated_reason`` = "budget_ms" / "max_visited" (these win over "limit"). A max_visited
    cut is deterministic (the walk order is); a budget cut is not.
-9. **Row.properties** = ``id``, ``tenant_id``, ``summary`` (if present) and the ``returns``
+9. **Time** (the same definition on every store, :mod:`hopweave.graph.predicates`): every node
+   of the walk (seed, intermediates, target) must be known at ``bindings.as_of`` and in force
+   then (:func:`~hopweave.graph.predicates.time_tree` of its label, compiled once per label and
+   as_of), and every edge it goes through known then
+   (:func:`~hopweave.graph.predicates.edge_time_tree`). A node failing it
+   blocks the walk like a node of another tenant; an edge failing it is not there (its far end
+   is not a neighbour and is not counted as visited). ``bindings.timeless`` (the store's own
+   inspection views, never a request) turns the rule off.
+10. **Row.properties** = ``id``, ``tenant_id``, ``summary`` (if present) and the ``returns``
    properties that are present (not None); when ``returns`` is empty, every property of the node
    except PII properties not listed in ``pii_allowed``. PII properties not in ``pii_allowed`` are
    never returned (the write gate rejects such patterns; this is the second wall).
@@ -65,7 +73,15 @@ from itertools import islice
 from typing import Any, Iterable, Iterator, Protocol
 
 from hopweave.graph.base import visible
-from hopweave.graph.predicates import NOTHING, PredicateTree, predicate_holds, predicate_tree
+from hopweave.graph.predicates import (
+    NOTHING,
+    Matcher,
+    PredicateTree,
+    edge_time_matcher,
+    predicate_holds,
+    predicate_tree,
+    time_matcher,
+)
 from hopweave.graph.values import UNBOUND, resolve_value
 from hopweave.models.common import Bindings, PatternResult, Row
 from hopweave.models.filters import Eq, In, matches
@@ -85,8 +101,12 @@ class GraphView(Protocol):
     def seed_candidates(self, label: str, key: str, values: tuple[Any, ...]) -> Iterable[str]:
         """Ids of nodes of ``label`` whose ``key`` may equal one of ``values`` (a superset is fine)."""
 
-    def neighbors(self, node_id: str, rel_type: str, direction: str) -> Iterable[str]:
-        """Ids of nodes linked to ``node_id`` by ``rel_type`` in ``direction`` (any order, may repeat)."""
+    def neighbors(
+        self, node_id: str, rel_type: str, direction: str, edge_ok: Matcher | None = None
+    ) -> Iterable[str]:
+        """Ids of nodes linked to ``node_id`` by ``rel_type`` in ``direction`` (any order, may
+        repeat), through an edge whose properties (``{}`` when it has none) satisfy ``edge_ok``
+        when one is given."""
 
 
 def allowed_labels(schema: GraphSchema, pattern: TraversalPattern) -> list[frozenset[str]]:
@@ -151,7 +171,7 @@ def _holds(preds: list[tuple[Predicate, PredicateTree]], node_id: str, attrs: di
 def row_properties(
     schema: GraphSchema, pattern: TraversalPattern, node_id: str, attrs: dict[str, Any]
 ) -> dict[str, Any]:
-    """Row.properties per rule 9."""
+    """Row.properties per rule 10."""
     label = attrs.get(LABEL_KEY, "")
     pii = schema.pii_properties(label) - set(pattern.pii_allowed) if label in schema.label_map else set()
     out: dict[str, Any] = {"id": node_id, "tenant_id": attrs.get("tenant_id")}
@@ -279,6 +299,9 @@ class _Walk:
         self.depth = len(self.steps)
         self.allowed = allowed_labels(schema, pattern)
         self.preds = compile_predicates(schema, pattern, bindings, self.allowed)
+        #: rule 9: per label, the time condition at as_of (built on first use); the edges' one
+        self.time_ok: dict[str, Matcher] = {}
+        self.edge_ok: Matcher | None = None if bindings.timeless else edge_time_matcher(bindings.as_of)
         self.visited = 0
         #: every distinct target reached, with its (smallest) path
         self.found: dict[str, tuple[str, ...]] = {}
@@ -301,9 +324,17 @@ class _Walk:
             return None
         if not visible(self.tenant_id, attrs.get("tenant_id")):
             return None
+        if not self.bindings.timeless and not self.time_matcher(attrs[LABEL_KEY])(attrs):
+            return None
         if self.preds[pos] and not _holds(self.preds[pos], node_id, attrs):
             return None
         return attrs
+
+    def time_matcher(self, label: str) -> Matcher:
+        m = self.time_ok.get(label)
+        if m is None:
+            m = self.time_ok[label] = time_matcher(self.schema.label(label), self.bindings.as_of)
+        return m
 
     def keep(self, node_id: str, path: tuple[str, ...], attrs: dict[str, Any]) -> None:
         """Record a reached target; keep only the ``limit`` best in memory for the rows (so the
@@ -323,7 +354,7 @@ class _Walk:
         self.expanded.add((node, pos))
         step = self.steps[pos]
         last = pos + 1 == self.depth
-        raw = self.view.neighbors(node, step.type, step.direction)
+        raw = self.view.neighbors(node, step.type, step.direction, self.edge_ok)
         for nb in sorted_neighbours(raw, self.deadline):
             if last and nb in self.found:
                 continue

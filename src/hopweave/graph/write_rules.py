@@ -185,7 +185,7 @@ class WriteValidator:
             r.name: (
                 frozenset(r.from_labels),
                 frozenset(r.to_labels),
-                {p.name: (p, CONVERTERS[p.type], _FAST_TYPES.get(p.type)) for p in r.properties},
+                {p.name: (p, CONVERTERS[p.type], _FAST_TYPES.get(p.type)) for p in r.props.values()},
             )
             for r in schema.relationships
         }

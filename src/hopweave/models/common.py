@@ -147,6 +147,10 @@ class Bindings(BaseModel):
     goal: str | None = None
     #: Canonical entity values by entity type, e.g. {"Plan": "Unlimited_Plus", "ChargeType": "RoamingCharge"}
     entities: dict[str, Scalar] = Field(default_factory=dict)
+    #: True only for the store's own inspection views (a trace's subgraph, the traces that used a
+    #: pattern): the walk sees every node and edge whatever its dates. A request never sets it:
+    #: its patterns see what was known and in force at ``as_of`` (docs/engine.md, "Time").
+    timeless: bool = False
 
 
 class Row(BaseModel):

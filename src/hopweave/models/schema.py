@@ -29,6 +29,11 @@ SAFE_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 #: Properties every node carries, whatever its label.
 COMMON_NODE_PROPERTIES: dict[str, PropType] = {"id": "str", "tenant_id": "str"}
 
+#: When a node or an edge was recorded in the graph (``YYYY-MM-DDTHH:MM:SS``), optional on every
+#: node and every edge: a fact recorded after a request's ``as_of`` is not known at that as_of
+#: (see :class:`TimeSpec` and ``hopweave.graph.predicates.known_tree``; docs/engine.md, "Time").
+RECORDED_AT = "recorded_at"
+
 #: Property of shared nodes naming the domain (pack) they belong to; absent = every domain.
 DOMAIN_PROPERTY = "domain"
 
@@ -64,6 +69,29 @@ class PropertySpec(_Frozen):
         return check_identifier(v, "property name")
 
 
+class TimeSpec(_Frozen):
+    """How a label's nodes sit in time (``time:`` on a label in a schema file); every name is a
+    date or datetime property of the label.
+
+    - ``event``: when the fact happened (a DecisionTrace's ``timestamp``). A node without ``recorded_at``
+      counts as recorded at its event time.
+    - ``valid_from`` / ``valid_until``: the interval the node is in force (a workflow or rule
+      revision): ``valid_from <= as_of < valid_until``, an absent bound is open.
+
+    A pattern sees a node at ``as_of`` only when it is known then (recorded, or else happened, at or
+    before as_of) and in force then; one definition for every pattern on every store
+    (``hopweave.graph.predicates.time_tree``)."""
+
+    event: str | None = None
+    valid_from: str | None = None
+    valid_until: str | None = None
+
+    @field_validator("event", "valid_from", "valid_until")
+    @classmethod
+    def _safe(cls, v: str | None) -> str | None:
+        return None if v is None else check_identifier(v, "time property")
+
+
 class LabelSpec(_Frozen):
     name: str
     subgraph: Subgraph
@@ -73,15 +101,34 @@ class LabelSpec(_Frozen):
     vocabulary: bool = False
     #: Nodes of this label are shared across tenants (tenant_id = GLOBAL_TENANT).
     shared: bool = False
+    #: The event time and validity interval of the label's nodes (None = timeless: only
+    #: ``recorded_at``, when a node has it, says since when it is known).
+    time: TimeSpec | None = None
 
     @field_validator("name")
     @classmethod
     def _safe(cls, v: str) -> str:
         return check_identifier(v, "label")
 
+    @model_validator(mode="after")
+    def _time_props(self) -> "LabelSpec":
+        if self.time is not None:
+            for role in ("event", "valid_from", "valid_until"):
+                name = getattr(self.time, role)
+                if name is None:
+                    continue
+                spec = self.props.get(name)
+                if spec is None or spec.type not in ("date", "datetime"):
+                    raise ValueError(
+                        f"label {self.name}: time.{role} names {name!r}, which must be a date or datetime "
+                        f"property of the label (declared: {sorted(self.props)})")
+        return self
+
     @cached_property
     def props(self) -> dict[str, PropertySpec]:
         out = {n: PropertySpec(name=n, type=t, required=True) for n, t in COMMON_NODE_PROPERTIES.items()}
+        out[RECORDED_AT] = PropertySpec(name=RECORDED_AT, type="datetime",
+                                        description="when the node was recorded in the graph")
         if self.shared:  # shared nodes belong to one domain (pack) of the store
             out[DOMAIN_PROPERTY] = PropertySpec(name=DOMAIN_PROPERTY, type="str", indexed=True)
         out.update({p.name: p for p in self.properties})
@@ -110,6 +157,14 @@ class RelSpec(_Frozen):
     def _safe(cls, v: str) -> str:
         return check_identifier(v, "relationship type")
 
+    @cached_property
+    def props(self) -> dict[str, PropertySpec]:
+        """The declared properties plus ``recorded_at`` (optional on every edge)."""
+        out = {RECORDED_AT: PropertySpec(name=RECORDED_AT, type="datetime",
+                                         description="when the edge was recorded in the graph")}
+        out.update({p.name: p for p in self.properties})
+        return out
+
     @field_validator("from_labels", "to_labels")
     @classmethod
     def _star_alone(cls, v: tuple[str, ...]) -> tuple[str, ...]:
@@ -124,6 +179,8 @@ class LabelExtension(_Frozen):
     extends: str
     description: str = ""
     properties: tuple[PropertySpec, ...] = ()
+    #: Time roles for a base label that declares none (:class:`TimeSpec`).
+    time: TimeSpec | None = None
 
     @field_validator("extends")
     @classmethod
@@ -316,7 +373,8 @@ def _as_extension(other: Any) -> SchemaExtension:
     return SchemaExtension.from_dict(other)
 
 
-def _extend_label(lab: LabelSpec, props: tuple[PropertySpec, ...], source: str) -> LabelSpec:
+def _extend_label(lab: LabelSpec, ext: LabelExtension, source: str) -> LabelSpec:
+    props = ext.properties
     have = {p.name: p for p in lab.properties}
     added: list[PropertySpec] = []
     for p in props:
@@ -328,7 +386,19 @@ def _extend_label(lab: LabelSpec, props: tuple[PropertySpec, ...], source: str) 
             raise SchemaError(
                 f"{source}: `extends: {lab.name}` re-declares property {p.name!r} as {p.type} but the "
                 f"base schema declares it as {old.type}; drop it from the pack or give it another name")
-    return lab.model_copy(update={"properties": lab.properties + tuple(added)})
+    time = lab.time
+    if ext.time is not None and ext.time != lab.time:
+        if lab.time is not None:
+            raise SchemaError(f"{source}: `extends: {lab.name}` declares time roles but the base schema already "
+                              f"declares {lab.time.model_dump(exclude_none=True)}; drop `time:` from the pack")
+        time = ext.time
+    data = lab.model_dump()
+    data.update(properties=[p.model_dump() for p in lab.properties + tuple(added)],
+                time=time.model_dump() if time is not None else None)
+    try:
+        return LabelSpec.model_validate(data)
+    except Exception as exc:
+        raise SchemaError(f"{source}: `extends: {lab.name}`: {exc}") from exc
 
 
 def _merge_chunk_fields(base: tuple[PropertySpec, ...], extra: tuple[PropertySpec, ...], source: str
@@ -402,7 +472,7 @@ def _merge(schema: GraphSchema, other: Any, source: str = "pack schema") -> Grap
         dup = sorted({e.extends for e in ext.extensions if sum(x.extends == e.extends for x in ext.extensions) > 1})
         raise SchemaError(f"{source}: `extends:` given twice for {dup}; merge the property lists into one entry")
     labels = list(ext.labels) + [
-        _extend_label(lab, by_ext[lab.name].properties, source) if lab.name in by_ext else lab
+        _extend_label(lab, by_ext[lab.name], source) if lab.name in by_ext else lab
         for lab in schema.labels
     ]
     known = {lab.name for lab in labels}

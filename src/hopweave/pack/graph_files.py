@@ -161,7 +161,7 @@ class _Reader:
         if not isinstance(src, str) or not src or not isinstance(dst, str) or not dst:
             self.problem(line, f"{where}: `from` and `to` must be node ids (strings)", "give both endpoint ids")
             return None
-        props = self.props(line, where, {p.name: p for p in rel.properties}, raw)
+        props = self.props(line, where, dict(rel.props), raw)
         if props is None:
             return None
         e = Edge(src, dst, rel.name, props)
@@ -327,7 +327,7 @@ def _csv_row(r: _Reader, no: int, kind: str, cols: dict[str, Any], row: list[str
         specs = spec.props if spec is not None else {}
     else:
         rel = r.schema.rel_map.get(name)
-        specs = {p.name: p for p in rel.properties} if rel is not None else {}
+        specs = dict(rel.props) if rel is not None else {}
     props: dict[str, Any] = {}
     for i, pname, ptype in cols["props"]:
         cell = row[i]

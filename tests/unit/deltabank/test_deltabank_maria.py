@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
 
 from generator.build import load_deltabank  # noqa: E402
 from generator.maria import expected_facts  # noqa: E402
+
+import deltabank_checks as checks  # noqa: E402
 from hopweave.graph import open_graph_store
 from hopweave.graph.traverse import run_goal_patterns, seed_entities
 from hopweave.models.common import Bindings, Session, to_datetime
@@ -108,3 +111,8 @@ def test_other_goals_run_for_maria(store):
         assert res and all(r.error is None for r in res.values())
         wf = [r for n, r in res.items() if n.endswith("_workflow")][0]
         assert ids(wf) == [f"WF_{goal}_v2"]
+
+
+def test_procedure_in_force_at_three_dates(store) -> None:
+    """Issue 14: workflows and rules are selected by validity at as_of, not `version = current`."""
+    checks.check_procedure_in_force(store)

@@ -123,3 +123,18 @@ def test_precomputed_embedder_serves_known_texts_and_falls_back() -> None:
     assert inner.calls == [["b"]] and pre.fallbacks == 1
     pre.embed(["b"])
     assert inner.calls == [["b"]]  # remembered
+
+
+def test_the_example_tenant_gets_drafts_not_rival_policies(chunks3000) -> None:
+    """Generator v4: the example corpus holds DeltaBank's authoritative documents, so a generated
+    DeltaBank policy or fee schedule is declared a draft (laid out as the policy, dated a year
+    back); the other tenant keeps its generated policies."""
+    from generator.scale import AUTHORITATIVE_TYPES, DRAFT_TYPE
+
+    docs = chunks3000[0]
+    types = {(d.tenant_id, d.metadata["doc_type"]) for d in docs}
+    assert not {t for tenant, t in types if tenant == "deltabank"} & set(AUTHORITATIVE_TYPES)
+    assert ("deltabank", DRAFT_TYPE) in types
+    assert {t for tenant, t in types if tenant != "deltabank"} & set(AUTHORITATIVE_TYPES)
+    drafts = [d for d in docs if d.metadata["doc_type"] == DRAFT_TYPE]
+    assert all(d.text.startswith("## 1.1 ") and d.metadata["kind"] == "policy" for d in drafts)

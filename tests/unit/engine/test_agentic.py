@@ -118,6 +118,12 @@ def test_latency_budget_stops_the_loop() -> None:
 
     _, rounds, notes = run_rounds(_inputs(policy, Slow({})), [_chunk("a", 0.1)])
     assert len(rounds) == 2 and any("latency budget" in n for n in notes)
+    # the replay budgets scale it (EngineConfig.round_latency_scale): a slow store stops no round
+    from hopweave.engine.replay import REPLAY_CONFIG
+
+    _, rounds, notes = run_rounds(_inputs(policy, Slow({}), latency_scale=REPLAY_CONFIG.round_latency_scale * 1000),
+                                  [_chunk("a", 0.1)])
+    assert len(rounds) == 3 and not any("latency budget" in n for n in notes)
 
 
 def test_query_writer_is_held_to_declared_fields_and_scope() -> None:

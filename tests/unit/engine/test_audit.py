@@ -63,8 +63,17 @@ def test_rows_say_what_was_in_force_and_what_changed(rows) -> None:  # type: ign
     assert (wp.revision, wp.valid_from, wp.valid_until) == ("v2", "2024-01-01", "2026-01-01") and "3.2" in wp.sections
     assert "waiver-policy: v2 -> v4" in before.changes and before.context_changed
     assert "Applicable policy" in before.sections
+    # the procedure in force then, with its validity, and what replaced it by the audit date
+    wf = next(p for p in before.procedure if p.label == "Workflow")
+    assert (wf.id, wf.valid_from, wf.valid_until) == ("WF_LateFeeDispute_v1", "2021-03-01", "2026-01-01")
+    assert {p.id for p in before.procedure if p.label == "Rule"} >= {"RULE_LateFeeDispute_1_v2",
+                                                                      "RULE_LateFeeDispute_3_v2"}
+    assert "Workflow 'LateFeeDispute workflow': WF_LateFeeDispute_v1 -> WF_LateFeeDispute_v3" in before.procedure_changes
+    assert ("Rule 'Platinum courtesy waiver': RULE_LateFeeDispute_1_v2 -> RULE_LateFeeDispute_1_v4"
+            in before.procedure_changes)
     after = by["waiver_policy_in_force_after_v4"]
     assert not any(c.startswith("waiver-policy") for c in after.changes)  # v4 is still in force on the audit date
+    assert after.procedure_changes == ()  # and so are workflow v3 and the v4 rules
     assert all(r.passed for r in rows)
 
 
@@ -77,6 +86,7 @@ def test_the_html_is_readable_escaped_and_deterministic(rows) -> None:  # type: 
     text = " ".join(p.text)
     assert "4/4 scenarios passed" in text and "Documents in force and cited" in text
     assert "waiver-policy: v2 -> v4" in text and "in force 2024-01-01 .. 2026-01-01" in text
+    assert "Procedure in force (workflows, rules)" in text and "WF_LateFeeDispute_v1" in text
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 

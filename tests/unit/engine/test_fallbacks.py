@@ -9,8 +9,7 @@ from conftest import AS_OF, DELTABANK, DELTABANK_REGISTRY, MARIA, UTTERANCE
 
 from hopweave.engine.engine import Engine, EngineConfig
 from hopweave.engine.replay import REPLAY_CONFIG
-from hopweave.models.schema import GraphSchema
-from hopweave.paths import default_schema_path
+from domains import deltabank_schema
 from hopweave.search.edge_index import EdgeIndex
 
 
@@ -23,7 +22,7 @@ def _sibling(engine: Engine, index, **config) -> Engine:
 
 def test_search_store_down_gives_graph_only_context(engine: Engine, tmp_path: Path) -> None:
     # A real qdrant-edge index whose collection does not exist: every search raises StoreError.
-    down = EdgeIndex(tmp_path / "nowhere", GraphSchema.load(default_schema_path()))
+    down = EdgeIndex(tmp_path / "nowhere", deltabank_schema())
     r = _sibling(engine, down).retrieve(UTTERANCE, session=MARIA, as_of=AS_OF, record=False)
     assert r.goal == "LateFeeDispute"
     d = [x for x in r.degraded if x.stage == "search"]

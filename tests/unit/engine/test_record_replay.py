@@ -79,3 +79,20 @@ def test_trace_id_is_deterministic_function_of_inputs() -> None:
     assert a == rec.trace_id_for(**kw) and a.startswith("RT_")
     assert a != rec.trace_id_for(**{**kw, "patterns": [("p", 2)]})
     assert a != rec.trace_id_for(**{**kw, "tenant_id": "northbank", "session": Session(tenant_id="northbank")})
+
+
+def test_trace_diff_names_the_filter_clauses_that_changed() -> None:
+    """A filter change is shown clause by clause in infix form, not as two JSON dumps."""
+    from hopweave.models.filters import And, Eq, IsEmpty, Or, Range
+
+    def tree(at: str) -> dict:
+        return And(clauses=(Eq(field="tier", value="Platinum"),
+                            Or(clauses=(IsEmpty(field="valid_from"), Range(field="valid_from", lte=at))))
+                   ).model_dump(mode="json")
+
+    d = rec.TraceDiff(a="RT_a", b="RT_b", same_context=False,
+                      changes={"filter": (tree("2026-05-12T23:59:59Z"), tree("2026-10-05T23:59:59Z"))})
+    assert d.render().split("\n")[2:] == [
+        "filter: - (valid_from is empty or valid_from <= 2026-05-12T23:59:59Z)",
+        "filter: + (valid_from is empty or valid_from <= 2026-10-05T23:59:59Z)",
+    ]

@@ -103,6 +103,7 @@ def test_group_commit_makes_many_traces_durable_in_few_writes(engine: Engine, ma
     from hopweave.models.common import Session
 
     shutil.copytree(engine.store_dir / "graph", tmp_path / "graph")
+    shutil.copy(engine.store_dir / "hopweave-store.json", tmp_path)  # the store's schema and domains
     store = open_graph(tmp_path)
     writes: list[int] = []
     real = store.write

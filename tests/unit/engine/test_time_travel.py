@@ -1,5 +1,6 @@
-"""Traces pin what was seen (issue 14): record, load a policy update, replay --as-recorded
-byte-identically, --as-of-now shows the new text, trace diff names the changed chunks."""
+"""Traces pin what was seen (issue 14): record, load a policy update (a document revision and the
+rule revision that goes with it), replay --as-recorded byte-identically, --as-of-now shows the new
+text and the new rule, trace diff names the changed chunks and facts."""
 
 from __future__ import annotations
 
@@ -21,6 +22,24 @@ from hopweave.models.filters import And, Eq
 QUESTION = "Can you waive the late fee on my Platinum card? What does your waiver policy allow per year?"
 AT = "2026-10-05"  # waiver-policy v4 in force (2026-09-01 ..)
 V5_TEXT = "one fee waiver in any rolling 12-month period at the discretion of the support agent, up to $100"
+#: the courtesy-waiver rule as revised with v5 (the v4 revision, RULE_LateFeeDispute_1_v4, gets its valid_until)
+RULE_V5 = "RULE_LateFeeDispute_1_v5"
+RULE_V5_CONDITION = 'tier == "Platinum" and waivers_last_12_months == 0 and amount <= 100'
+
+
+def _supersede_rule(graph) -> None:
+    """The procedure side of the update: a rule revision in force from 2026-10-01, the v4 one
+    closed on that day (a load keeps history: the old node stays, with its end date)."""
+    from hopweave.graph.base import Edge, Node
+
+    graph.write("deltabank", [
+        Node(id="RULE_LateFeeDispute_1_v4", label="Rule", props={"valid_until": "2026-10-01"}),
+        Node(id=RULE_V5, label="Rule", props={
+            "name": "Platinum courtesy waiver", "condition": RULE_V5_CONDITION,
+            "action": "waive at the agent's discretion without escalation", "enabled": True,
+            "valid_from": "2026-10-01",
+            "summary": f"Rule 'Platinum courtesy waiver': if {RULE_V5_CONDITION} then waive at the agent's discretion"}),
+    ], [Edge("CASESTATE_LateFeeDispute_open", RULE_V5, "MATCHES")])
 
 
 def _update(tmp: Path) -> Path:
@@ -51,8 +70,10 @@ def travelled(cli_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     try:
         before = eng.retrieve(QUESTION, session=MARIA, as_of=AT)
         assert before.recorded and "up to $75, without escalation" in before.context.text
+        assert "amount <= 75" in before.context.text  # the v4 rule revision, in force at AT
         docs = load_corpus(_update(tmp), eng.graph.schema, "deltabank")
         ingest_corpus(eng.index, eng.embedder, docs)
+        _supersede_rule(eng.graph)
     finally:
         eng.close()
     yield store, before.trace_id
@@ -81,14 +102,19 @@ def test_as_recorded_is_byte_identical_after_the_update(eng: Engine, travelled: 
     t = rec.load(eng.graph, "deltabank", travelled[1])
     assert r.identical and r.text == t.context_text and r.rebuilt_hash == t.context_hash
     assert r.chunks and all(c.status == "same" for c in r.chunks)
-    assert all(c.status == "same" for c in r.facts)
+    # the superseded rule is named (its valid_until was set since); every other fact is unchanged
+    assert [(c.id, c.status) for c in r.facts if c.status != "same"] == [("RULE_LateFeeDispute_1_v4", "changed")]
     assert "up to $75, without escalation" in r.text and "up to $100" not in r.text
+    assert "amount <= 75" in r.text and "amount <= 100" not in r.text
 
 
 def test_as_of_now_shows_the_new_text_and_diff_names_the_chunks(eng: Engine, travelled: tuple[Path, str]) -> None:
     result, d = replay_trace(eng, "deltabank", travelled[1], record=False, as_of=AT)
     assert V5_TEXT in result.context.text and "up to $75, without escalation" not in result.context.text
+    assert "amount <= 100" in result.context.text and "amount <= 75" not in result.context.text
     assert not d.same_context
+    assert "RULE_LateFeeDispute_1_v4" in d.changes["fact_ids"]["removed"]
+    assert RULE_V5 in d.changes["fact_ids"]["added"]
     assert d.changes["documents"] == {"removed": ["waiver-policy@v4"], "added": ["waiver-policy@v5"]}
     assert any(x.startswith("waiver-policy-v5.pdf v5 section 3.2 (") for x in d.changes["chunks"]["added"])
     assert any(x.startswith("waiver-policy-v4.pdf v4 section 3.2 (") for x in d.changes["chunks"]["removed"])
@@ -122,5 +148,18 @@ def test_cli_replay_as_recorded_and_as_of_now(travelled: tuple[Path, str], eng: 
                            "--store", str(store), "--no-record"])
     assert res.exit_code == 1, res.output  # the context differs from the recording
     assert "waiver-policy@v5" in res.stdout and "waiver-policy-v5.pdf v5 section 3.2" in res.stdout
+    # recorded, the re-run is a trace of its own; `trace diff` names the changed chunks and facts
+    res = run.invoke(app, ["replay", "--as-of-now", trace, "--as-of", AT, "--tenant", "deltabank",
+                           "--store", str(store), "--json"])
+    assert res.exit_code == 1, res.output
+    import json
+
+    now = json.loads(res.stdout)
+    new_trace = now["trace_id"]
+    res = run.invoke(app, ["trace", "diff", trace, new_trace, "--tenant", "deltabank", "--store", str(store)])
+    assert res.exit_code == 0, res.output
+    assert "chunks: + waiver-policy-v5.pdf v5 section 3.2" in res.stdout
+    assert "chunks: - waiver-policy-v4.pdf v4 section 3.2" in res.stdout
+    assert f"fact_ids: + {RULE_V5}" in res.stdout and "fact_ids: - RULE_LateFeeDispute_1_v4" in res.stdout
     res = run.invoke(app, ["replay", "--as-recorded", trace, "--store", str(store)], env={"HOPWEAVE_TENANT": ""})
     assert res.exit_code != 0 and "--tenant" in res.output

@@ -11,8 +11,7 @@ from hopweave.pack.corpus import document_graph, load_corpus, store_resolver
 from hopweave.pack.manifest import read_manifest
 from hopweave.engine import tokens
 from hopweave.errors import ConfigError
-from hopweave.models.schema import GraphSchema
-from hopweave.paths import default_schema_path
+from domains import deltabank_schema
 from hopweave.search.chunker import chunk_document
 
 QUOTE = ("Platinum customers in good standing may receive one fee waiver per calendar year at the discretion "
@@ -37,7 +36,7 @@ def test_missing_tokenizer_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp
 
 @pytest.fixture(scope="module")
 def corpus():
-    return load_corpus(EXAMPLE / "corpus", GraphSchema.load(default_schema_path()), "deltabank")
+    return load_corpus(EXAMPLE / "corpus", deltabank_schema(), "deltabank")
 
 
 def test_corpus_has_the_seed_passage_and_its_traps(corpus) -> None:

@@ -27,7 +27,7 @@ from typing import Any, Iterable, Sequence
 from hopweave.graph.base import Edge, Node
 from hopweave.graph.capabilities import NEO4J
 from hopweave.graph.cypher_schema import ddl_for, schema_cypher_path, schema_items
-from hopweave.graph.cypher_store import CypherGraphStore, Record
+from hopweave.graph.cypher_store import SETTINGS_LABEL, CypherGraphStore, Record
 from hopweave.graph.write_rules import LABEL_KEY
 from hopweave.models.common import Bindings, Session
 from hopweave.models.metagraph import TraversalPattern
@@ -124,10 +124,11 @@ class RecordingStore(CypherGraphStore):
         self.out.add(f"{self.kind}:{len(self.out.items)}", query, params)
         if "ids" in params and "RETURN n.`id` AS id, labels(n)[0] AS label" in query:
             tenants = params.get("tenants")
+            found = ((i, self.known.get(i)) for i in sorted(set(params["ids"])))
             return [
                 {"id": i, "label": p[LABEL_KEY], "props": {k: v for k, v in p.items() if k != LABEL_KEY}}
-                for i, p in sorted(self.known.items())
-                if i in params["ids"] and (tenants is None or p["tenant_id"] in tenants)
+                for i, p in found
+                if p is not None and (tenants is None or p["tenant_id"] in tenants)
             ]
         if "count(" in query and " AS c" in query:
             return [{"c": 0}]
@@ -228,6 +229,15 @@ def collect_ddl(out: Collection, schemas: dict[str, GraphSchema]) -> None:
                 out.add(f"ddl[{name}]:{item.name}", stmt[0])
 
 
+def collect_store_front(out: Collection, schema: GraphSchema) -> None:
+    """What the store front sends: the store settings node's read and write (``hopweave.open``,
+    ``hopweave load``) and the index / constraint listing (``hopweave doctor``)."""
+    store = RecordingStore(schema, out, "front")
+    store.read_settings_json()
+    store.write_settings_json("{}")
+    store.missing_schema_items()
+
+
 def pack_items(p: Any) -> list[tuple[str, list[Node | Edge]]]:
     """A pack's batches as ``hopweave load`` writes them: graph files, corpus documents (links
     resolved against the pack's vocabulary), metagraph."""
@@ -313,6 +323,75 @@ def collect_traces(out: Collection, packs: dict[str, Any]) -> None:
         store.close()
 
 
+class Shadowed:
+    """An engine's graph store whose every statement-producing call is repeated on a Neo4j
+    :class:`RecordingStore` (answers come from ``primary``; the shadow's are dropped): the Neo4j
+    statements the same engine run sends. Shadow calls are serialised; their failures (a call
+    the Neo4j store would have refused) are kept in ``failures``."""
+
+    SHADOWED = ("run_pattern", "find_nodes", "get_node", "write", "goal_types", "patterns",
+                "metagraph_revision", "pattern_problems")
+
+    def __init__(self, primary: Any, shadow: RecordingStore) -> None:
+        import threading
+
+        self.primary, self.shadow = primary, shadow
+        self.failures: list[str] = []
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.primary, name)
+        if name not in self.SHADOWED:
+            return attr
+
+        def both(*a: Any, **k: Any) -> Any:
+            with self._lock:
+                try:
+                    getattr(self.shadow, name)(*a, **k)
+                    if name == "write":  # later writes may link to what this one wrote
+                        self.shadow.remember(a[0], [*a[1], *k.get("nodes", ())])
+                except Exception as exc:  # noqa: BLE001 - reported by the caller
+                    self.failures.append(f"{name}: {type(exc).__name__}: {exc}")
+            return attr(*a, **k)
+
+        return both
+
+    def close(self) -> None:
+        self.shadow.close()
+        self.primary.close()
+
+
+def collect_engine(out: Collection, packs: dict[str, Any], workdir: Path) -> tuple[int, list[str]]:
+    """Every scenario of every pack through ``Engine.retrieve`` (the embedded store, replay
+    budgets) with its graph calls shadowed on the Neo4j row (:class:`Shadowed`): the statements
+    the whole-engine suite on Neo4j (tests/integration/test_neo4j_engine.py) sends. Returns
+    (scenarios run, shadow failures)."""
+    import hopweave
+    from hopweave.engine.engine import Engine
+    from hopweave.engine.replay import REPLAY_CONFIG, load_scenario, run_scenario, scenario_paths
+    from hopweave.pack.loader import load_pack
+
+    n, failures = 0, []
+    for name, p in packs.items():
+        store_dir = workdir / name
+        load_pack(ROOT / "examples" / name, store_dir)
+        shadow = RecordingStore(p.schema, out, f"engine[{name}]")
+        for tenant, items in pack_items(p):
+            shadow.remember(tenant, items)
+        stores = hopweave.open(store_dir)
+        graph = Shadowed(stores.graph, shadow)
+        engine = Engine(graph, stores.index, domains=stores.domains(), config=REPLAY_CONFIG,  # type: ignore[arg-type]
+                        store_dir=stores.store_dir, settings=stores.settings)
+        try:
+            for path in scenario_paths([ROOT / "examples" / name / "scenarios"]):
+                run_scenario(engine, load_scenario(path))
+                n += 1
+        finally:
+            engine.close()
+        failures += [f"{name}: {f}" for f in graph.failures]
+    return n, failures
+
+
 def collect_browser(out: Collection) -> list[Path]:
     """The saved Browser queries; their parameters are the ``:param`` lines of each file."""
     sys.path.insert(0, str(ROOT / "tests" / "shared"))
@@ -329,7 +408,7 @@ def schema_names(schemas: Iterable[GraphSchema]) -> dict[str, list[str]]:
     """Labels and relationship types of the schemas, for Neo4j's schema warnings (a label or type
     no schema declares). Property keys are left out: Neo4j would also flag the keys of the
     UNWIND row maps (``r.src``) as unknown properties."""
-    labels: set[str] = set()
+    labels: set[str] = {SETTINGS_LABEL}  # the store settings node (outside every schema, on purpose)
     rels: set[str] = set()
     for s in schemas:
         labels.update(lab.name for lab in s.labels)

@@ -9,13 +9,13 @@ from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.common import Bindings, Session
 from hopweave.models.metagraph import EdgeStep, Seed, TraversalPattern
 from hopweave.models.schema import GraphSchema
-from hopweave.paths import default_schema_path
+from domains import deltabank_schema
 
 AS_OF = datetime(2026, 5, 12, 23, 59, 59)
 
 
 def load_schema() -> GraphSchema:
-    return GraphSchema.load(default_schema_path())
+    return deltabank_schema()
 
 
 def bindings(tenant: str = "t1", customer: str | None = "C1", **kw) -> Bindings:

@@ -51,6 +51,21 @@ MARIA = Bindings(
 )
 
 
+#: The time conditions (hopweave.graph.predicates.time_tree) the compiler adds to every node:
+#: a timeless label (only recorded_at), a label with an event time, and an edge's.
+def timeless(v: str) -> str:
+    return f"({v}.`recorded_at` IS NULL OR {v}.`recorded_at` <= $asof_recorded_at)"
+
+
+def evented(v: str, prop: str) -> str:
+    return (f"({v}.`recorded_at` <= $asof_recorded_at OR ({v}.`recorded_at` IS NULL AND "
+            f"({v}.`{prop}` IS NULL OR {v}.`{prop}` <= $asof_{prop})))")
+
+
+def edge_known(e: str) -> str:
+    return f"    WHERE ({e}.`recorded_at` IS NULL OR {e}.`recorded_at` <= $asof_recorded_at)"
+
+
 def shipped_patterns(schema: GraphSchema) -> list[TraversalPattern]:
     from hopweave.graph.gates import gate_write
     from hopweave.graph.metagraph_io import load_goal_files
@@ -88,12 +103,12 @@ def test_recent_transactions_exact_string(schema: GraphSchema) -> None:
     p = {p.name: p for p in shipped_patterns(schema)}["recent_transactions"]
     q, params = compile_pattern(p, MARIA, schema)
     target_ok = (
-        "(n2:`Event` AND n2.`tenant_id` IN $tenants AND n2.`type` = $type"
+        f"(n2:`Event` AND n2.`tenant_id` IN $tenants AND {evented('n2', 'timestamp')} AND n2.`type` = $type"
         " AND n2.`timestamp` >= $timestamp AND n2.`timestamp` <= $timestamp_1)"
     )
     assert q == (
         "MATCH (n0:`Customer` {`id`: $seed})\n"
-        "WITH n0, (n0.`tenant_id` IN $tenants) AS ok\n"
+        f"WITH n0, (n0.`tenant_id` IN $tenants AND {timeless('n0')}) AS ok\n"
         "WITH count(n0) AS visited, min(CASE WHEN ok THEN n0.`id` END) AS seed_id, "
         "collect(CASE WHEN ok THEN [n0, [n0.`id`]] END) AS reached\n"
         "WITH visited, seed_id, CASE WHEN visited > $max_visited THEN [] ELSE reached END AS frontier\n"
@@ -101,12 +116,13 @@ def test_recent_transactions_exact_string(schema: GraphSchema) -> None:
         "  UNWIND frontier AS f\n"
         "  WITH f[0] AS n0, f[1] AS path\n"
         "  CALL (n0) {\n"
-        "    MATCH (n0)-[:`HOLDS`]->(n1)\n"
+        "    MATCH (n0)-[e1:`HOLDS`]->(n1)\n"
+        f"{edge_known('e1')}\n"
         "    RETURN DISTINCT n1 LIMIT $expand_cap\n"
         "  }\n"
         "  WITH n1, count(*) AS seen, min(path) AS path\n"
-        "  RETURN sum(seen) AS expanded, collect(CASE WHEN (n1:`Account` AND n1.`tenant_id` IN $tenants) "
-        "THEN [n1, path + [n1.`id`]] END) AS reached\n"
+        f"  RETURN sum(seen) AS expanded, collect(CASE WHEN (n1:`Account` AND n1.`tenant_id` IN $tenants AND "
+        f"{evented('n1', 'opened')}) THEN [n1, path + [n1.`id`]] END) AS reached\n"
         "}\n"
         "WITH visited + expanded AS visited, seed_id, "
         "CASE WHEN visited + expanded > $max_visited THEN [] ELSE reached END AS frontier\n"
@@ -114,7 +130,8 @@ def test_recent_transactions_exact_string(schema: GraphSchema) -> None:
         "  UNWIND frontier AS f\n"
         "  WITH f[0] AS n1, f[1] AS path\n"
         "  CALL (n1) {\n"
-        "    MATCH (n1)-[:`HAS_EVENT`]->(n2)\n"
+        "    MATCH (n1)-[e2:`HAS_EVENT`]->(n2)\n"
+        f"{edge_known('e2')}\n"
         "    RETURN DISTINCT n2 LIMIT $expand_cap\n"
         "  }\n"
         "  WITH n2, count(*) AS seen, min(path) AS path\n"
@@ -131,12 +148,16 @@ def test_recent_transactions_exact_string(schema: GraphSchema) -> None:
         "visited, seed_id"
     )
     # relative times are evaluated against as_of (never the wall clock); one extra row detects
-    # truncation; max_visited is a parameter the query compares its visit count with after each hop
+    # truncation; max_visited is a parameter the query compares its visit count with after each hop;
+    # the time conditions share one parameter per field (asof_*), in the property's type
     assert params == {
         "tenants": ["deltabank", "_global"],
         "seed": "CUST_4421",
+        "asof_recorded_at": "2026-05-12T23:59:59",
         "max_visited": 10_000,
         "expand_cap": 10_001,
+        "asof_opened": "2026-05-12",
+        "asof_timestamp": "2026-05-12T23:59:59",
         "type": "Transaction",
         "timestamp": "2024-05-12T23:59:59",
         "timestamp_1": "2026-05-12T23:59:59",
@@ -154,7 +175,10 @@ def test_falkordb_dialect(schema: GraphSchema) -> None:
     assert q.count("CALL { WITH frontier\n") == 2 and "CALL (" not in q
     assert "  CALL { WITH n0\n" in q and "  CALL { WITH n1\n" in q
     neo = compile_pattern(p, MARIA, schema, NEO4J)[0]
-    assert q.replace("[n2.`timestamp`][0]", "n2.`timestamp`").replace(
+    unguarded = q
+    for v, prop in (("n0", "recorded_at"), ("n1", "recorded_at"), ("n1", "opened"), ("n2", "recorded_at")):
+        unguarded = unguarded.replace(f"[{v}.`{prop}`][0]", f"{v}.`{prop}`")
+    assert unguarded.replace("[n2.`timestamp`][0]", "n2.`timestamp`").replace(
         "CALL { WITH frontier", "CALL (frontier) {"
     ).replace("CALL { WITH n0", "CALL (n0) {").replace("CALL { WITH n1", "CALL (n1) {") == neo
 
@@ -176,13 +200,15 @@ def test_max_visited_is_counted_per_hop(schema: GraphSchema) -> None:
         "WITH visited + expanded AS visited, seed_id, "
         "CASE WHEN visited + expanded > $max_visited THEN [] ELSE reached END AS frontier"
     ) in lines
-    assert "  RETURN sum(seen) AS expanded, collect(CASE WHEN (n1:`Account` AND n1.`tenant_id` IN $tenants) " \
+    acct = f"(n1:`Account` AND n1.`tenant_id` IN $tenants AND {evented('n1', 'opened')})"
+    event = f"(n2:`Event` AND n2.`tenant_id` IN $tenants AND {evented('n2', 'timestamp')})"
+    assert f"  RETURN sum(seen) AS expanded, collect(CASE WHEN {acct} " \
         "THEN [n1, path + [n1.`id`]] END) AS reached" in lines
-    assert "  RETURN sum(CASE WHEN (n2:`Event` AND n2.`tenant_id` IN $tenants) THEN 1 ELSE seen END) AS expanded, " \
-        "collect(CASE WHEN (n2:`Event` AND n2.`tenant_id` IN $tenants) THEN [n2, path + [n2.`id`]] END) AS reached" \
+    assert f"  RETURN sum(CASE WHEN {event} THEN 1 ELSE seen END) AS expanded, " \
+        f"collect(CASE WHEN {event} THEN [n2, path + [n2.`id`]] END) AS reached" \
         in lines
     assert lines[-5].startswith("UNWIND CASE WHEN visited + expanded > $max_visited OR size(reached) = 0")
-    assert "    MATCH (n0)-[:`HOLDS`]->(n1)" in lines  # unlabelled: every neighbour is a visit
+    assert "    MATCH (n0)-[e1:`HOLDS`]->(n1)" in lines  # unlabelled: every neighbour is a visit
     # a frontier node stops expanding once the cut is certain (a hub costs max_visited + 1)
     assert lines.count("    RETURN DISTINCT n1 LIMIT $expand_cap") == 1
     assert q.endswith(" AS props, path, visited, seed_id")
@@ -192,7 +218,7 @@ def test_non_id_seed_and_bool_predicate(schema: GraphSchema) -> None:
     p = {p.name: p for p in shipped_patterns(schema)}["applicable_rules"]
     q, params = compile_pattern(p, MARIA, schema)
     assert q.startswith(
-        "MATCH (n0:`CaseState` {`name`: $seed})\nWITH n0, (n0.`tenant_id` IN $tenants) AS ok\n"
+        f"MATCH (n0:`CaseState` {{`name`: $seed}})\nWITH n0, (n0.`tenant_id` IN $tenants AND {timeless('n0')}) AS ok\n"
     )
     assert "n1.`enabled` = $enabled" in q and params["enabled"] is True
     assert params["seed"] == "LateFeeDispute_open"  # the Bind default: no CaseState entity resolved
@@ -201,10 +227,11 @@ def test_non_id_seed_and_bool_predicate(schema: GraphSchema) -> None:
     assert "min(CASE WHEN ok THEN n0.`id` END) AS seed_id" in q
     sq, sp = compile_seed_query(p, MARIA, schema)
     assert sq == (
-        "MATCH (n0:`CaseState` {`name`: $seed})\nWHERE n0.`tenant_id` IN $tenants\n"
+        f"MATCH (n0:`CaseState` {{`name`: $seed}})\nWHERE n0.`tenant_id` IN $tenants AND {timeless('n0')}\n"
         "RETURN n0.`id` AS id ORDER BY id ASC LIMIT 1"
     )
-    assert sp == {"tenants": ["deltabank", "_global"], "seed": "LateFeeDispute_open"}
+    assert sp == {"tenants": ["deltabank", "_global"], "seed": "LateFeeDispute_open",
+                  "asof_recorded_at": "2026-05-12T23:59:59"}
 
 
 # ---- shapes -------------------------------------------------------------------------------------
@@ -221,12 +248,12 @@ def test_directions_via_types_and_label_disjunction(schema: GraphSchema) -> None
     )
     q, _ = compile_pattern(p, MARIA, schema)
     lines = q.split("\n")
-    assert "    MATCH (n0)-[:`HOLDS`]->(n1)" in lines
-    assert "    MATCH (n1)<-[:`HOLDS`]-(n2)" in lines
-    assert "    MATCH (n2)<-[:`SAW_FACT`]-(n3)" in lines
-    assert "    MATCH (n3)-[:`RESULTED_IN`]-(n4)" in lines
-    assert "CASE WHEN (n2:`Customer` AND n2.`tenant_id` IN $tenants) THEN [n2, path" in q
-    assert "CASE WHEN (n4:`CustomerProfile` AND n4.`tenant_id` IN $tenants) THEN [n4, path" in q
+    assert "    MATCH (n0)-[e1:`HOLDS`]->(n1)" in lines
+    assert "    MATCH (n1)<-[e2:`HOLDS`]-(n2)" in lines
+    assert "    MATCH (n2)<-[e3:`SAW_FACT`]-(n3)" in lines
+    assert "    MATCH (n3)-[e4:`RESULTED_IN`]-(n4)" in lines
+    assert f"CASE WHEN (n2:`Customer` AND n2.`tenant_id` IN $tenants AND {timeless('n2')}) THEN [n2, path" in q
+    assert f"CASE WHEN (n4:`CustomerProfile` AND n4.`tenant_id` IN $tenants AND {timeless('n4')}) THEN [n4, path" in q
     # an intermediate node reachable with several labels gets them all, in schema order
     p2 = _pattern(
         edge_sequence=(
@@ -239,10 +266,13 @@ def test_directions_via_types_and_label_disjunction(schema: GraphSchema) -> None
     )
     q2, _ = compile_pattern(p2, MARIA, schema)
     assert hop_labels(p2, schema)[1] == ("Conversation", "Outcome", "CustomerProfile", "DecisionTrace")
-    assert "    MATCH (n0)-[:`RESULTED_IN`]-(n1)" in q2.split("\n")
+    assert "    MATCH (n0)-[e1:`RESULTED_IN`]-(n1)" in q2.split("\n")
+    # labels with different time conditions: one guarded condition per group of labels
     assert (
         "(n1.`tenant_id` IN $tenants AND (n1:`Conversation` OR n1:`Outcome` OR n1:`CustomerProfile` "
-        "OR n1:`DecisionTrace`)) THEN [n1, path"
+        f"OR n1:`DecisionTrace`) AND (((n1:`Conversation`) AND {evented('n1', 'started_at')}) OR "
+        f"((n1:`Outcome` OR n1:`DecisionTrace`) AND {evented('n1', 'timestamp')}) OR "
+        f"((n1:`CustomerProfile`) AND {timeless('n1')}))) THEN [n1, path"
     ) in q2
 
 
@@ -259,8 +289,9 @@ def test_predicates_on_seed_and_intermediate_nodes(schema: GraphSchema) -> None:
         ),
     )
     q, params = compile_pattern(p, MARIA, schema)
-    assert "WITH n0, (n0.`tenant_id` IN $tenants AND n0.`tier` = $tier) AS ok\n" in q
-    assert "(n1:`Account` AND n1.`tenant_id` IN $tenants AND NOT (coalesce(n1.`status` = $status, false))) THEN" in q
+    assert f"WITH n0, (n0.`tenant_id` IN $tenants AND {timeless('n0')} AND n0.`tier` = $tier) AS ok\n" in q
+    assert (f"(n1:`Account` AND n1.`tenant_id` IN $tenants AND {evented('n1', 'opened')} AND "
+            "NOT (coalesce(n1.`status` = $status, false))) THEN") in q
     assert "n2.`amount` IS NOT NULL AND n2.`type` IN $type) THEN [n2, " in q
     assert params["tier"] == "Platinum" and params["status"] == "closed" and params["type"] == ["A", "B"]
 
@@ -272,16 +303,18 @@ def test_unbound_values_fail_closed(schema: GraphSchema) -> None:
     assert "seed" not in params
     p = _pattern(predicates=(Predicate(property="status", value=Bind(ref="entity.Missing")),))
     q, _ = compile_pattern(p, MARIA, schema)
-    assert "(n1:`Account` AND n1.`tenant_id` IN $tenants AND false) THEN" in q
+    assert f"(n1:`Account` AND n1.`tenant_id` IN $tenants AND {evented('n1', 'opened')} AND false) THEN" in q
     # a predicate beyond the target (the gate rejects it): seeds are candidates, none qualifies
     p = _pattern(predicates=(Predicate(on=5, property="id", value=Literal_(value="x")),))
-    assert "\nWITH n0, (n0.`tenant_id` IN $tenants AND false) AS ok\n" in compile_pattern(p, MARIA, schema)[0]
+    assert (f"\nWITH n0, (n0.`tenant_id` IN $tenants AND {timeless('n0')} AND false) AS ok\n"
+            in compile_pattern(p, MARIA, schema)[0])
 
 
 def test_tuple_and_typed_seed_values(schema: GraphSchema) -> None:
     p = _pattern(seed=Seed(type="Customer", value=Literal_(value=("CUST_1", "CUST_2"))))
     q, params = compile_pattern(p, MARIA, schema)
-    assert q.startswith("MATCH (n0:`Customer`)\nWHERE n0.`id` IN $id\nWITH n0, (n0.`tenant_id` IN $tenants) AS ok\n")
+    assert q.startswith(
+        f"MATCH (n0:`Customer`)\nWHERE n0.`id` IN $id\nWITH n0, (n0.`tenant_id` IN $tenants AND {timeless('n0')}) AS ok\n")
     assert params["id"] == ["CUST_1", "CUST_2"] and not seed_is_unique(p, MARIA)
     p = _pattern(
         seed=Seed(type="Tier", key="rank", value=Literal_(value=3)),
@@ -498,9 +531,9 @@ def test_capability_table_lookup() -> None:
 
 
 if __name__ == "__main__" and "--regenerate" in sys.argv:
-    from hopweave.paths import default_schema_path
+    from domains import deltabank_schema
 
-    data = compile_all(GraphSchema.load(default_schema_path()))
+    data = compile_all(deltabank_schema())
     EXPECTED.write_text(
         json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
     )

@@ -24,7 +24,7 @@ SHIPPED = Path(__file__).resolve().parents[3] / "cypher" / "schema.cypher"
 
 def test_shipped_file_matches_the_schema(schema: GraphSchema) -> None:
     assert SHIPPED.read_text(encoding="utf-8") == render_schema_cypher(schema), (
-        "cypher/schema.cypher is stale: regenerate with `hopweave cypher-schema > cypher/schema.cypher`"
+        "cypher/schema.cypher is stale: regenerate with `hopweave cypher-schema examples/deltabank > cypher/schema.cypher`"
     )
     assert schema_cypher_path() == SHIPPED
 

@@ -11,7 +11,7 @@ from hopweave.graph.gates import patterns_using, validate_all
 from hopweave.graph.metagraph_io import load_goal_files, load_metagraph, write_metagraph
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.schema import GraphSchema
-from hopweave.paths import default_schema_path
+from domains import deltabank_schema
 
 
 @pytest.fixture
@@ -111,14 +111,14 @@ def test_patterns_using_and_schema_co_evolution(meta_store):
     assert "applicable_rules" in [p.name for p in patterns_using(meta_store, label="Rule")]
     assert validate_all(meta_store) == {}
     # a schema in which SIMILAR_TO no longer exists: exactly the patterns using it fail, by name
-    data = GraphSchema.load(default_schema_path()).model_dump(mode="json")
+    data = deltabank_schema().model_dump(mode="json")
     data["relationships"] = [r for r in data["relationships"] if r["name"] != "SIMILAR_TO"]
     changed = GraphSchema.from_dict(data)
     errors = validate_all(meta_store, changed)
     assert sorted(errors) == ["comparable_precedent", "fraud_precedent"]
     assert errors["comparable_precedent"][0].field == "edge_sequence[1].type"
     # removing a label breaks every pattern that targets it
-    data = GraphSchema.load(default_schema_path()).model_dump(mode="json")
+    data = deltabank_schema().model_dump(mode="json")
     data["labels"] = [lab for lab in data["labels"] if lab["name"] != "Heuristic"]
     data["relationships"] = [r for r in data["relationships"] if r["name"] != "HAS_HEURISTIC"]
     for r in data["relationships"]:

@@ -3,8 +3,9 @@ analysis (``tools/cypher-lint``: the npm package ``@neo4j-cypher/language-suppor
 the language of the Neo4j 5.26 that docker-compose.yml pins): compiled patterns and seed queries
 of every shipped pattern of both example packs and of generated ones, generated filters, the DDL
 (``cypher/schema.cypher`` and what ``ensure_schema`` sends per pack), the loaders (bulk UNWIND
-CREATE / MERGE, ``write``), reads, metagraph reads, trace writes and the saved Browser queries.
-Zero errors (syntax, semantics, undeclared parameters), zero deprecations, zero schema warnings.
+CREATE / MERGE, ``write``), reads, metagraph reads, trace writes, the saved Browser queries, and
+every statement the scenarios of both packs send through ``Engine.retrieve`` (the calls of the
+whole-engine suite, tests/integration/test_neo4j_engine.py, shadowed on the Neo4j row). Zero errors (syntax, semantics, undeclared parameters), zero deprecations, zero schema warnings.
 
 The full check takes a minute or two (Neo4j's semantic analysis is 0.1-0.5 s a statement), so it is
 in the slow suite (``pytest -m slow``, which ``make test`` and CI run); the probe test that the
@@ -45,7 +46,7 @@ def linter() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def checked(linter: dict[str, str], schema: GraphSchema) -> dict[str, Any]:
+def checked(linter: dict[str, str], schema: GraphSchema, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Collect every statement, lint one per shape; the counts and the findings."""
     out = cs.Collection()
     packs = cs.pack_schemas()
@@ -56,7 +57,9 @@ def checked(linter: dict[str, str], schema: GraphSchema) -> dict[str, Any]:
     cs.collect_ddl(out, {name: p.schema for name, p in packs.items()})
     loaded = cs.collect_loaders(out, packs)
     cs.collect_traces(out, packs)
+    cs.collect_store_front(out, schema)
     browser = cs.collect_browser(out)
+    scenarios, engine_failures = cs.collect_engine(out, packs, tmp_path_factory.mktemp("engine_statements"))
     shapes = out.shapes()
     results = cs.lint(shapes, cs.schema_names([schema, *(p.schema for p in packs.values())]))
     return {
@@ -64,12 +67,14 @@ def checked(linter: dict[str, str], schema: GraphSchema) -> dict[str, Any]:
         "collection": out,
         "shapes": shapes,
         "results": results,
+        "engine_failures": engine_failures,
         "counts": {
             "shipped patterns": shipped,
             "generated patterns": gen_patterns,
             "generated filters": gen_filters,
             "pack items loaded": loaded,
             "browser queries": len(browser),
+            "engine scenarios": scenarios,
             "statements": len(out.items),
             "distinct statements": len(out.distinct()),
             "shapes linted": len(shapes),
@@ -125,12 +130,14 @@ def test_collection_covers_every_source(checked: dict[str, Any]) -> None:
     for kind in (
         "pattern[deltabank]", "pattern[telecom]", "generated", "filter", "ddl", "ddl[deltabank]",
         "ddl[telecom]", "load[deltabank]", "load[telecom]", "reload[deltabank]", "write[deltabank]",
-        "read[deltabank]", "trace", "browser",
+        "read[deltabank]", "trace", "browser", "front", "engine[deltabank]", "engine[telecom]",
     ):
         assert kinds.get(kind, 0) > 0, f"no {kind} statements collected"
     assert counts["shipped patterns"] >= 50
     assert counts["generated patterns"] >= 150 and counts["generated filters"] >= 60
     assert counts["browser queries"] >= 8
+    assert counts["engine scenarios"] >= 60
+    assert not checked["engine_failures"], checked["engine_failures"][:5]
     queries = [s.query for s in checked["collection"].items]
     for needle in ("UNWIND $rows AS r CREATE", "UNWIND $rows AS r MERGE", "FOREACH (r IN", "CALL (n) {",
                    "`DecisionTrace`", "CREATE CONSTRAINT", "CREATE INDEX", "CALL (frontier) {"):

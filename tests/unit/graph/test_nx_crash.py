@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from domains import write_deltabank_settings
 from hopweave.graph import open_graph_store
 
 _WRITER = r"""
@@ -43,6 +44,7 @@ else:
 
 
 def _run_and_kill(tmp_path: Path, mode: str, delay: float) -> None:
+    write_deltabank_settings(tmp_path)  # the store's schema, read by every open_graph_store below
     proc = subprocess.Popen([sys.executable, "-c", _WRITER, mode, str(tmp_path)], stdout=subprocess.PIPE)
     try:
         assert proc.stdout is not None

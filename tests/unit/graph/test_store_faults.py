@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from domains import SCHEMA_FILE
 from graph_helpers import small_graph
 from hopweave.errors import StoreBusyError, StoreCorruptError, StoreError, StoreIOError
 from hopweave.graph import _persist as P
@@ -365,8 +366,9 @@ _LOADER = r"""
 import sys
 from hopweave.graph.base import Node
 from hopweave.graph.networkx_store import NetworkxGraphStore
+from hopweave.models.schema import GraphSchema
 d, gen, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-s = NetworkxGraphStore.open(d)
+s = NetworkxGraphStore.open(d, GraphSchema.load(sys.argv[4]))  # the pack's schema file
 def items():
     for i in range(n):
         if i == 2000:
@@ -379,7 +381,7 @@ print("done", flush=True)
 
 
 def _load(d: Path, gen: str, n: int, kill_midway: bool, midway: Any = None) -> None:
-    p = subprocess.Popen([sys.executable, "-c", _LOADER, str(d), gen, str(n)], stdout=subprocess.PIPE)
+    p = subprocess.Popen([sys.executable, "-c", _LOADER, str(d), gen, str(n), str(SCHEMA_FILE)], stdout=subprocess.PIPE)
     assert p.stdout is not None
     try:
         if kill_midway:

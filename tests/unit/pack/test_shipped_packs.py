@@ -44,3 +44,24 @@ def test_telecom_scenarios_pass_twice_byte_identically(telecom_engine: Engine) -
     second = replay(telecom_engine, paths)
     assert [(o.scenario, o.context_hash, o.trace_id) for o in first] == \
         [(o.scenario, o.context_hash, o.trace_id) for o in second]
+
+
+def test_server_batches_hold_the_documents_hopweave_load_writes(telecom_engine: Engine) -> None:
+    """``pack_batches`` (``load-server``) writes each corpus document under its own tenant with
+    the links ``hopweave load`` resolves against the store (issue 16: telecom's zephyr document
+    was written under the corpus tenant)."""
+    from hopweave.graph.base import Node
+    from hopweave.pack.batches import pack_batches
+    from hopweave.pack.loader import document_items, read_pack
+
+    pack = EXAMPLES / "telecom"
+    want, _ = document_items(read_pack(pack), telecom_engine.graph)
+    doc_ids = {it.id for _, items in want for it in items if isinstance(it, Node)}
+
+    def docs(batches) -> list[str]:  # noqa: ANN001
+        return sorted(repr((t, it)) for t, items in batches for it in items
+                      if (it.id if isinstance(it, Node) else it.src) in doc_ids)
+
+    got = docs((t, list(items)) for t, items in pack_batches(pack))
+    assert got == docs(want)
+    assert {t for t, _ in want} == {"acme", "zephyr"}

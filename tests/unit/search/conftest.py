@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers (domains)
+
 import pytest
 
 from hopweave.models.schema import GraphSchema
-from hopweave.paths import default_schema_path
+from domains import deltabank_schema
 
 from search_fixtures import HashEmbedder
 
 
 @pytest.fixture(scope="session")
 def schema() -> GraphSchema:
-    return GraphSchema.load(default_schema_path())
+    return deltabank_schema()
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,7 @@ PINNED = {
     "hybrid_features_v2": "ecc3e178849266e89f8c3f464c36d7cbba7baa278cf3c166b9cca53fc5b120ac",
     "convex_a08_features_v1": "7716c33bd1b458423d2fb37a25ae77c74d4bbb6dd66a6b3bb40d275dd6f24737",
     "convex_a08_authority_v1": "57ea63db32a514d5f86468ea9c6d02f6e00e069568f5eaacffdaffb49fde05a5",
+    "convex_a08_authority_v2": "959c292e3bc5ca6b5767da740b850196dbc7c64706c91d881364ddac6fb3409d",
     "lexical_only": "92176a75cc558f99cc12556124f280a7d93604d9f4030965b96381ee857df046",
     "rrf_k60": "f4d0ced6416d9e7c435744d90f5f876a50600c96fb889e100709f591bd15e026",
     "weighted_rrf_v2": "f27697f4a0d2a3b57a3d53036fb879e7bd8ae00c90254a848e2acd73830f45ef",

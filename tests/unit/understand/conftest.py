@@ -15,7 +15,7 @@ from generator.build import metagraph_items  # noqa: E402
 from generator.generate import generate  # noqa: E402
 from generator.vocabulary import vocabulary  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
-from domains import DELTABANK  # noqa: E402
+from domains import DELTABANK, deltabank_schema  # noqa: E402
 
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.common import Session
@@ -41,7 +41,7 @@ def embedder():  # type: ignore[no-untyped-def]
 def bank() -> NetworkxGraphStore:
     """The DeltaBank graph at its smallest size (fixed cases: Maria, look-alikes, northbank),
     in memory. Read-only by convention: tests that write use ``fresh_store``."""
-    store = NetworkxGraphStore(None)
+    store = NetworkxGraphStore(None, deltabank_schema())
     with store.bulk() as b:
         for tenant, items in generate(nodes=1500, seed=4421):
             b.write(tenant, items)
@@ -52,7 +52,7 @@ def bank() -> NetworkxGraphStore:
 @pytest.fixture
 def fresh_store() -> Iterator[NetworkxGraphStore]:
     """A small writable store: vocabulary + metagraph + filter mapping (no customers)."""
-    store = NetworkxGraphStore(None)
+    store = NetworkxGraphStore(None, deltabank_schema())
     store.bulk_write(GLOBAL_TENANT, vocabulary())
     _metagraph(store)
     yield store

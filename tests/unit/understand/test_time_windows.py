@@ -13,6 +13,9 @@ MAY12 = datetime(2026, 5, 12, 23, 59, 59)
 MAR31 = datetime(2026, 3, 31, 23, 59, 59)
 JAN05 = datetime(2026, 1, 5, 10, 0, 0)
 MAR01 = datetime(2024, 3, 1, 9, 0, 0)  # leap year
+MAR01_2026 = datetime(2026, 3, 1, 9, 0, 0)
+DEC31 = datetime(2025, 12, 31, 23, 59, 59)
+NEW_YEAR = datetime(2026, 1, 1, 0, 0, 1)  # one second into the year
 
 CASES = [
     # (utterance, as_of, expression, start, end, future)
@@ -41,6 +44,13 @@ CASES = [
     ("fees year to date", MAY12, "year to date", date(2026, 1, 1), date(2026, 5, 12), False),
     ("the statement of 05/10/2026", MAY12, "05/10/2026", date(2026, 5, 10), date(2026, 5, 10), False),
     ("the fee in September 2024", MAY12, "September 2024", date(2024, 9, 1), date(2024, 9, 30), False),
+    # month and year boundaries
+    ("the payment on the 31st", MAR01_2026, "the 31st", date(2026, 1, 31), date(2026, 1, 31), False),  # no Feb 31
+    ("the fee from February", MAR01, "February", date(2024, 2, 1), date(2024, 2, 29), False),  # leap day
+    ("the fee from January", JAN05, "January", date(2026, 1, 1), date(2026, 1, 5), False),  # cut at as_of
+    ("what did I pay in December?", NEW_YEAR, "December", date(2025, 12, 1), date(2025, 12, 31), False),
+    ("last month", NEW_YEAR, "last month", date(2025, 12, 1), date(2025, 12, 31), False),
+    ("waivers last year", DEC31, "last year", date(2024, 1, 1), date(2024, 12, 31), False),
 ]
 
 
