@@ -425,15 +425,32 @@ class Engine:
     def _retrieve(self, req: Request, t0: float | None = None) -> RetrievalResult:
         """One request: split into parts when it carries several intents
         (:mod:`hopweave.engine.multi_intent`), else one run of the pipeline."""
-        from hopweave.engine.multi_intent import retrieve_parts, split_intents
+        from hopweave.engine.multi_intent import may_split, retrieve_parts
 
-        if self.single_pass:
+        if self.single_pass or not may_split(req.utterance):
             return self._retrieve_one(req, t0)
         if self._ensure_warm() is not None or t0 is None:  # warm-up is outside budgets
             t0 = time.perf_counter()
-        parts = split_intents(self, req)
+        parts = self._split(req, t0)
         # the parts share the request's one budget, which runs from the call
         return retrieve_parts(self, req, parts, t0) if parts else self._retrieve_one(req, t0)
+
+    def _split(self, req: Request, t0: float) -> Any:
+        """The request's intents (:func:`~hopweave.engine.multi_intent.split_intents`), worked
+        out under one of the request slots like any stage (its encoder pass is not run by a
+        burst all at once). None (one part) when no slot frees up before the deadline's reserve:
+        the request then answers degraded within its budget."""
+        from hopweave.engine.multi_intent import split_intents
+
+        budget_s = (req.budget_ms or self.config.budget_ms) / 1000.0
+        reserve_s = min(self.config.deadline_reserve_ms / 1000.0, budget_s * 0.1)
+        wait = t0 + budget_s - reserve_s - time.perf_counter()
+        if wait <= 0 or not self._active.acquire(timeout=wait):
+            return None
+        try:
+            return split_intents(self, req)
+        finally:
+            self._active.release()
 
     def _retrieve_one(self, req: Request, t0: float | None = None) -> RetrievalResult:
         settings = self.settings_for(req.session.tenant_id)

@@ -76,10 +76,16 @@ def clause_spans(utterance: str, separators: re.Pattern[str], min_words: int) ->
     return out if len(out) > 1 else []
 
 
+def may_split(utterance: str) -> bool:
+    """False when the utterance cannot carry two intents (no additive conjunction and one
+    sentence): no classification is needed to know it (commas alone never split)."""
+    return bool(ADDITIVE.search(utterance) or _SENTENCES.search(utterance.rstrip()))
+
+
 def split_intents(engine: Any, req: "Request") -> list[tuple[Span, str | None]] | None:
     """The request's parts as (span, goal or None), or None for a single-intent request."""
-    if not (ADDITIVE.search(req.utterance) or _SENTENCES.search(req.utterance.rstrip())):
-        return None  # commas alone never split: single-intent requests pay nothing
+    if not may_split(req.utterance):
+        return None  # single-intent requests pay nothing
     try:
         settings = engine.settings_for(req.session.tenant_id)
         clf = getattr(engine.understander_for(settings), "classifier", None)
@@ -187,4 +193,4 @@ def combine(engine: Any, req: "Request", parts: Sequence[tuple[Span, str | None]
     return first.model_copy(update=update)
 
 
-__all__ = ["Span", "clause_spans", "combine", "retrieve_parts", "split_intents"]
+__all__ = ["Span", "clause_spans", "combine", "may_split", "retrieve_parts", "split_intents"]
