@@ -44,9 +44,7 @@ BUDGET_MS = 800
 
 def scenarios_of(pack: str) -> list[Any]:
     from hopweave.engine.replay import load_scenario, scenario_paths
-    from hopweave.paths import repo_root
-
-    d = repo_root() / "examples" / pack / "scenarios"
+    d = Path(__file__).resolve().parents[1] / "examples" / pack / "scenarios"
     return [s for s in (load_scenario(p) for p in scenario_paths([d])) if not s.options.faults]
 
 

@@ -99,14 +99,20 @@ def vectors(encoders: dict[str, Any], queries: list[str]) -> dict[str, Any]:
     return res
 
 
+#: The DeltaBank pack's classifier settings (the cold-start store is a DeltaBank store).
+_CLASSIFIER_FILE = Path(__file__).resolve().parents[1] / "examples" / "deltabank" / "classifier.yaml"
+
 _COLD = """
 import sys, time
 t0 = time.perf_counter()
 from hopweave.graph import open_graph_store
 from hopweave.search.embedder import default_embedder
-from hopweave.understand.classifier import GoalClassifier
+from hopweave.understand.calibration import load_calibration
+from hopweave.understand.classifier import GoalClassifier, load_classifier_config
 store = open_graph_store(sys.argv[1], read_only=True)
-clf = GoalClassifier(store, default_embedder(), vector_cache_dir=sys.argv[2])
+cfg = load_classifier_config(sys.argv[3])  # the DeltaBank pack's classifier.yaml
+clf = GoalClassifier(store, default_embedder(), config=cfg, calibration=load_calibration(cfg.calibration_path()),
+                     vector_cache_dir=sys.argv[2])
 c = clf.classify("I want to dispute this $39 late fee on my Platinum card")
 print(round(time.perf_counter() - t0, 3), round(time.process_time(), 3), c.goal)
 """
@@ -118,7 +124,8 @@ def cold_start(store: Path, work: Path, runs: int = 3) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
     def run(encoder: str, cache: Path) -> tuple[float, float]:
-        out = subprocess.run([sys.executable, "-c", _COLD, str(store), str(cache)], env={**env, "HOPWEAVE_ENCODER": encoder},
+        out = subprocess.run([sys.executable, "-c", _COLD, str(store), str(cache),
+                              str(_CLASSIFIER_FILE)], env={**env, "HOPWEAVE_ENCODER": encoder},
                              capture_output=True, text=True, check=True)
         wall, cpu = out.stdout.split()[:2]
         return float(wall), float(cpu)

@@ -86,7 +86,6 @@ def run(args: argparse.Namespace, log: Any = None) -> dict[str, Any]:
     log = log or (lambda m: print(m, file=sys.stderr, flush=True))
     from hopweave.engine.engine import Engine, EngineConfig
     from hopweave.engine.replay import check, load_scenario, scenario_paths
-    from hopweave.paths import repo_root
 
     t_run = time.perf_counter()
     res: dict[str, Any] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -113,8 +112,7 @@ def run(args: argparse.Namespace, log: Any = None) -> dict[str, Any]:
         with _profile(args, "sequential"):
             res["maria_distinct"] = mm.maria_sequential(engine, rec, args.runs, variants)
 
-        ex = repo_root()
-        scen_dir = (ex / "examples" / "deltabank" / "scenarios") if ex else None
+        scen_dir = Path(__file__).resolve().parents[1] / "examples" / "deltabank" / "scenarios"
         scenarios = [s for s in (load_scenario(p) for p in scenario_paths([scen_dir]))
                      if not s.options.faults] if scen_dir and scen_dir.is_dir() else []
         n = args.concurrency

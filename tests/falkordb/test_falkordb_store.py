@@ -29,6 +29,7 @@ from hopweave.models.common import Bindings, Session  # noqa: E402
 from hopweave.models.filters import Eq  # noqa: E402
 from hopweave.models.metagraph import EdgeStep, Literal_, Predicate, TraversalPattern  # noqa: E402
 
+from domains import GOALS_DIR  # noqa: E402
 from factories import make_pattern  # noqa: E402
 
 pytestmark = pytest.mark.falkordb
@@ -184,12 +185,12 @@ def test_metagraph_seeding_through_the_gates(falkordb_store) -> None:
     from hopweave.graph.networkx_store import NetworkxGraphStore
 
     falkordb_store.clear()
-    first = load_metagraph(falkordb_store)
+    first = load_metagraph(falkordb_store, GOALS_DIR)
     assert first["patterns"] >= 20 and first["unchanged"] == 0
-    again = load_metagraph(falkordb_store)
+    again = load_metagraph(falkordb_store, GOALS_DIR)
     assert again["unchanged"] == first["patterns"] and again["revision"] == first["revision"]
     ref = NetworkxGraphStore(None, falkordb_store.schema)
-    load_metagraph(ref)
+    load_metagraph(ref, GOALS_DIR)
     assert [p.name for p in falkordb_store.patterns("LateFeeDispute")] == [
         p.name for p in ref.patterns("LateFeeDispute")
     ]

@@ -6,12 +6,15 @@ import shlex
 import sys
 from datetime import date
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from hopweave.cli import app
 from hopweave.cli.common import GraphOpt, emit_json, handle_errors, open_cli_stores
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.understand.classifier import ClassifierConfig
 
 
 
@@ -95,26 +98,56 @@ def understand_cmd(
         _print_human(d)
 
 
+def _calibration_inputs(pack: Path | None, validation: Path | None, out: Path | None
+                        ) -> tuple[ClassifierConfig | None, str | None, Path, Path]:
+    """The classifier settings, domain, validation split and output file of a calibration: from
+    ``--pack`` (its classifier file, ``utterances/validation.yaml`` and ``calibration_file``)
+    unless given; without a pack, ``--validation`` and ``--out`` are required and the engine's
+    default settings are calibrated. Raises InputError naming what to pass."""
+    from hopweave.errors import InputError
+    from hopweave.pack.manifest import pack_path, read_manifest
+    from hopweave.understand.classifier import load_classifier_config
+
+    config: ClassifierConfig | None = None
+    domain: str | None = None
+    if pack is not None:
+        m = read_manifest(pack)
+        domain = m.name
+        if m.classifier and pack_path(pack, m.classifier, "classifier").is_file():
+            config = load_classifier_config(pack_path(pack, m.classifier, "classifier"))
+        if validation is None and m.utterances:
+            validation = pack_path(pack, m.utterances, "utterances") / "validation.yaml"
+        if out is None and config is not None:
+            out = config.calibration_path()
+    if validation is None or out is None:
+        missing = " and ".join(f"--{n}" for n, v in (("validation", validation), ("out", out)) if v is None)
+        raise InputError(f"understand-calibrate needs {missing}: pass --pack PACK (the pack whose classifier "
+                         "you calibrate; its classifier.yaml names the calibration_file) or the option itself")
+    return config, domain, validation, out
+
+
 @app.command("understand-calibrate")
 @handle_errors
 def calibrate_cmd(
     validation: Optional[Path] = typer.Option(
-        None, "--validation", help="Labeled validation split (default: the example pack's utterances/validation.yaml)."
+        None, "--validation", help="Labeled validation split (default: the pack's utterances/validation.yaml)."
+    ),
+    pack: Optional[Path] = typer.Option(
+        None, "--pack", help="The pack whose classifier is calibrated (its settings, validation split and file)."
     ),
     store: Optional[str] = GraphOpt,
-    out: Optional[Path] = typer.Option(None, "--out", help="Where to write (default: the settings' calibration_file)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Where to write (default: the pack's calibration_file)."),
     l2: float = typer.Option(0.05, "--l2", help="L2 penalty of the logistic fit."),
     as_json: bool = typer.Option(False, "--json", help="Print the calibration as JSON."),
 ) -> None:
     """Fit the goal classifier's calibration on held-out validation utterances (deterministic)."""
     from hopweave.understand.calibration import fit_calibration, write_calibration
     from hopweave.understand.classifier import GoalClassifier
-    from hopweave.understand.datasets import default_utterance_dir
 
-    vpath = validation if validation is not None else default_utterance_dir() / "validation.yaml"
+    config, domain, vpath, target = _calibration_inputs(pack, validation, out)
     stores = _open_store(store)
     try:
-        clf = GoalClassifier(stores.graph)
+        clf = GoalClassifier(stores.graph, config=config, domain=domain)
         # the store path is machine-specific; what matters of it (the goal examples) is hashed
         # into the provenance as examples_sha256
         args, skip = [], False
@@ -125,7 +158,6 @@ def calibrate_cmd(
             args.append(shlex.quote(a))
         cmd = " ".join(["hopweave understand-calibrate", "--store <store>", *args])
         cal = fit_calibration(clf, vpath, l2=l2, command=cmd)
-        target = out if out is not None else clf.config.calibration_path()
         write_calibration(cal, target)
     finally:
         stores.close()

@@ -107,12 +107,8 @@ def read_goal_file(path: str | Path) -> tuple[GoalType, list[dict[str, Any]]]:
     return goal, raws
 
 
-def load_goal_files(directory: str | Path | None = None) -> tuple[list[GoalType], list[dict[str, Any]]]:
-    """Read every ``*.yaml`` of ``directory`` (default: the example pack's ``goals/``), by file name."""
-    if directory is None:
-        from hopweave.paths import example_pack_dir
-
-        directory = example_pack_dir() / "goals"
+def load_goal_files(directory: str | Path) -> tuple[list[GoalType], list[dict[str, Any]]]:
+    """Read every ``*.yaml`` of ``directory`` (a pack's ``goals/``), by file name."""
     d = Path(directory)
     if not d.is_dir():
         raise InputError(f"goal directory {d} does not exist")
@@ -255,7 +251,7 @@ def decode_definitions(
     return out, problems
 
 
-def load_metagraph(store: GraphStore, directory: str | Path | None = None) -> dict[str, Any]:
-    """Read the goal files (default: shipped) and :func:`write_metagraph` them."""
+def load_metagraph(store: GraphStore, directory: str | Path) -> dict[str, Any]:
+    """Read the goal files of ``directory`` (a pack's ``goals/``) and :func:`write_metagraph` them."""
     goals, raws = load_goal_files(directory)
     return write_metagraph(store, goals, raws)

@@ -153,10 +153,17 @@ def read_pack(pack_dir: str | Path, existing: StoreSettings | None = None) -> Lo
     goals, raws = load_goal_files(pack_path(d, m.goals, "goals"))
     goals = [g.model_copy(update={"domain": m.name}) for g in goals]
     loaded = LoadedPack(m, d, settings, pack_schema, schema, goals, raws)
-    if m.classifier:
+    if m.classifier and _has_classifier_file(d, m):
         loaded.classifier, loaded.calibration = _classifier_files(d, m.classifier)
     _check_ownership(loaded, existing)
     return loaded
+
+
+def _has_classifier_file(d: Path, m: PackManifest) -> bool:
+    """False when the manifest leaves ``classifier:`` at its default and the pack has no such file
+    (the domain then uses the engine's default classifier settings); a path the manifest names
+    must exist (the read raises)."""
+    return "classifier" in m.model_fields_set or pack_path(d, str(m.classifier), "classifier").is_file()
 
 
 def _classifier_files(d: Path, rel: str) -> tuple[dict[str, Any], dict[str, Any] | None]:

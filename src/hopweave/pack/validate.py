@@ -164,9 +164,10 @@ def check_filters(d: Path, m: PackManifest, schema: GraphSchema) -> list[Problem
 
 
 def check_classifier(d: Path, m: PackManifest) -> list[Problem]:
-    if not m.classifier:
+    from hopweave.pack.loader import _classifier_files, _has_classifier_file
+
+    if not m.classifier or not _has_classifier_file(d, m):
         return []
-    from hopweave.pack.loader import _classifier_files
 
     try:
         _classifier_files(d, m.classifier)

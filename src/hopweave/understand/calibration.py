@@ -74,6 +74,18 @@ class Calibration(BaseModel):
         return e / (1.0 + e)
 
 
+#: The engine's own calibration, used by a classifier whose domain has no calibration file (a
+#: pack without ``classifier.yaml`` / ``calibration_file``). Round, unfitted parameters of the
+#: same goal-agnostic features: a top score of about 0.5 with clear margins gives a confidence
+#: above the default 0.5 threshold, a close runner-up or background utterance below it. Fit
+#: your own on held-out utterances with ``hopweave understand-calibrate``.
+DEFAULT_CALIBRATION = Calibration(
+    coef=(5.0, 5.0, 8.0),
+    intercept=-3.0,
+    provenance={"source": "hopweave engine default (not fitted); run `hopweave understand-calibrate`"},
+)
+
+
 def load_calibration(path: str | Path) -> Calibration:
     """Read a calibration JSON file.
 

@@ -7,7 +7,9 @@ nearest-example, and the calibration (``calibration.py``) maps goal-agnostic fea
 probability, so a GoalType added to the graph is classifiable on the next call.
 
 Settings (``<pack>/classifier.yaml``) and calibration parameters
-(``<pack>/classifier_calibration.json``) are data; see the comments in the YAML file.
+(``<pack>/classifier_calibration.json``) are data; see the comments in the YAML file. A domain
+without them gets the engine's own defaults: ``ClassifierConfig()`` (the field defaults below)
+and ``calibration.DEFAULT_CALIBRATION``; never another pack's files.
 """
 
 from __future__ import annotations
@@ -24,7 +26,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hopweave.errors import ConfigError, InputError
 from hopweave.fileio import read_yaml
-from hopweave.understand.calibration import Calibration, ClassifierFingerprint, load_calibration
+from hopweave.understand.calibration import (
+    DEFAULT_CALIBRATION,
+    Calibration,
+    ClassifierFingerprint,
+    load_calibration,
+)
 from hopweave.understand.models import Classification, GoalCandidate
 from hopweave.understand.text import CharNgramIndex, check_utterance, split_clauses
 
@@ -34,7 +41,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class ClassifierConfig(BaseModel):
-    """The classifier settings file (``<pack>/classifier.yaml``)."""
+    """The classifier settings file (``<pack>/classifier.yaml``). The field defaults are the
+    engine's own settings, used for a domain whose pack has no classifier file."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -64,15 +72,10 @@ class ClassifierConfig(BaseModel):
         except re.error as exc:
             raise ConfigError(f"classifier clause_separators is not a valid regex: {exc}") from exc
 
-    def calibration_path(self) -> Path:
-        base = Path(self.base_dir) if self.base_dir else _default_dir()
-        return base / self.calibration_file
-
-
-def _default_dir() -> Path:
-    from hopweave.paths import example_pack_dir
-
-    return example_pack_dir()
+    def calibration_path(self) -> Path | None:
+        """The calibration file next to the settings file they were read from (None: settings
+        not read from a file, e.g. the engine defaults or a store's copy)."""
+        return Path(self.base_dir) / self.calibration_file if self.base_dir else None
 
 
 def classifier_settings(config: dict[str, Any] | None, calibration: dict[str, Any] | None
@@ -87,8 +90,8 @@ def classifier_settings(config: dict[str, Any] | None, calibration: dict[str, An
     return cfg, cal
 
 
-def load_classifier_config(path: str | Path | None = None) -> ClassifierConfig:
-    """Read the classifier settings (default: the example pack's ``classifier.yaml``).
+def load_classifier_config(path: str | Path) -> ClassifierConfig:
+    """Read a classifier settings file (a pack's ``classifier.yaml``).
 
     Returns the validated settings, remembering the directory they were read from.
 
@@ -96,7 +99,7 @@ def load_classifier_config(path: str | Path | None = None) -> ClassifierConfig:
         InputError: the file does not exist or is not YAML.
         ConfigError: the settings are not a mapping or do not validate.
     """
-    p = Path(path) if path is not None else _default_dir() / "classifier.yaml"
+    p = Path(path)
     data = read_yaml(p, "classifier settings")
     if not isinstance(data, dict):
         raise ConfigError(f"classifier settings {p} must be a mapping, not {type(data).__name__}")
@@ -165,8 +168,9 @@ class GoalClassifier:
         store: the GraphStore whose GoalType nodes are the labels.
         embedder: the offline embedder (default: ``hopweave.search.embedder.default_embedder()``,
             created on first use).
-        config: classifier settings (default: the shipped file).
-        calibration: calibration parameters (default: the file named by the config).
+        config: classifier settings (default: the engine's, ``ClassifierConfig()``).
+        calibration: calibration parameters (default: the file named by a config read from a
+            file, else the engine's ``DEFAULT_CALIBRATION``).
         threshold: abstain below this calibrated confidence (default: the config's).
         domain: the domain (pack) whose goal types are the labels (default: all of the store's).
         vector_cache_dir: where the example embeddings are cached on disk (default: the store's
@@ -203,13 +207,14 @@ class GoalClassifier:
     @property
     def config(self) -> ClassifierConfig:
         if self._config is None:
-            self._config = load_classifier_config()
+            self._config = ClassifierConfig()
         return self._config
 
     @property
     def calibration(self) -> Calibration:
         if self._calibration is None:
-            self._calibration = load_calibration(self.config.calibration_path())
+            path = self.config.calibration_path()
+            self._calibration = load_calibration(path) if path is not None else DEFAULT_CALIBRATION
         return self._calibration
 
     @property

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Optional
 
 from pydantic import BaseModel, ConfigDict
 
-from hopweave.errors import ConfigError, InputError
+from hopweave.errors import InputError
 from hopweave.fileio import read_yaml
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,32 +30,17 @@ class LabeledUtterance(BaseModel):
     tags: tuple[str, ...] = ()
 
 
-def default_utterance_dir() -> Path:
-    """The ``utterances/`` folder of the example pack (:func:`hopweave.paths.example_pack_dir`).
-
-    Raises:
-        ConfigError: no example pack (not a checkout and no ``$HOPWEAVE_EXAMPLE_PACK``), or it has
-            no utterances.
-    """
-    from hopweave.paths import example_pack_dir
-
-    d = example_pack_dir() / "utterances"
-    if not d.is_dir():
-        raise ConfigError(f"{d} does not exist: pass the labelled utterances' path")
-    return d
-
-
 def _read(path: Path) -> object:
     return read_yaml(path, "utterance file")
 
 
-def load_examples(path: str | Path | None = None) -> dict[str, list[str]]:
-    """``{goal: [utterances]}`` from an examples file (default: the example pack's).
+def load_examples(path: str | Path) -> dict[str, list[str]]:
+    """``{goal: [utterances]}`` from an examples file (a pack's ``utterances/examples.yaml``).
 
     Raises:
         InputError: missing or malformed file.
     """
-    p = Path(path) if path is not None else default_utterance_dir() / "examples.yaml"
+    p = Path(path)
     data = _read(p)
     if not isinstance(data, dict) or not all(
         isinstance(k, str) and isinstance(v, list) and all(isinstance(t, str) for t in v) for k, v in data.items()
@@ -65,14 +50,12 @@ def load_examples(path: str | Path | None = None) -> dict[str, list[str]]:
 
 
 def load_split(path: str | Path) -> list[LabeledUtterance]:
-    """A labeled split (validation or test). A bare name (``"test"``) means the example pack's file.
+    """A labeled split (validation or test): a pack's ``utterances/<split>.yaml``.
 
     Raises:
         InputError: missing or malformed file.
     """
     p = Path(path)
-    if not p.suffix and not p.exists():
-        p = default_utterance_dir() / f"{p.name}.yaml"
     data = _read(p)
     if not isinstance(data, list):
         raise InputError(f"{p} must be a list of {{goal, tags, text}} items")

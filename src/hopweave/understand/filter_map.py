@@ -150,16 +150,12 @@ class FilterMapping(BaseModel):
         return json.dumps(self.model_dump(mode="json", by_alias=True), sort_keys=True, separators=(",", ":"))
 
 
-def read_mapping_file(path: str | Path | None = None) -> FilterMapping:
-    """Parse a mapping file (default: the example pack's ``filters.yaml``).
+def read_mapping_file(path: str | Path) -> FilterMapping:
+    """Parse a mapping file (a pack's ``filters.yaml``).
 
     Raises:
         InputError: missing or unparsable file. ConfigError: invalid mapping.
     """
-    if path is None:
-        from hopweave.paths import example_pack_dir
-
-        path = example_pack_dir() / "filters.yaml"
     p = Path(path)
     data = read_yaml(p, "filter mapping file")
     try:
@@ -175,18 +171,18 @@ def filter_mapping_id(domain: str | None = None) -> str:
 
 
 def filter_mapping_node(
-    schema: GraphSchema, mapping: FilterMapping | None = None, domain: str | None = None
+    schema: GraphSchema, mapping: FilterMapping, domain: str | None = None
 ) -> "Node":
     """The FilterMapping node (write it as tenant ``_global``; e.g. in a bulk load) for
-    ``mapping`` (default: the example pack's ``filters.yaml``), validated against ``schema``.
+    ``mapping`` (read a pack's ``filters.yaml`` with :func:`read_mapping_file`), validated
+    against ``schema``.
 
     Raises:
-        InputError / ConfigError: unreadable or invalid mapping file.
         SchemaError / FilterError: the mapping names something outside the schema.
     """
     from hopweave.graph.write_rules import GatedNode  # stores refuse an ungated FilterMapping node
 
-    m = (mapping or read_mapping_file()).check(schema)
+    m = mapping.check(schema)
     props: dict[str, Any] = {"version": m.version, "definition": m.canonical_json()}
     if domain:
         props["domain"] = domain
@@ -200,8 +196,8 @@ def write_filter_mapping(store: "GraphStore", mapping: FilterMapping) -> str:
     return mapping.revision
 
 
-def load_filter_mapping(store: "GraphStore", path: str | Path | None = None) -> str:
-    """Read the mapping file (default: shipped) and :func:`write_filter_mapping` it."""
+def load_filter_mapping(store: "GraphStore", path: str | Path) -> str:
+    """Read the mapping file (a pack's ``filters.yaml``) and :func:`write_filter_mapping` it."""
     return write_filter_mapping(store, read_mapping_file(path))
 
 

@@ -47,10 +47,12 @@ class Understander:
     Args:
         store: the GraphStore (GoalType nodes, vocabulary, FilterMapping node, tenant data).
         embedder: the offline embedder (default: the project's default, loaded on first use).
-        threshold: abstain below this confidence (default: ``<pack>/classifier.yaml``).
+        threshold: abstain below this confidence (default: the classifier settings').
         max_chars: longest accepted utterance (longer raises InputError).
-        classifier_config: classifier settings (default: the store's, for the domain).
-        calibration: classifier calibration (default: the file the settings name).
+        classifier_config: classifier settings (the engine passes the store's for the domain;
+            default: the engine's own, ``ClassifierConfig()``).
+        calibration: classifier calibration (default: the file the settings name when they were
+            read from a file, else the engine's ``DEFAULT_CALIBRATION``).
         settings: the domain's settings (subject, identifiers, authoritative attributes,
             synonyms, amounts, identifier labels).
         enrich_from_graph: add the authoritative attributes' values on record as entities.

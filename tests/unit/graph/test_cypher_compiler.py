@@ -68,9 +68,11 @@ def edge_known(e: str) -> str:
 
 def shipped_patterns(schema: GraphSchema) -> list[TraversalPattern]:
     from hopweave.graph.gates import gate_write
+    from domains import GOALS_DIR
+
     from hopweave.graph.metagraph_io import load_goal_files
 
-    goals, raws = load_goal_files()
+    goals, raws = load_goal_files(GOALS_DIR)
     return sorted(gate_write(schema, goals, raws, stored=()), key=lambda p: p.name)
 
 

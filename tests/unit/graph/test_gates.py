@@ -228,9 +228,11 @@ def test_gate_write_checks_goal_sections_reference_patterns(schema):
 
 
 def test_shipped_goal_files_pass_every_gate(schema):
+    from domains import GOALS_DIR
+
     from hopweave.graph.metagraph_io import load_goal_files
 
-    goals, raws = load_goal_files()
+    goals, raws = load_goal_files(GOALS_DIR)
     patterns = gate_write(schema, goals, raws)
     names = {p.name for p in patterns if p.goal == "LateFeeDispute"}
     assert {"customer_tier", "customer_account", "recent_transactions", "waiver_events_this_year",

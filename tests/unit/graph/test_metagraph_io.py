@@ -11,18 +11,18 @@ from hopweave.graph.gates import patterns_using, validate_all
 from hopweave.graph.metagraph_io import load_goal_files, load_metagraph, write_metagraph
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.schema import GraphSchema
-from domains import deltabank_schema
+from domains import GOALS_DIR, deltabank_schema
 
 
 @pytest.fixture
 def meta_store(schema):
     s = NetworkxGraphStore(None, schema)
-    load_metagraph(s)
+    load_metagraph(s, GOALS_DIR)
     return s
 
 
 def test_patterns_are_read_back_from_the_graph(meta_store):
-    goals, raws = load_goal_files()
+    goals, raws = load_goal_files(GOALS_DIR)
     assert [g.name for g in meta_store.goal_types()] == sorted(g.name for g in goals)
     stored = meta_store.patterns("LateFeeDispute")
     assert [p.name for p in stored] == sorted(p.name for p in stored)
@@ -38,7 +38,7 @@ def test_patterns_are_read_back_from_the_graph(meta_store):
 
 def test_reload_is_idempotent_and_revision_is_stable(meta_store):
     rev = meta_store.metagraph_revision()
-    summary = load_metagraph(meta_store)
+    summary = load_metagraph(meta_store, GOALS_DIR)
     assert summary["unchanged"] == summary["patterns"] and meta_store.metagraph_revision() == rev
 
 
@@ -130,7 +130,7 @@ def test_write_metagraph_requires_the_goal(schema):
     from hopweave.graph.gates import parse_pattern
 
     s = NetworkxGraphStore(None, schema)
-    _, raws = load_goal_files()
+    _, raws = load_goal_files(GOALS_DIR)
     with pytest.raises(PatternValidationError, match="neither written nor stored"):
         write_metagraph(s, [], [parse_pattern(raws[0])])
 
@@ -183,7 +183,7 @@ def test_a_forged_gated_node_still_meets_the_bounds(meta_store):
 
 
 def test_gated_items_are_the_sanctioned_path(schema):
-    goals, raws = load_goal_files()
+    goals, raws = load_goal_files(GOALS_DIR)
     items, parsed = gated_items(schema, goals, raws, domain="bank")
     assert all(isinstance(i, GatedNode) for i in items if isinstance(i, Node))
     assert {i.props["domain"] for i in items if isinstance(i, Node)} == {"bank"}
@@ -212,7 +212,7 @@ def test_a_malformed_stored_pattern_is_skipped_and_reported(meta_store):
 
 def test_goal_without_grant_cannot_be_bypassed_by_stored_goal(schema):
     s = NetworkxGraphStore(None, schema)
-    goals, raws = load_goal_files()
+    goals, raws = load_goal_files(GOALS_DIR)
     write_metagraph(s, goals, raws)
     pii_raw = [r for r in raws if r.get("pii_allowed")]
     assert pii_raw

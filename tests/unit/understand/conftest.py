@@ -15,7 +15,7 @@ from generator.build import metagraph_items  # noqa: E402
 from generator.generate import generate  # noqa: E402
 from generator.vocabulary import vocabulary  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
-from domains import DELTABANK, deltabank_schema  # noqa: E402
+from domains import DELTABANK, DELTABANK_CALIBRATION, DELTABANK_CONFIG, deltabank_schema  # noqa: E402
 
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.common import Session
@@ -61,7 +61,7 @@ def fresh_store() -> Iterator[NetworkxGraphStore]:
 
 @pytest.fixture(scope="session")
 def understander(bank: NetworkxGraphStore, embedder) -> Understander:  # type: ignore[no-untyped-def]
-    return Understander(bank, embedder, settings=DELTABANK)
+    return Understander(bank, embedder, classifier_config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION, settings=DELTABANK)
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import MARIA_UTTERANCE
+from domains import DELTABANK_CALIBRATION, DELTABANK_CONFIG, UTTERANCES_DIR
 from hopweave.errors import ConfigError, InputError
 from hopweave.graph.metagraph_io import write_metagraph
 from hopweave.models.metagraph import GoalType
@@ -28,7 +29,7 @@ CARD_REPLACEMENT = GoalType(
 
 @pytest.fixture(scope="module")
 def clf(bank, embedder) -> GoalClassifier:  # type: ignore[no-untyped-def]
-    return GoalClassifier(bank, embedder)
+    return GoalClassifier(bank, embedder, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION)
 
 
 def test_maria_is_a_confident_late_fee_dispute(clf: GoalClassifier) -> None:
@@ -68,15 +69,15 @@ def test_out_of_scope_abstains_but_reports_the_best_candidate(clf: GoalClassifie
 
 
 def test_threshold_is_configurable(bank, embedder) -> None:  # type: ignore[no-untyped-def]
-    strict = GoalClassifier(bank, embedder, threshold=0.999999)
+    strict = GoalClassifier(bank, embedder, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION, threshold=0.999999)
     c = strict.classify("Can you waive the late fee, my payment was two days late?")
     assert c.abstained and c.best == "LateFeeDispute"
     with pytest.raises(InputError):
-        GoalClassifier(bank, embedder, threshold=1.5)
+        GoalClassifier(bank, embedder, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION, threshold=1.5)
 
 
 def test_a_goal_type_added_at_runtime_is_classifiable_at_once(fresh_store, embedder) -> None:  # type: ignore[no-untyped-def]
-    clf = GoalClassifier(fresh_store, embedder)
+    clf = GoalClassifier(fresh_store, embedder, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION)
     text = "The chip on my card is broken, I need another card"
     before = clf.classify(text)
     assert before.goal != "CardReplacement" and "CardReplacement" not in [k.goal for k in before.candidates]
@@ -109,12 +110,10 @@ def test_deterministic(clf: GoalClassifier) -> None:
 
 
 def test_calibration_file_has_provenance_for_the_shipped_data(clf: GoalClassifier) -> None:
-    from hopweave.understand.datasets import default_utterance_dir, file_sha256
+    from hopweave.understand.datasets import file_sha256
 
-    cfg = load_classifier_config()
-    cal = load_calibration(cfg.calibration_path())
-    prov = cal.provenance
-    assert prov["validation_sha256"] == file_sha256(default_utterance_dir() / "validation.yaml")
+    prov = DELTABANK_CALIBRATION.provenance
+    assert prov["validation_sha256"] == file_sha256(UTTERANCES_DIR / "validation.yaml")
     # calibrated against exactly the goal examples, descriptions and background in use now
     fp = clf.fingerprint()
     assert prov["examples_sha256"] == fp.examples_sha256 == clf.index().content_hash
@@ -174,7 +173,7 @@ class _Counting:
 
 def test_clauses_are_scored_only_when_the_whole_is_not_decisive(bank, embedder) -> None:  # type: ignore[no-untyped-def]
     counting = _Counting(embedder)
-    c = GoalClassifier(bank, counting)  # type: ignore[arg-type]
+    c = GoalClassifier(bank, counting, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION)  # type: ignore[arg-type]
     c.index()
     counting.calls.clear()
     decisive = "I want to dispute this $39 late fee on my Platinum card. I have been a customer for years."
@@ -186,5 +185,5 @@ def test_clauses_are_scored_only_when_the_whole_is_not_decisive(bank, embedder) 
     mixed = "There's a charge I didn't make, and while you're at it what's my balance?"
     assert c.classify(mixed).goal == "FraudClaim"
     assert len(counting.calls) == 2 and len(counting.calls[1]) >= 2  # whole not decisive: its clauses too
-    always = GoalClassifier(bank, embedder, config=c.config.model_copy(update={"decisive_confidence": 1.0}))
+    always = GoalClassifier(bank, embedder, calibration=DELTABANK_CALIBRATION, config=c.config.model_copy(update={"decisive_confidence": 1.0}))
     assert len(always._score([decisive])[1][0]) == 3

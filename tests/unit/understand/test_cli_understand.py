@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 from conftest import MARIA_UTTERANCE
 from hopweave.cli import app
 from generator.build import load_deltabank  # the pack's generator (conftest puts it on sys.path)
-from hopweave.paths import repo_root
+from domains import PACK
 
-SESSIONS = (repo_root() or Path(".")) / "examples" / "deltabank" / "sessions"
+SESSIONS = PACK / "sessions"
 
 
 @pytest.fixture(scope="module")
@@ -74,9 +74,15 @@ def test_calibrate_is_deterministic(store_dir: Path, tmp_path: Path) -> None:
     outs = []
     for i in range(2):
         target = tmp_path / f"cal{i}.json"
-        code, _, err = _run("understand-calibrate", "--store", str(store_dir), "--out", str(target))
+        code, _, err = _run("understand-calibrate", "--store", str(store_dir), "--pack", str(PACK),
+                            "--out", str(target))
         assert code == 0, err
         outs.append(json.loads(target.read_text()))
     assert outs[0]["coef"] == outs[1]["coef"] and outs[0]["intercept"] == outs[1]["intercept"]
-    shipped = json.loads((repo_root() / "examples" / "deltabank" / "classifier_calibration.json").read_text())  # type: ignore[operator]
+    shipped = json.loads((PACK / "classifier_calibration.json").read_text())
     assert outs[0]["coef"] == pytest.approx(shipped["coef"], abs=1e-3)
+
+
+def test_calibrate_without_a_pack_says_what_to_pass(store_dir: Path) -> None:
+    code, _, err = _run("understand-calibrate", "--store", str(store_dir))
+    assert code == 2 and "InputError" in err and "--validation and --out" in err and "--pack PACK" in err

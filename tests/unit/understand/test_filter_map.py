@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from conftest import AS_OF, MARIA_UTTERANCE
-from domains import DELTABANK
+from domains import DELTABANK, FILTERS_FILE
 from hopweave.errors import ConfigError, FilterError, SchemaError, TenantError
 from hopweave.models.common import Session
 from hopweave.models.filters import And, Eq, In, IsEmpty, Or, Range, matches
@@ -83,7 +83,7 @@ def test_the_mapping_is_read_from_the_graph(fresh_store, maria: Session) -> None
     tree, _ = _maria_filter(fresh_store, maria)
     assert "policy_type" in _by_field(tree)
     # change the data, not the code: drop the EventType rule and add an always-on language clause
-    shipped = read_mapping_file()
+    shipped = read_mapping_file(FILTERS_FILE)
     changed = shipped.model_copy(update={
         "version": 2,
         "entities": tuple(r for r in shipped.entities if r.entity != "EventType"),
@@ -142,7 +142,7 @@ def test_tenant_is_always_on_and_required(bank) -> None:  # type: ignore[no-unty
 def test_node_is_written_as_shared_json(bank) -> None:  # type: ignore[no-untyped-def]
     node = bank.get_node("deltabank", FILTER_MAPPING_ID)
     assert node is not None and node.tenant_id == GLOBAL_TENANT and node.label == "FilterMapping"
-    assert FilterMapping.model_validate(json.loads(node.props["definition"])) == read_mapping_file()
+    assert FilterMapping.model_validate(json.loads(node.props["definition"])) == read_mapping_file(FILTERS_FILE)
 
 
 def test_in_force_clause_is_data_and_needs_as_of(bank) -> None:  # type: ignore[no-untyped-def]
