@@ -201,7 +201,7 @@ def test_metagraph_seeding_through_the_gates(falkordb_store) -> None:
 def test_a_server_store_by_url_sees_the_same_server(store, schema) -> None:
     """``FalkorDBStore(url=...)`` (the pure-Python client on a server someone else runs): here the
     embedded server's own socket, another graph name; closing it leaves the server running."""
-    from hopweave.graph.server_load import open_server_store
+    import hopweave
 
     url = f"unix://{store.socket_path}"
     other = FalkorDBStore(schema=schema, url=url, graph="hopweave_url_test")
@@ -215,8 +215,5 @@ def test_a_server_store_by_url_sees_the_same_server(store, schema) -> None:
         other.clear()
         other.close()
     assert store.get_node("t1", "C1") is not None  # the server still runs
-    via = open_server_store(falkordb=url, schema=schema)
-    try:
-        assert via.url == url and via.get_node("t1", "C1") is not None
-    finally:
-        via.close()
+    with hopweave.open(graph=url, schema=schema, graph_only=True) as via:  # the server's graph "hopweave"
+        assert via.graph.url == url and via.graph.get_node("t1", "C1") is not None  # type: ignore[attr-defined]

@@ -90,21 +90,3 @@ def test_driver_errors_are_translated(dead, exc, expected) -> None:
     err = dead._translate(exc(), 50.0)
     assert type(err) is expected, (type(err), err)
     assert str(err)
-
-
-def test_open_server_store_needs_exactly_one_backend(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hopweave.graph.server_load import open_server_store
-
-    with pytest.raises(ConfigError):
-        open_server_store()
-    with pytest.raises(ConfigError):
-        open_server_store(neo4j=DEAD, falkordb="/tmp/x")
-    monkeypatch.delenv("HOPWEAVE_NEO4J_PASSWORD", raising=False)
-    with pytest.raises(ConfigError):  # no password configured
-        open_server_store(neo4j=DEAD)
-    monkeypatch.setenv("HOPWEAVE_NEO4J_PASSWORD", "pw")
-    store = open_server_store(neo4j=DEAD)
-    try:
-        assert isinstance(store, Neo4jGraphStore) and store.uri == DEAD
-    finally:
-        store.close()
