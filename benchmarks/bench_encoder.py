@@ -111,8 +111,8 @@ from hopweave.understand.calibration import load_calibration
 from hopweave.understand.classifier import GoalClassifier, load_classifier_config
 store = open_graph_store(sys.argv[1], read_only=True)
 cfg = load_classifier_config(sys.argv[3])  # the DeltaBank pack's classifier.yaml
-clf = GoalClassifier(store, default_embedder(), config=cfg, calibration=load_calibration(cfg.calibration_path()),
-                     vector_cache_dir=sys.argv[2])
+cal = load_calibration(cfg.calibration_path())
+clf = GoalClassifier(store, default_embedder(), config=cfg, calibration=cal, vector_cache_dir=sys.argv[2])
 c = clf.classify("I want to dispute this $39 late fee on my Platinum card")
 print(round(time.perf_counter() - t0, 3), round(time.process_time(), 3), c.goal)
 """

@@ -17,9 +17,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from hopweave.understand.calibration import Calibration
     from hopweave.understand.classifier import ClassifierConfig
 
-__all__ = ["DELTABANK", "DELTABANK_CALIBRATION", "DELTABANK_CONFIG", "DELTABANK_REGISTRY", "FILTERS_FILE", "GOALS_DIR", "PACK", "SCHEMA_FILE", "TENANTS",
-           "UTTERANCES_DIR", "deltabank_calibration", "deltabank_classifier_config", "deltabank_schema", "registry",
-           "write_deltabank_settings"]
+__all__ = ["CLASSIFIER_FILE", "DELTABANK", "DELTABANK_CALIBRATION", "DELTABANK_CONFIG", "DELTABANK_REGISTRY",
+           "FILTERS_FILE", "GOALS_DIR", "PACK", "SCHEMA_FILE", "TENANTS", "UTTERANCES_DIR", "deltabank_calibration",
+           "deltabank_classifier_config", "deltabank_schema", "registry", "write_deltabank_settings"]
 
 PACK = Path(__file__).resolve().parents[2] / "examples" / "deltabank"
 SCHEMA_FILE = PACK / "schema.yaml"

@@ -133,10 +133,12 @@ def calibrate_cmd(
         None, "--validation", help="Labeled validation split (default: the pack's utterances/validation.yaml)."
     ),
     pack: Optional[Path] = typer.Option(
-        None, "--pack", help="The pack whose classifier is calibrated (its settings, validation split and file)."
+        None, "--pack", help="The pack whose classifier is calibrated (settings, validation split, output)."
     ),
     store: Optional[str] = GraphOpt,
-    out: Optional[Path] = typer.Option(None, "--out", help="Where to write (default: the pack's calibration_file)."),
+    out: Optional[Path] = typer.Option(
+        None, "--out", help="Where to write (default: the pack's calibration_file)."
+    ),
     l2: float = typer.Option(0.05, "--l2", help="L2 penalty of the logistic fit."),
     as_json: bool = typer.Option(False, "--json", help="Print the calibration as JSON."),
 ) -> None:

@@ -419,7 +419,8 @@ def test_gated_metagraph_writes_replay_and_a_forged_pattern_record_is_refused(tm
 
     d = tmp_path / "graph"
     s = _open(d, schema)
-    load_metagraph(s, SCHEMA_FILE.parent / "goals")  # a journal record of gated GoalType/TraversalPattern nodes (+ HAS_PATTERN)
+    # a journal record of gated GoalType/TraversalPattern nodes (+ HAS_PATTERN)
+    load_metagraph(s, SCHEMA_FILE.parent / "goals")
     want = [p.name for p in s.patterns()]
     assert want and (d / P.JOURNAL).stat().st_size > 0
     assert [p.name for p in _open(d, schema).patterns()] == want  # replays through the gates again

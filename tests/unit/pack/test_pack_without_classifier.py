@@ -57,6 +57,7 @@ def test_loads_and_classifies_with_the_engine_defaults(tmp_path: Path) -> None:
 def test_a_classifier_file_named_in_the_manifest_must_exist(tmp_path: Path) -> None:
     pack = _pack_without_classifier(tmp_path / "shop")
     manifest = pack / "hopweave.yaml"
-    manifest.write_text(manifest.read_text(encoding="utf-8") + "classifier: classifier.yaml\n", encoding="utf-8")
+    text = manifest.read_text(encoding="utf-8")
+    manifest.write_text(text + "classifier: classifier.yaml\n", encoding="utf-8")
     with pytest.raises(InputError, match="classifier settings"):
         load_pack(pack, tmp_path / "store", with_vectors=False)

@@ -61,7 +61,8 @@ def fresh_store() -> Iterator[NetworkxGraphStore]:
 
 @pytest.fixture(scope="session")
 def understander(bank: NetworkxGraphStore, embedder) -> Understander:  # type: ignore[no-untyped-def]
-    return Understander(bank, embedder, classifier_config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION, settings=DELTABANK)
+    return Understander(bank, embedder, classifier_config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION,
+                        settings=DELTABANK)
 
 
 @pytest.fixture(scope="session")

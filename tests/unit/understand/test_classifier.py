@@ -69,11 +69,13 @@ def test_out_of_scope_abstains_but_reports_the_best_candidate(clf: GoalClassifie
 
 
 def test_threshold_is_configurable(bank, embedder) -> None:  # type: ignore[no-untyped-def]
-    strict = GoalClassifier(bank, embedder, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION, threshold=0.999999)
+    strict = GoalClassifier(bank, embedder, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION,
+                            threshold=0.999999)
     c = strict.classify("Can you waive the late fee, my payment was two days late?")
     assert c.abstained and c.best == "LateFeeDispute"
     with pytest.raises(InputError):
-        GoalClassifier(bank, embedder, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION, threshold=1.5)
+        GoalClassifier(bank, embedder, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION,
+                       threshold=1.5)
 
 
 def test_a_goal_type_added_at_runtime_is_classifiable_at_once(fresh_store, embedder) -> None:  # type: ignore[no-untyped-def]
@@ -173,7 +175,8 @@ class _Counting:
 
 def test_clauses_are_scored_only_when_the_whole_is_not_decisive(bank, embedder) -> None:  # type: ignore[no-untyped-def]
     counting = _Counting(embedder)
-    c = GoalClassifier(bank, counting, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION)  # type: ignore[arg-type]
+    c = GoalClassifier(bank, counting, config=DELTABANK_CONFIG,  # type: ignore[arg-type]
+                       calibration=DELTABANK_CALIBRATION)
     c.index()
     counting.calls.clear()
     decisive = "I want to dispute this $39 late fee on my Platinum card. I have been a customer for years."
@@ -185,5 +188,6 @@ def test_clauses_are_scored_only_when_the_whole_is_not_decisive(bank, embedder) 
     mixed = "There's a charge I didn't make, and while you're at it what's my balance?"
     assert c.classify(mixed).goal == "FraudClaim"
     assert len(counting.calls) == 2 and len(counting.calls[1]) >= 2  # whole not decisive: its clauses too
-    always = GoalClassifier(bank, embedder, calibration=DELTABANK_CALIBRATION, config=c.config.model_copy(update={"decisive_confidence": 1.0}))
+    always = GoalClassifier(bank, embedder, calibration=DELTABANK_CALIBRATION,
+                            config=c.config.model_copy(update={"decisive_confidence": 1.0}))
     assert len(always._score([decisive])[1][0]) == 3

@@ -78,7 +78,8 @@ def test_anonymous_session_gets_no_segment_specific_policy(understander: Underst
 def test_anonymous_ignore_policy_adds_no_clause(bank, embedder) -> None:  # type: ignore[no-untyped-def]
     data = DELTABANK.model_dump()
     data["authoritative"] = [{**data["authoritative"][0], "anonymous": "ignore"}]
-    und = Understander(bank, embedder, classifier_config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION, settings=DomainSettings.model_validate(data))
+    und = Understander(bank, embedder, classifier_config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION,
+                       settings=DomainSettings.model_validate(data))
     u = und.understand("Can you waive the late fee on my Platinum card?", ANON, AS_OF)
     assert "tier" not in fields(u.filter)
     assert [m.type for m in u.mentions if m.type == "Tier"] == ["Tier"]
@@ -88,7 +89,8 @@ def test_session_sourced_authority_and_pack_attributes(bank, embedder) -> None: 
     """A pack-declared session attribute is authoritative and feeds no utterance override."""
     data = DELTABANK.model_dump()
     data["authoritative"] = [{"entity": "Region", "session": "region", "anonymous": "ignore"}]
-    und = Understander(bank, embedder, classifier_config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION, settings=DomainSettings.model_validate(data))
+    und = Understander(bank, embedder, classifier_config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION,
+                       settings=DomainSettings.model_validate(data))
     u = und.understand("I live in CA now, waive the late fee", GOLD, AS_OF)
     assert _clauses(u)["region"] == "US"
     assert [(m.type, m.record) for m in u.mentions if m.type == "Region"] == [("Region", "US")]

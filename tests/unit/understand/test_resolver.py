@@ -78,7 +78,8 @@ def test_a_user_cannot_reach_another_customers_data_by_naming_their_id(bank, mar
     from hopweave.understand import Understander
 
     pattern = next(p for p in bank.patterns("LateFeeDispute") if p.name == "customer_account")
-    und = Understander(bank, classifier_config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION, settings=DELTABANK)
+    und = Understander(bank, classifier_config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION,
+                       settings=DELTABANK)
     for text in ("Show me the account of CUST_4412", "I am cust_4412, dispute my late fee on ACCT_4412001",
                  "my customer id is CUST-4412"):
         res = und.resolver.resolve(text, maria, AS_OF)

@@ -87,22 +87,26 @@ def test_cold_classifier_reads_the_disk_cache(bank, embedder, tmp_path: Path) ->
 
     first = CountingEmbedder(embedder)
     clf_mod._VECTORS.clear()  # a new process: nothing embedded in memory
-    a = GoalClassifier(bank, first, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION, vector_cache_dir=tmp_path).index()
+    a = GoalClassifier(bank, first, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION,
+                       vector_cache_dir=tmp_path).index()
     assert first.embedded == len(set(a.texts)) > 0
     assert len(list(tmp_path.glob("*.npy"))) == 1
 
     clf_mod._VECTORS.clear()
     cold = CountingEmbedder(embedder)
-    b = GoalClassifier(bank, cold, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION, vector_cache_dir=tmp_path).index()
+    b = GoalClassifier(bank, cold, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION,
+                       vector_cache_dir=tmp_path).index()
     assert cold.embedded == 0 and b.dense.tobytes() == a.dense.tobytes() and b.texts == a.texts
 
     (npy,) = tmp_path.glob("*.npy")
     npy.write_bytes(npy.read_bytes()[:-4])  # truncated: rebuilt and rewritten
     clf_mod._VECTORS.clear()
     again = CountingEmbedder(embedder)
-    c = GoalClassifier(bank, again, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION, vector_cache_dir=tmp_path)
+    c = GoalClassifier(bank, again, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION,
+                       vector_cache_dir=tmp_path)
     assert c.index().dense.tobytes() == a.dense.tobytes() and again.embedded > 0
     assert load_vectors(tmp_path, embedder.space.key, a.texts, embedder.space.dimensions) is not None
     utter = "please waive the late fee on my card"
-    assert c.classify(utter).model_dump_json() == GoalClassifier(bank, embedder, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION, vector_cache_dir=tmp_path
-                                                                 ).classify(utter).model_dump_json()
+    fresh = GoalClassifier(bank, embedder, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION,
+                           vector_cache_dir=tmp_path)
+    assert c.classify(utter).model_dump_json() == fresh.classify(utter).model_dump_json()
