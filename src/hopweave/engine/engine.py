@@ -51,6 +51,7 @@ from hopweave.engine.rerank_stage import rerank_chunks
 from hopweave.engine.rules import case_for
 from hopweave.engine.query_vectors import SharedEmbedder, bound
 from hopweave.search.text_vectors import TextVectorCache, vectors_dir
+from hopweave.stores.front import close_quietly
 from hopweave.engine.result import ChunkItem, Degradation, RetrievalResult, Stage
 from hopweave.engine.stages import (
     MIN_STAGE_S,
@@ -333,12 +334,7 @@ class Engine:
         if self._trace_writer is not None:
             self._trace_writer.close()  # queued traces are written before the store closes
         self.close_pools()
-        for s in (self.index, self.graph):
-            try:
-                if s is not None:
-                    s.close()
-            except Exception:  # pragma: no cover - closing must not raise
-                pass
+        close_quietly(self.index, self.graph)
 
     def __enter__(self) -> "Engine":
         return self

