@@ -38,12 +38,12 @@ from hopweave.search.lexical import Bm25Encoder, Bm25Params, Tokenizer, average_
 
 
 class Split:
-    """Train queries, their vectors and qrels, the corpus and its score matrices."""
+    """One split's queries (train unless told), their vectors and qrels, the corpus and its score matrices."""
 
-    def __init__(self, data: Path) -> None:
+    def __init__(self, data: Path, split: str = "train") -> None:
         from hopweave.search.embedder import default_embedder
 
-        ds = load_beir(data, "train")
+        ds = load_beir(data, split)
         self.ds, self.emb = ds, default_embedder()
         self.docs = np.array([d.doc_id for d in ds.corpus])
         self.corpus = [(d.text, d.title) for d in ds.corpus]
