@@ -172,22 +172,7 @@ def sequential(engine: Any, reqs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def aretrieve_burst(engine: Any, reqs: list[dict[str, Any]]) -> dict[str, Any]:
-    async def one(req: dict[str, Any]) -> tuple[float, Any]:
-        kw = {k: v for k, v in req.items() if k not in ("utterance", "name")}
-        t = time.perf_counter()
-        try:
-            r = await engine.aretrieve(req["utterance"], **kw)
-        except Exception as exc:
-            r = exc
-        return (time.perf_counter() - t) * 1000, r
-
-    async def main() -> tuple[list[tuple[float, Any]], float]:
-        t0 = time.perf_counter()
-        res = await asyncio.gather(*(one(r) for r in reqs))
-        return list(res), time.perf_counter() - t0
-
-    res, wall = asyncio.run(main())
-    return engine_stats(res, wall)
+    return engine_stats(*mm.gather_aretrieve(engine, reqs))
 
 
 def tool_burst(engine: Any, reqs: list[dict[str, Any]]) -> dict[str, Any]:

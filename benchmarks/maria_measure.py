@@ -278,12 +278,20 @@ def concurrent_threads(engine: Any, requests: Sequence[dict[str, Any]], record: 
 
 def concurrent_asyncio(engine: Any, requests: Sequence[dict[str, Any]], record: bool = True) -> dict[str, Any]:
     """All requests as ``aretrieve`` coroutines gathered on one event loop."""
+    return _collect(*gather_aretrieve(engine, requests, record=record))
+
+
+def gather_aretrieve(engine: Any, requests: Sequence[dict[str, Any]],
+                     **extra: Any) -> tuple[list[tuple[float, Any]], float]:
+    """Every request (``utterance`` plus ``retrieve`` keywords; ``name`` is ignored) as an
+    ``aretrieve`` coroutine, all gathered at once on one event loop: ``([(ms, result or
+    exception), ...], wall seconds)``. ``extra``: keywords added to every call."""
 
     async def one(req: dict[str, Any]) -> tuple[float, Any]:
         kw = {k: v for k, v in req.items() if k not in ("utterance", "name")}
         t = time.perf_counter()
         try:
-            r = await engine.aretrieve(req["utterance"], record=record, **kw)
+            r = await engine.aretrieve(req["utterance"], **extra, **kw)
         except Exception as exc:
             r = exc
         return (time.perf_counter() - t) * 1000, r
@@ -293,8 +301,7 @@ def concurrent_asyncio(engine: Any, requests: Sequence[dict[str, Any]], record: 
         res = await asyncio.gather(*(one(r) for r in requests))
         return list(res), time.perf_counter() - t0
 
-    results, wall = asyncio.run(main())
-    return _collect(results, wall)
+    return asyncio.run(main())
 
 
 # ---- search and traversal alone ------------------------------------------------------------------
