@@ -26,6 +26,8 @@ demo: setup
 # whole-engine congruence runs), then the slow suite (deselected by default: pytest.ini_options
 # addopts). Any failure fails .ci/run.
 test: setup
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory cypher-lint; \
+	else echo "npm not found: the Neo4j parser check (slow suite) will be reported skipped"; fi
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	$(PY) -m pytest -q
