@@ -334,8 +334,13 @@ def http_stats(res: list[tuple[float, Any]], wall: float) -> dict[str, Any]:
         if getattr(r, "status_code", 0) == 200:
             d = r.json()
             degraded += bool(d.get("degraded")) if isinstance(d, dict) else 0
+    by_worker: dict[str, int] = {}
+    for _, r in res:
+        w = getattr(r, "headers", {}).get("x-hopweave-worker") if hasattr(r, "headers") else None
+        if w:
+            by_worker[w] = by_worker.get(w, 0) + 1
     return {**mm.summary(lat), "wall_s": round(wall, 2), "rps": round(len(lat) / wall, 1), "status": codes,
-            "degraded": degraded}
+            "degraded": degraded, "answered_by_worker": sorted(by_worker.values(), reverse=True)}
 
 
 # ---- the run -------------------------------------------------------------------------------------

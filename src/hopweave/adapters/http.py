@@ -51,6 +51,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.engine import Engine
 
 T = TypeVar("T")
+#: Response header naming the server process that answered (``hopweave serve --workers N``).
+WORKER_HEADER = "x-hopweave-worker"
 __all__ = ["RetrieveBody", "ToolBody", "create_app"]
 
 
@@ -133,6 +135,7 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
 
     refresher = GraphRefresher(engine.graph, graph_refresh_s)
     ident = {"pid": os.getpid(), **(worker or {})}
+    worker_header = {WORKER_HEADER: str(ident["pid"])}  # which worker answered (several share one socket)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -186,7 +189,7 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
             token_budget=body.token_budget, record=body.record))
         # serialised by pydantic-core in one call (FastAPI's re-validation + jsonable_encoder of a
         # result costs tens of ms on the event loop: 100 at once would queue for seconds)
-        return Response(result.model_dump_json(), media_type="application/json")
+        return Response(result.model_dump_json(), media_type="application/json", headers=worker_header)
 
     @app.post("/v1/tool/retrieve")
     async def tool(body: ToolBody) -> Any:
@@ -198,7 +201,8 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
             results = await loop.run_in_executor(
                 engine._request_pool, lambda: tool_(body.query, mode=body.mode, filters=body.filters,
                                                     top_k=body.top_k))
-            return Response(json.dumps({"results": results}, default=str), media_type="application/json")
+            return Response(json.dumps({"results": results}, default=str), media_type="application/json",
+                            headers=worker_header)
 
         return await admitted(run)
 

