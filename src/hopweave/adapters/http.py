@@ -228,7 +228,8 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
 #: worker process reads it).
 SERVE_ENV = {"store": "HOPWEAVE_SERVE_STORE", "vectors": "HOPWEAVE_SERVE_VECTORS", "budget_ms": "HOPWEAVE_SERVE_BUDGET_MS",
              "max_inflight": "HOPWEAVE_SERVE_MAX_INFLIGHT", "workers": "HOPWEAVE_SERVE_WORKERS",
-             "switch_interval_ms": "HOPWEAVE_SERVE_SWITCH_INTERVAL_MS", "graph_refresh_s": "HOPWEAVE_SERVE_GRAPH_REFRESH_S"}
+             "switch_interval_ms": "HOPWEAVE_SERVE_SWITCH_INTERVAL_MS", "graph_refresh_s": "HOPWEAVE_SERVE_GRAPH_REFRESH_S",
+             "max_active": "HOPWEAVE_SERVE_MAX_ACTIVE"}
 
 
 def app_from_env() -> "FastAPI":
@@ -238,7 +239,9 @@ def app_from_env() -> "FastAPI":
     worker). With ``HOPWEAVE_SERVE_WORKERS`` > 1 this process is one of several serving one
     socket: it serves a private copy of an embedded vector index (see
     :mod:`hopweave.adapters.serve_workers`), warms up before accepting connections and catches the
-    graph up with the other workers' commits every ``HOPWEAVE_SERVE_GRAPH_REFRESH_S`` (default 1).
+    graph up with the other workers' commits every ``HOPWEAVE_SERVE_GRAPH_REFRESH_S`` (default 1), and
+    its engine works on ``EngineConfig.max_active`` / N requests at once unless
+    ``HOPWEAVE_SERVE_MAX_ACTIVE`` says otherwise.
     Raises InputError without a store or with a malformed setting, StoreError for an unreadable
     store or a shard another process holds."""
     import sys
@@ -256,10 +259,17 @@ def app_from_env() -> "FastAPI":
     if switch_ms is not None and switch_ms > 0:
         sys.setswitchinterval(switch_ms / 1000.0)  # a worker is a fresh interpreter: the CLI's setting is not inherited
     vectors = os.environ.get(SERVE_ENV["vectors"]) or None
+    max_active = _env_number(SERVE_ENV["max_active"], int, None)
+    if max_active is None and workers > 1:
+        # the engine's default number of requests at work (tuned for one process on the machine)
+        # shared among the workers: N workers x 8 on the same cores cost more CPU per request
+        # and raised p99 (docs/BENCHMARKS.md, issue 13, serve --workers)
+        max_active = max(1, -(-EngineConfig().max_active // workers))
+    settings: dict[str, Any] = {k: v for k, v in (("budget_ms", budget), ("max_active", max_active)) if v}
     private = worker_vectors(store, vectors) if workers > 1 else None
     try:
         engine = Engine.open(store, vectors=str(private) if private is not None else vectors,
-                             config=EngineConfig(budget_ms=budget) if budget else None)
+                             config=EngineConfig(**settings) if settings else None)
     except BaseException:
         if private is not None:
             remove_private(private)

@@ -23,6 +23,9 @@ def serve(
     max_inflight: int = typer.Option(128, "--max-inflight",
                                      help="Requests admitted at once; one more gets 503 + Retry-After."),
     budget_ms: Optional[int] = typer.Option(None, "--budget-ms", help="Default wall-clock budget (800)."),
+    max_active: Optional[int] = typer.Option(
+        None, "--max-active", help="Requests each worker's engine works on at once; the others wait for a slot "
+        "within their budget (default: EngineConfig.max_active, 8, shared among the workers: 4 each for 2)."),
     switch_interval_ms: float = typer.Option(
         1.0, "--switch-interval-ms", help="Python's thread switch interval: a small one lets a request whose "
         "deadline came get the GIL back quickly under load (Python's default is 5)."),
@@ -74,6 +77,10 @@ def serve(
     os.environ["HOPWEAVE_SERVE_MAX_INFLIGHT"] = str(max_inflight)
     if budget_ms is not None:
         os.environ["HOPWEAVE_SERVE_BUDGET_MS"] = str(budget_ms)
+    if max_active is not None:
+        if max_active < 1:
+            raise InputError("--max-active must be >= 1")
+        os.environ["HOPWEAVE_SERVE_MAX_ACTIVE"] = str(max_active)
     os.environ["HOPWEAVE_SERVE_WORKERS"] = str(workers)
     os.environ["HOPWEAVE_SERVE_SWITCH_INTERVAL_MS"] = str(switch_interval_ms)
     os.environ["HOPWEAVE_SERVE_GRAPH_REFRESH_S"] = str(graph_refresh_s)
