@@ -103,8 +103,30 @@ def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _loads(raw: bytes) -> Any:
-    return _orjson.loads(raw) if _orjson is not None else json.loads(raw)
+def loads_json(raw: bytes | str) -> Any:
+    """Parse JSON; orjson first, the standard library when orjson refuses what ``json`` accepts
+    (integers beyond 64 bits, NaN written by an older release), so every store that opened before
+    still opens. Raises ValueError for text that is not JSON."""
+    if _orjson is not None:
+        try:
+            return _orjson.loads(raw)
+        except _orjson.JSONDecodeError:
+            pass
+    return json.loads(raw)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for the block (restoring its state after). Decoding a
+    large graph allocates millions of long-lived dicts and no cycles; left on, the collector
+    would rescan all of them again and again while they are created."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @contextmanager
@@ -203,18 +225,13 @@ def read_snapshot(directory: Path, schema: GraphSchema) -> Snapshot | None:
                                 f"{header['payload_len']} (truncated or appended to); {_RELOAD}")
     if hashlib.sha256(payload).hexdigest() != header["payload_sha256"]:
         raise StoreCorruptError(f"{path}: payload checksum mismatch (the file was altered or damaged); {_RELOAD}")
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         try:
-            data = _loads(payload)
+            data = loads_json(payload)
         except ValueError as exc:
             raise StoreCorruptError(f"{path}: payload is not valid JSON ({exc}); {_RELOAD}") from exc
         del payload
         return _decode(path, header, data, schema)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _read_header(f: Any, path: Path) -> dict[str, Any]:
@@ -251,20 +268,28 @@ def _decode(path: Path, header: dict[str, Any], data: Any, schema: GraphSchema) 
             raise fail(f"edges leave node {stray!r}, which does not exist")
         for nid in node.keys() - succ.keys():
             succ[nid] = {}
-    allowed = {(f, r.name, t) for r in schema.relationships for f in r.from_labels for t in r.to_labels}
+    # (source label) -> {(type, target label)} the schema allows; one set probe per edge.
+    allowed: dict[str, set[tuple[str, str]]] = {}
+    for r in schema.relationships:
+        for f in r.from_labels:
+            allowed.setdefault(f, set()).update((r.name, t) for t in r.to_labels)
+    no_edges: set[tuple[str, str]] = set()
     pred: dict[str, dict[str, dict[str, dict[str, Any]]]] = {nid: {} for nid in node}
     edges = 0
     for src, nbrs in succ.items():
         if type(nbrs) is not dict:
             raise fail(f"adjacency of {src!r} is not an object")
+        if not nbrs:
+            continue
         sl = node[src][_LABEL]
+        ok = allowed.get(sl, no_edges)
         for dst, kd in nbrs.items():
             d = node.get(dst)
             if d is None or type(kd) is not dict or not kd:
                 raise fail(f"edge {src!r} -> {dst!r} points to a missing node or has no types")
             dl = d[_LABEL]
             for rel, props in kd.items():
-                if (sl, rel, dl) not in allowed or type(props) is not dict:
+                if (rel, dl) not in ok or type(props) is not dict:
                     raise fail(f"relationship {rel!r} cannot go from {sl} to {dl} (or has no property object)")
             edges += len(kd)
             pred[dst][src] = kd
@@ -342,7 +367,7 @@ def read_journal(directory: Path, offset: int) -> tuple[list[tuple[int, dict[str
         if line.strip():
             at = offset + pos
             try:
-                rec = json.loads(line)
+                rec = loads_json(line)
             except ValueError as exc:
                 raise StoreCorruptError(f"{path}: journal record at byte {at} is not JSON ({exc}); {_RELOAD}") from exc
             records.append((at, check_record(path, at, rec)))
