@@ -55,6 +55,8 @@ LOCK = "LOCK"
 MAGIC = "hopweave-networkx-snapshot"
 FORMAT = 2
 _HEADER_MAX = 4096
+#: Header flag of a snapshot the json module wrote (it holds integers beyond 64 bits).
+_EXACT_KEY = "json_ints"
 _LABEL = "label"
 _RECORD_KEYS = frozenset({"seq", "t", "n", "e"})
 #: The Python type a stored property value has for each schema type (see graph.write_rules).
@@ -97,22 +99,58 @@ def fsync_dir(directory: Path) -> None:
         fileio.fsync_dir(directory)
 
 
-def _dumps(obj: Any) -> bytes:
+def _dumps(obj: Any) -> tuple[bytes, bool]:
+    """(JSON bytes, whether orjson wrote them). orjson does not write integers beyond 64 bits;
+    the json module does, and the snapshot header then says so (see :func:`read_snapshot`)."""
     if _orjson is not None:
-        return _orjson.dumps(obj)
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+        try:
+            return _orjson.dumps(obj), True
+        except TypeError:
+            pass
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode(), False
 
 
 def loads_json(raw: bytes | str) -> Any:
-    """Parse JSON; orjson first, the standard library when orjson refuses what ``json`` accepts
-    (integers beyond 64 bits, NaN written by an older release), so every store that opened before
-    still opens. Raises ValueError for text that is not JSON."""
+    """Whether ``raw`` is JSON as the json module reads it, parsed by orjson when it can: orjson
+    refuses NaN and lone surrogates, which json accepts (then json parses). Use the value only
+    where an integer beyond 64 bits does not matter: orjson makes it a float (see
+    :func:`loads_exact`). Raises ValueError for text that is not JSON."""
     if _orjson is not None:
         try:
             return _orjson.loads(raw)
         except _orjson.JSONDecodeError:
             pass
     return json.loads(raw)
+
+
+_HUGE = float(2 ** 63)
+
+
+def _has_huge_float(v: Any) -> bool:
+    """Whether ``v`` holds a float of magnitude 2**63 or more: where orjson read an integer
+    beyond 64 bits (the json module reads an int)."""
+    t = type(v)
+    if t is float:
+        return not -_HUGE < v < _HUGE  # NaN never comes from orjson
+    if t is dict:
+        return any(_has_huge_float(x) for x in v.values())
+    if t is list:
+        return any(_has_huge_float(x) for x in v)
+    return False
+
+
+def _huge_in_record(rec: dict[str, Any]) -> bool:
+    """:func:`_has_huge_float` over a shape-checked journal record, touching each property
+    value once (records carry floats such as confidences, rarely anything else numeric)."""
+    if type(rec["seq"]) is float:
+        return True
+    for entries, at in ((rec.get("n", ()), 2), (rec.get("e", ()), 3)):
+        for entry in entries:
+            for v in entry[at].values():
+                t = type(v)
+                if (t is float and not -_HUGE < v < _HUGE) or ((t is dict or t is list) and _has_huge_float(v)):
+                    return True
+    return False
 
 
 @contextmanager
@@ -165,9 +203,11 @@ def write_snapshot(directory: Path, node: dict[str, Any], succ: dict[str, Any], 
         directory.mkdir(parents=True, exist_ok=True)
         for stale in directory.glob(f".{SNAPSHOT}.*.tmp"):  # left by a killed writer (we hold the lock)
             stale.unlink(missing_ok=True)
-    payload = _dumps({"node": node, "succ": succ})
+    payload, fast = _dumps({"node": node, "succ": succ})
     head = dict(header, magic=MAGIC, format=FORMAT, payload_len=len(payload),
                 payload_sha256=hashlib.sha256(payload).hexdigest())
+    if not fast:
+        head[_EXACT_KEY] = True  # integers beyond 64 bits: read with the json module
     raw = json.dumps(head, sort_keys=True).encode() + b"\n"
     if len(raw) > _HEADER_MAX:
         raise StoreError("snapshot header too large")  # pragma: no cover
@@ -227,7 +267,7 @@ def read_snapshot(directory: Path, schema: GraphSchema) -> Snapshot | None:
         raise StoreCorruptError(f"{path}: payload checksum mismatch (the file was altered or damaged); {_RELOAD}")
     with gc_paused():
         try:
-            data = loads_json(payload)
+            data = json.loads(payload) if header.get(_EXACT_KEY) is True else loads_json(payload)
         except ValueError as exc:
             raise StoreCorruptError(f"{path}: payload is not valid JSON ({exc}); {_RELOAD}") from exc
         del payload
@@ -366,13 +406,29 @@ def read_journal(directory: Path, offset: int) -> tuple[list[tuple[int, dict[str
         line = data[pos:nl]
         if line.strip():
             at = offset + pos
-            try:
-                rec = loads_json(line)
-            except ValueError as exc:
-                raise StoreCorruptError(f"{path}: journal record at byte {at} is not JSON ({exc}); {_RELOAD}") from exc
-            records.append((at, check_record(path, at, rec)))
+            records.append((at, _parse_record(path, at, line)))
         pos = nl + 1
     return records, offset + pos
+
+
+def _parse_record(path: Path, at: int, line: bytes) -> dict[str, Any]:
+    """The shape-checked record of one journal line, exactly as ``json.loads`` reads it: orjson
+    parses, and where it reads an integer beyond 64 bits as a float (or its value fails the shape
+    check) the json module parses again, so its verdict and value are the ones used."""
+    try:
+        try:
+            return _exact(check_record(path, at, loads_json(line)))
+        except StoreCorruptError:
+            pass
+        return check_record(path, at, json.loads(line))
+    except ValueError as exc:
+        raise StoreCorruptError(f"{path}: journal record at byte {at} is not JSON ({exc}); {_RELOAD}") from exc
+
+
+def _exact(rec: dict[str, Any]) -> dict[str, Any]:
+    if _huge_in_record(rec):
+        raise StoreCorruptError("an integer beyond 64 bits")  # caught: the json module parses
+    return rec
 
 
 def check_record(path: Path, at: int, rec: Any) -> dict[str, Any]:
