@@ -5,9 +5,17 @@ Layout of a graph directory::
     LOCK            flock target: exclusive while writing/compacting (readers take none: they
                     re-read when the snapshot was replaced mid-read)
     graph.snapshot  line 1: JSON header {magic, format, last_seq, nodes, edges, schema_version,
-                    payload_len, payload_sha256}; then the payload: one JSON object
+                    payload_len, payload_sha256[, json_ints]}; then the payload: one JSON object
                     {"node": {id: {"label": L, prop: value, ...}}, "succ": {src: {dst: {rel: props}}}}
+                    (``json_ints``: true when the payload holds integers beyond 64 bits, which
+                    orjson would read as floats: the json module then reads it)
     journal.jsonl   one JSON object per committed write: {"seq", "t", "n", "e"}; fsync'd
+
+Both files are parsed by orjson, with exactly the values the json module reads (see
+:func:`_parse_record`, :func:`loads_json`), with the cyclic GC paused while a graph is decoded.
+The store compacts the journal into the snapshot when it closes once the journal outgrew a
+threshold (``networkx_store.AUTO_COMPACT_BYTES``): replaying a record costs more than decoding it
+from the snapshot.
 
 Nothing read from a store directory is executable: the snapshot and the journal are JSON, the
 snapshot is checked against its length and sha256 and then against the schema (labels, tenant
@@ -43,7 +51,7 @@ from hopweave.graph._locks import file_lock
 from hopweave.models.common import _TENANT_RE
 from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
 
-try:  # orjson is ~5x faster on a million-node snapshot; the format is plain JSON either way
+try:  # a dependency, ~2-5x faster than json here; the format is plain JSON either way
     import orjson as _orjson
 except ImportError:  # pragma: no cover - exercised only without orjson
     _orjson = None  # type: ignore[assignment]
