@@ -216,7 +216,10 @@ class NetworkxGraphStore(GraphStore):
         quarter of the snapshot is compacted first, so the next open reads one snapshot instead
         of replaying the journal. That is best effort: when another process holds the directory's
         lock (longer than AUTO_COMPACT_LOCK_WAIT_S) or the disk refuses the new snapshot, the
-        journal is left as it is, still valid, and the store closes all the same."""
+        journal is left as it is, still valid, and the store closes all the same. As after
+        :meth:`compact`, other processes that have the directory open re-read the new snapshot
+        on their next write or :meth:`refresh` (pass ``auto_compact_bytes=None`` to leave
+        compaction to an explicit :meth:`compact`)."""
         if self._closed:
             return
         try:
