@@ -18,7 +18,7 @@ import os
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from hopweave.errors import ConfigError, MissingDependencyError
 
@@ -92,7 +92,7 @@ def _is_additive(tok: object) -> bool:
     from tokenizers import models
 
     pre = getattr(tok, "pre_tokenizer", None)
-    added = getattr(tok, "get_added_tokens_decoder", dict)().values()
+    added: list[Any] = list(getattr(tok, "get_added_tokens_decoder", dict)().values())
     return (isinstance(getattr(tok, "model", None), models.WordPiece)
             and type(pre).__name__ in _WHITESPACE_SPLITTING
             and not any(any(ch.isspace() for ch in t.content) for t in added))
