@@ -93,6 +93,7 @@ def time_stages(cpu: dict[str, float]) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from hopweave.engine.engine import Engine
 
+    host = machine()  # (the load average before the run)
     stage_cpu: dict[str, float] = {}
     if args.stage_cpu:
         time_stages(stage_cpu)
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             groups[g] = groups.get(g, 0.0) + (s - before.get(tid, (comm, 0.0))[1]) * 1000 / len(reqs)
     finally:
         eng.close()
-    return {"machine": machine(), "store": str(args.store), "n": len(reqs),
+    return {"machine": host, "store": str(args.store), "n": len(reqs),
             "wall_p50_ms": round(statistics.median(lat), 2),
             "cpu_ms_per_retrieval": round(cpu, 2),
             "stage_p50_ms": {k: round(statistics.median(v), 2) for k, v in sorted(stages.items())},
