@@ -354,7 +354,7 @@ class CandidatePayloads:
     """
 
     #: Most points kept (about 1 KB each); the cache is emptied when it would grow past this.
-    MAX_POINTS = 100_000
+    MAX_POINTS = 50_000
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
