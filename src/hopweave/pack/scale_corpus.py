@@ -5,8 +5,9 @@ many documents that restate them: FAQs, agent notes, email templates, training m
 drafts. :func:`scale_corpus` writes such restatements for a pack at any size, from nothing but
 the pack's documents:
 
-* every generated document **restates one pack document** (its *source*): its sections quote,
-  reorder and lightly reword the source's sentences, and cite the source's title and section;
+* every generated document **restates one pack document** (its *source*; any document whose
+  ``doc_type`` is not itself a restatement type): its sections quote, reorder and lightly reword
+  the source's sentences, and cite the source's title and section;
 * it **copies the source's chunk fields** (tenant, the pack's filter fields such as tier, product,
   plan, policy type, region, and ``status``, ``version``, ``valid_until``), and is dated on or
   after the source's ``valid_from``. So a filter (and an ``as_of``) that lets a generated chunk
@@ -220,10 +221,13 @@ def scale_corpus(pack_docs: Sequence[Document], chunks: int, seed: int = 0, *,
         raise InputError(f"focus_share and mirror_share must lie in [0, 0.9], got {focus_share}, {mirror_share}")
     if not shares or any(w < 0 for _, w in shares) or sum(w for _, w in shares) <= 0:
         raise InputError("shares must be (doc_type, weight) pairs with a positive total")
-    sources = [_Source(d, tuple(source_sections(d))) for d in pack_docs]
+    restatement_types = {t for t, _ in shares}
+    # a pack's own FAQ or note is restated material already: only the documents it restates are sources
+    sources = [_Source(d, tuple(source_sections(d))) for d in pack_docs
+               if d.metadata.get("doc_type") not in restatement_types]
     sources = [s for s in sources if s.sections]
     if not sources:
-        raise InputError("no pack document has a '## ' section to restate")
+        raise InputError("no pack document (other than restatements) has a '## ' section to restate")
     rng = random.Random(f"hopweave-scale-corpus-{seed}")
     writer = _Writer(rng, prefix, shares)
     mirrors = [t for t in dict.fromkeys(mirror_tenants) if t not in {s.doc.tenant_id for s in sources}]

@@ -160,3 +160,13 @@ def test_rejects_bad_arguments() -> None:
         scale_corpus(pack_docs, 100, shares=())
     with pytest.raises(InputError):
         scale_corpus([Document(document_id="x", tenant_id="t", text="no sections")], 100)
+
+
+def test_a_packs_own_faq_is_not_restated() -> None:
+    """The telecom pack's roaming FAQ is restated material itself: generated documents restate
+    the documents behind it, never the FAQ."""
+    pack_docs, tenants = load_pack_documents(ROOT / "examples" / "telecom")
+    faq_titles = {d.title for d in pack_docs if d.metadata.get("doc_type") == "faq"}
+    assert faq_titles
+    docs = scale_corpus(pack_docs, 3000, seed=4, mirror_tenants=tenants)
+    assert not [d for d in docs if any(d.title.endswith(f": {t}") for t in faq_titles)]
