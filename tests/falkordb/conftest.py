@@ -1,13 +1,15 @@
 """FalkorDB suite fixtures (Python >= 3.12 with falkordblite; run by .ci/falkordb.sh).
 
 One embedded FalkorDB server per session. falkordblite's redis-server is a detached process that
-outlives a killed Python process, so its pid is recorded in a file and any server a previous
-(killed) run left behind is stopped by pid at session start; the session's own server is
-stopped by pid at the end even if ``close()`` fails.
+outlives a killed Python process, so its pid is recorded in a file named after the test process
+that owns it; at session start, a server whose owner is gone (a killed run) is stopped by pid,
+while the servers of test runs still going (parallel runs on one machine) are left alone. The
+session's own server is stopped by pid at the end even if ``close()`` fails.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -19,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "shared"))  # congr
 
 from congruence import Tally  # noqa: E402
 
-PIDFILE = Path(tempfile.gettempdir()) / "hopweave-falkordb-tests.pids"
+PIDDIR = Path(tempfile.gettempdir()) / "hopweave-falkordb-tests"
+PIDFILE = PIDDIR / f"{os.getpid()}.pid"  # this run's server; the name is the owning test process
 TALLY = Tally()
 
 
@@ -30,15 +33,27 @@ def _is_redis_server(pid: int) -> bool:
         return False
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _stop_stale_servers() -> None:
-    if not PIDFILE.exists():
-        return
+    """Stop the servers of earlier runs whose test process is gone; leave live runs' alone."""
     from hopweave.graph.falkordb_store import stop_server
 
-    for line in PIDFILE.read_text().split():
-        if line.isdigit() and _is_redis_server(int(line)):
-            stop_server(int(line))
-    PIDFILE.unlink(missing_ok=True)
+    for f in sorted(PIDDIR.glob("*.pid")) if PIDDIR.is_dir() else []:
+        if f.stem.isdigit() and _alive(int(f.stem)):
+            continue
+        for line in f.read_text().split():
+            if line.isdigit() and _is_redis_server(int(line)):
+                stop_server(int(line))
+        f.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session")
@@ -57,6 +72,7 @@ def falkordb_store(falkordb_dir: Path, schema) -> Iterator[object]:  # noqa: ANN
     _stop_stale_servers()
     store = FalkorDBStore(falkordb_dir / "session", schema)  # the DeltaBank pack's schema
     pid = store.pid
+    PIDDIR.mkdir(exist_ok=True)
     PIDFILE.write_text(f"{pid}\n")
     store.ensure_schema()
     try:
