@@ -405,7 +405,12 @@ class Engine:
         budget runs from this call: time spent queued for a worker counts, so a burst returns
         degraded results within budget rather than late ones."""
         t0 = time.perf_counter()
-        req = check_request(utterance, **kwargs)
+        return await self.aretrieve_request(check_request(utterance, **kwargs), t0)
+
+    async def aretrieve_request(self, req: Request, t0: float) -> RetrievalResult:
+        """:meth:`aretrieve` of a checked request whose budget runs from ``t0``
+        (``time.perf_counter()`` clock), e.g. a request that waited elsewhere first (a pool
+        worker's: :mod:`hopweave.adapters.pool`)."""
         loop = asyncio.get_running_loop()
         ticket = _Ticket()
         work = loop.run_in_executor(self._request_pool, ticket.wrap(functools.partial(self._retrieve, req, t0)))
