@@ -341,6 +341,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                            "machine": machine(), "budget_ms": BUDGET_MS, "concurrency": n}
     store = Path(args.store)
     db = scenarios_of("deltabank")
+    if args.bursts_only:
+        engine = Engine.open(store)
+        try:
+            res["warmup_ms"] = engine.warmup()
+            bursts(res, engine, db, args, log)
+        finally:
+            engine.close()
+        for w in args.pool_workers:
+            res[f"pool_{w}"] = pool_run(store, w, db, args, log)
+        res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
+        return res
     log("cold start ...")
     res["cold_start"] = mm.cold_start(store, BUDGET_MS, 1.0)
     engine = Engine.open(store)
@@ -377,11 +388,69 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             res["telecom_threads"] = engine_stats(*burst(lambda r: call(eng, r), requests(tc, n, "t")))
         finally:
             eng.close()
+    for w in args.pool_workers:
+        res[f"pool_{w}"] = pool_run(store, w, db, args, log)
     if not args.no_http:
         log("hopweave serve over loopback ...")
         res["http"] = http_burst(store, requests(db, n, "h"), requests(db, n, "hk"), args.port)
     res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
     return res
+
+
+def bursts(res: dict[str, Any], engine: Any, db: list[Any], args: argparse.Namespace,
+           log: Callable[[str], None], prefix: str = "") -> None:
+    """The 100-thread and ``aretrieve`` bursts (and --overload, --sustained) on ``engine`` (an
+    Engine or an EnginePool: the same ``retrieve`` / ``aretrieve``)."""
+    n = args.concurrency
+    log(f"{prefix}{n} threads ...")
+    res["threads"] = engine_stats(*burst(lambda r: call(engine, r), requests(db, n, "t")))
+    log(f"{prefix}{n} aretrieve ...")
+    res["aretrieve"] = aretrieve_burst(engine, requests(db, n, "a"))
+    if args.overload:
+        log(f"{prefix}overload: {args.overload} threads ...")
+        res["overload_threads"] = engine_stats(*burst(lambda r: call(engine, r), requests(db, args.overload, "o")))
+    if args.sustained:
+        log(f"{prefix}sustained: {n} closed-loop clients for {args.sustained} s ...")
+        res["sustained"] = sustained(engine, requests(db, max(n * 4, 400), "c"), n, args.sustained)
+
+
+def _cpu_s(pids: Sequence[int]) -> float:
+    """User + system CPU seconds of these processes (``/proc/PID/stat``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def pool_run(store: Path, workers: int, db: list[Any], args: argparse.Namespace,
+             log: Callable[[str], None]) -> dict[str, Any]:
+    """The same bursts through ``EnginePool.open(store, workers=N)`` (opened after the plain
+    engine closed: each worker serves a private copy of the vector shard). Adds the pool's start
+    time and the CPU of the parent and of the workers per retrieval."""
+    from hopweave.adapters.pool import EnginePool
+
+    log(f"pool of {workers}: starting ...")
+    t = time.perf_counter()
+    pool = EnginePool.open(store, workers=workers)
+    out: dict[str, Any] = {"workers": workers, "open_s": round(time.perf_counter() - t, 2)}
+    try:
+        pids = pool.pids()
+        c_parent, c_workers = time.process_time(), _cpu_s(pids)
+        bursts(out, pool, db, args, log, prefix=f"pool of {workers}: ")
+        calls = args.concurrency * 2 + args.overload
+        out["cpu_ms_per_retrieval_workers"] = round((_cpu_s(pids) - c_workers) * 1000 / calls, 1) \
+            if not args.sustained else None
+        out["cpu_ms_per_retrieval_parent"] = round((time.process_time() - c_parent) * 1000 / calls, 1) \
+            if not args.sustained else None
+        out["stats"] = pool.stats()
+    finally:
+        pool.close()
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -396,6 +465,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--port", type=int, default=8797)
     ap.add_argument("--no-http", action="store_true")
     ap.add_argument("--no-langchain", action="store_true")
+    ap.add_argument("--pool-workers", type=int, nargs="*", default=[],
+                    help="also run the bursts through an EnginePool of each of these sizes (e.g. --pool-workers 2)")
+    ap.add_argument("--bursts-only", action="store_true",
+                    help="only the thread and aretrieve bursts (and --overload, --sustained), plain engine then pools")
     ap.add_argument("--json", default=None, help="write the result here")
     args = ap.parse_args(argv)
     res = run(args)
