@@ -248,30 +248,38 @@ def langchain_burst(engine: Any, reqs: list[dict[str, Any]], tenant: str) -> dic
 
 
 # ---- over HTTP ---------------------------------------------------------------------------------------
-def http_burst(store: Path, reqs: list[dict[str, Any]], tool_reqs: list[dict[str, Any]], port: int) -> dict[str, Any]:
-    """Start ``hopweave serve`` (its own process), wait for readiness, send the requests at once
-    from this process over loopback, then SIGTERM it (graceful shutdown timed)."""
+def http_burst(store: Path, reqs: list[dict[str, Any]], tool_reqs: list[dict[str, Any]], port: int,
+               workers: int = 1) -> dict[str, Any]:
+    """Start ``hopweave serve --workers N`` (its own processes), wait for readiness, send the
+    requests at once from this process over loopback, then SIGTERM it (graceful shutdown timed).
+    With several workers, readiness waits until every worker has answered ``/readyz`` (a worker
+    accepts connections only once warm)."""
     import httpx
 
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", "from hopweave.cli import app; app()", "serve", "--store", str(store), "--port",
-                             str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             str(port), "--workers", str(workers)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
         ready_s = None
-        for _ in range(600):
+        pids: set[int] = set()
+        for _ in range(1200):
             time.sleep(0.25)
             try:
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    ready_s = time.perf_counter() - t0
-                    break
+                r = httpx.get(f"{url}/readyz", timeout=2)
+                if r.status_code == 200:
+                    pids.add(int(r.json().get("pid", 0)))
+                    if len(pids) >= workers:
+                        ready_s = time.perf_counter() - t0
+                        break
             except httpx.HTTPError:
                 pass
             if proc.poll() is not None:
                 return {"error": f"serve exited {proc.returncode}: {proc.stderr.read()[-500:] if proc.stderr else ''}"}
         if ready_s is None:
-            return {"error": "serve not ready within 150 s"}
+            return {"error": f"serve not ready within 300 s ({len(pids)} of {workers} workers)"}
 
         def body(r: dict[str, Any]) -> dict[str, Any]:
             s = r["session"]
@@ -304,7 +312,7 @@ def http_burst(store: Path, reqs: list[dict[str, Any]], tool_reqs: list[dict[str
             {"session": body(r)["session"], "query": r["utterance"], "mode": "hybrid", "top_k": 10}
             for r in tool_reqs]))
         out_tool = http_stats(tres, twall)
-        return {"ready_s": round(ready_s, 2), "retrieve": out, "tool": out_tool}
+        return {"workers": workers, "ready_s": round(ready_s, 2), "retrieve": out, "tool": out_tool}
     finally:
         t = time.perf_counter()
         proc.send_signal(signal.SIGTERM)
@@ -326,8 +334,13 @@ def http_stats(res: list[tuple[float, Any]], wall: float) -> dict[str, Any]:
         if getattr(r, "status_code", 0) == 200:
             d = r.json()
             degraded += bool(d.get("degraded")) if isinstance(d, dict) else 0
+    by_worker: dict[str, int] = {}
+    for _, r in res:
+        w = getattr(r, "headers", {}).get("x-hopweave-worker") if hasattr(r, "headers") else None
+        if w:
+            by_worker[w] = by_worker.get(w, 0) + 1
     return {**mm.summary(lat), "wall_s": round(wall, 2), "rps": round(len(lat) / wall, 1), "status": codes,
-            "degraded": degraded}
+            "degraded": degraded, "answered_by_worker": sorted(by_worker.values(), reverse=True)}
 
 
 # ---- the run -------------------------------------------------------------------------------------
@@ -350,6 +363,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             engine.close()
         for w in args.pool_workers:
             res[f"pool_{w}"] = pool_run(store, w, db, args, log)
+        res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
+        return res
+    if args.http_only:
+        http_runs(args, res, store, db, n)
         res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
         return res
     log("cold start ...")
@@ -391,8 +408,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for w in args.pool_workers:
         res[f"pool_{w}"] = pool_run(store, w, db, args, log)
     if not args.no_http:
-        log("hopweave serve over loopback ...")
-        res["http"] = http_burst(store, requests(db, n, "h"), requests(db, n, "hk"), args.port)
+        http_runs(args, res, store, db, n)
     res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
     return res
 
@@ -451,6 +467,18 @@ def pool_run(store: Path, workers: int, db: list[Any], args: argparse.Namespace,
     finally:
         pool.close()
     return out
+def http_runs(args: argparse.Namespace, res: dict[str, Any], store: Path, db: list[Any], n: int) -> None:
+    """One ``hopweave serve`` run per ``--workers`` value, the same requests each time: ``http``
+    (the first) and ``http_workers_<N>`` (each)."""
+    def log(m: str) -> None:
+        print(m, file=sys.stderr, flush=True)
+
+    for i, w in enumerate(int(x) for x in str(args.workers).split(",")):
+        log(f"hopweave serve --workers {w} over loopback ...")
+        out = http_burst(store, requests(db, n, "h"), requests(db, n, "hk"), args.port + i, workers=w)
+        out["load_avg_after"] = round(os.getloadavg()[0], 2)
+        res[f"http_workers_{w}"] = out
+        res.setdefault("http", out)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -464,6 +492,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="also this many seconds of --concurrency closed-loop clients (e.g. 60)")
     ap.add_argument("--port", type=int, default=8797)
     ap.add_argument("--no-http", action="store_true")
+    ap.add_argument("--workers", default="1,2",
+                    help="hopweave serve --workers values to measure, one run each (e.g. 1,2)")
+    ap.add_argument("--http-only", action="store_true", help="measure only the hopweave serve runs")
     ap.add_argument("--no-langchain", action="store_true")
     ap.add_argument("--pool-workers", type=int, nargs="*", default=[],
                     help="also run the bursts through an EnginePool of each of these sizes (e.g. --pool-workers 2)")
