@@ -306,12 +306,33 @@ def http_burst(store: Path, reqs: list[dict[str, Any]], tool_reqs: list[dict[str
 
         warm = [body(r) for r in reqs[:3]]
         asyncio.run(fire("/v1/retrieve", warm))
+        cpu0 = tree_cpu_s(proc.pid)
         res, wall = asyncio.run(fire("/v1/retrieve", [body(r) for r in reqs]))
         out = http_stats(res, wall)
+        # CPU the serve processes spent on the burst (all workers): the wall time of the same
+        # burst on N idle cores is at least this / N
+        out["server_cpu_s"] = round(tree_cpu_s(proc.pid) - cpu0, 2)
+        out["server_cpu_ms_per_request"] = round(out["server_cpu_s"] * 1000 / max(1, len(reqs)), 1)
         tres, twall = asyncio.run(fire("/v1/tool/retrieve", [
             {"session": body(r)["session"], "query": r["utterance"], "mode": "hybrid", "top_k": 10}
             for r in tool_reqs]))
         out_tool = http_stats(tres, twall)
+        # the HTTP stack's own floor: the same number of GET /healthz at once (no engine work)
+        cpu0 = tree_cpu_s(proc.pid)
+
+        async def pings() -> tuple[list[tuple[float, Any]], float]:
+            limits = httpx.Limits(max_connections=len(reqs), max_keepalive_connections=len(reqs))
+            async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as c:
+                async def one() -> tuple[float, Any]:
+                    t = time.perf_counter()
+                    r = await c.get("/healthz")
+                    return (time.perf_counter() - t) * 1000, r
+                t1 = time.perf_counter()
+                got = await asyncio.gather(*(one() for _ in reqs))
+                return list(got), time.perf_counter() - t1
+        hres, hwall = asyncio.run(pings())
+        out["healthz_burst"] = {**{k: v for k, v in http_stats(hres, hwall).items() if k != "degraded"},
+                                "server_cpu_ms_per_request": round((tree_cpu_s(proc.pid) - cpu0) * 1000 / len(reqs), 1)}
         return {"workers": workers, "ready_s": round(ready_s, 2), "retrieve": out, "tool": out_tool}
     finally:
         t = time.perf_counter()
@@ -322,6 +343,26 @@ def http_burst(store: Path, reqs: list[dict[str, Any]], tool_reqs: list[dict[str
             proc.kill()
         shutdown_s = time.perf_counter() - t
         print(f"serve shut down in {shutdown_s:.2f} s (exit {proc.returncode})", file=sys.stderr)
+
+
+def tree_cpu_s(root: int) -> float:
+    """User + system CPU seconds of ``root`` and its descendants so far (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[int, float]] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            f = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(d.name)] = (int(f[1]), (int(f[11]) + int(f[12])) / tick)
+    tree, grew = {root}, True
+    while grew:
+        more = {pid for pid, (ppid, _) in stats.items() if ppid in tree} - tree
+        grew = bool(more)
+        tree |= more
+    return sum(stats[p][1] for p in tree if p in stats)
 
 
 def http_stats(res: list[tuple[float, Any]], wall: float) -> dict[str, Any]:

@@ -208,7 +208,7 @@ def remove_private(path: str | Path) -> None:
 def sweep_stale(parent: str | Path) -> list[Path]:
     """Remove the private copies under ``parent`` whose worker process is gone (killed before
     its shutdown could remove them); returns them."""
-    gone = []
+    gone: list[Path] = []
     try:
         entries = list(Path(parent).glob(f"{PREFIX}*"))
     except OSError:
@@ -250,7 +250,7 @@ class GraphRefresher:
         self.interval_s = interval_s
         self.errors = 0
         self.last_error: str | None = None
-        self._stop = threading.Event()
+        self._stop = threading.Semaphore(0)  # released once by stop()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -259,7 +259,7 @@ class GraphRefresher:
             self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        while not self._stop.acquire(timeout=self.interval_s):
             try:
                 self.graph.refresh()
             except Exception as exc:  # a busy lock (a bulk load): try again next time, say so in readyz
@@ -267,7 +267,7 @@ class GraphRefresher:
                 self.last_error = f"{type(exc).__name__}: {exc}"
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stop.release()
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None

@@ -134,3 +134,26 @@ def test_two_workers_serve_record_and_stop_cleanly(store: Path, tmp_path: Path) 
     assert list(scratch.glob(f"{PREFIX}*")) == []  # every worker removed its copy
     graph = open_graph_store(store)
     assert all(graph.get_node(MARIA["tenant_id"], t) is not None for t in traces)  # no trace lost
+
+
+def test_a_worker_sees_traces_other_processes_commit_within_the_refresh_interval(tmp_path: Path) -> None:
+    from domains import write_deltabank_settings
+
+    from hopweave.adapters.serve_workers import GraphRefresher
+    from hopweave.graph import open_graph_store
+    from hopweave.graph.base import Node
+
+    write_deltabank_settings(tmp_path)
+    writer, worker = open_graph_store(tmp_path), open_graph_store(tmp_path)  # two openers, as two processes
+    writer.write("t1", [Node("CUST_1", "Customer", {})])
+    assert worker.get_node("t1", "CUST_1") is None  # opened before: reads what it loaded, no lock, no I/O
+    refresher = GraphRefresher(worker, 0.05)
+    refresher.start()
+    try:
+        writer.write("t1", [Node("DT_1", "DecisionTrace", {"kind": "decision", "summary": "waived"})])
+        deadline = time.monotonic() + 30
+        while worker.get_node("t1", "DT_1") is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert worker.get_node("t1", "DT_1") is not None and refresher.errors == 0
+    finally:
+        refresher.stop()
