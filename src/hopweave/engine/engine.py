@@ -405,12 +405,7 @@ class Engine:
         budget runs from this call: time spent queued for a worker counts, so a burst returns
         degraded results within budget rather than late ones."""
         t0 = time.perf_counter()
-        return await self.aretrieve_request(check_request(utterance, **kwargs), t0)
-
-    async def aretrieve_request(self, req: Request, t0: float) -> RetrievalResult:
-        """:meth:`aretrieve` of a checked request whose budget runs from ``t0``
-        (``time.perf_counter()`` clock), e.g. a request that waited elsewhere first (a pool
-        worker's: :mod:`hopweave.adapters.pool`)."""
+        req = check_request(utterance, **kwargs)
         loop = asyncio.get_running_loop()
         ticket = _Ticket()
         work = loop.run_in_executor(self._request_pool, ticket.wrap(functools.partial(self._retrieve, req, t0)))
@@ -422,6 +417,12 @@ class Engine:
         result = await work  # started: its stages end at its deadline
         assert result is not None  # only an abandoned ticket returns None, and that was not awaited
         return result
+
+    def retrieve_request(self, req: Request, t0: float) -> RetrievalResult:
+        """:meth:`retrieve` of a request already checked (:func:`~hopweave.engine.boundary.check_request`)
+        whose budget runs from ``t0`` (``time.perf_counter()`` clock): a request that waited
+        elsewhere first, e.g. in an engine pool's hand-off (:mod:`hopweave.adapters.pool`)."""
+        return self._retrieve(req, t0)
 
     def _retrieve(self, req: Request, t0: float | None = None) -> RetrievalResult:
         """One request: split into parts when it carries several intents
