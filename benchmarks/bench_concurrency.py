@@ -455,17 +455,34 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def bursts(res: dict[str, Any], engine: Any, db: list[Any], args: argparse.Namespace,
-           log: Callable[[str], None], prefix: str = "") -> None:
-    """The 100-thread and ``aretrieve`` bursts (and --overload, --sustained) on ``engine`` (an
-    Engine or an EnginePool: the same ``retrieve`` / ``aretrieve``)."""
+           log: Callable[[str], None], prefix: str = "", cpu: Callable[[], float] = time.process_time) -> None:
+    """The 100-thread and ``aretrieve`` bursts (and --overload, --work-budget-ms, --sustained) on
+    ``engine`` (an Engine or an EnginePool: the same ``retrieve`` / ``aretrieve``). Each burst also
+    reports the CPU it used (``cpu()``: this process, plus a pool's workers) per retrieval and per
+    second of wall time (``cores_used``: at most 1 for one process holding the GIL)."""
     n = args.concurrency
+
+    def measured(name: str, run: Callable[[], dict[str, Any]], calls: int) -> None:
+        c0, t0 = cpu(), time.perf_counter()
+        out = run()
+        used, wall = cpu() - c0, time.perf_counter() - t0
+        out["cpu_ms_per_retrieval"] = round(used * 1000 / calls, 1)
+        out["cores_used"] = round(used / wall, 2)
+        res[name] = out
+
     log(f"{prefix}{n} threads ...")
-    res["threads"] = engine_stats(*burst(lambda r: call(engine, r), requests(db, n, "t")))
+    measured("threads", lambda: engine_stats(*burst(lambda r: call(engine, r), requests(db, n, "t"))), n)
     log(f"{prefix}{n} aretrieve ...")
-    res["aretrieve"] = aretrieve_burst(engine, requests(db, n, "a"))
+    measured("aretrieve", lambda: aretrieve_burst(engine, requests(db, n, "a")), n)
     if args.overload:
         log(f"{prefix}overload: {args.overload} threads ...")
-        res["overload_threads"] = engine_stats(*burst(lambda r: call(engine, r), requests(db, args.overload, "o")))
+        measured("overload_threads", lambda: engine_stats(*burst(lambda r: call(engine, r),
+                                                                 requests(db, args.overload, "o"))), args.overload)
+    if args.work_budget_ms:  # the work itself: every request has time to finish, wall = CPU / cores used
+        log(f"{prefix}{n} threads, budget {args.work_budget_ms} ms ...")
+        work = [{**r, "budget_ms": args.work_budget_ms} for r in requests(db, n, "w")]
+        measured("threads_work", lambda: engine_stats(*burst(lambda r: call(engine, r), work),
+                                                      budget_ms=args.work_budget_ms), n)
     if args.sustained:
         log(f"{prefix}sustained: {n} closed-loop clients for {args.sustained} s ...")
         res["sustained"] = sustained(engine, requests(db, max(n * 4, 400), "c"), n, args.sustained)
@@ -498,12 +515,12 @@ def pool_run(store: Path, workers: int, db: list[Any], args: argparse.Namespace,
     try:
         pids = pool.pids()
         c_parent, c_workers = time.process_time(), _cpu_s(pids)
-        bursts(out, pool, db, args, log, prefix=f"pool of {workers}: ")
-        calls = args.concurrency * 2 + args.overload
-        out["cpu_ms_per_retrieval_workers"] = round((_cpu_s(pids) - c_workers) * 1000 / calls, 1) \
-            if not args.sustained else None
-        out["cpu_ms_per_retrieval_parent"] = round((time.process_time() - c_parent) * 1000 / calls, 1) \
-            if not args.sustained else None
+        bursts(out, pool, db, args, log, prefix=f"pool of {workers}: ",
+               cpu=lambda: time.process_time() + _cpu_s(pids))
+        calls = args.concurrency * (3 if args.work_budget_ms else 2) + args.overload
+        if not args.sustained:
+            out["cpu_ms_per_retrieval_workers"] = round((_cpu_s(pids) - c_workers) * 1000 / calls, 1)
+            out["cpu_ms_per_retrieval_parent"] = round((time.process_time() - c_parent) * 1000 / calls, 1)
         out["stats"] = pool.stats()
     finally:
         pool.close()
@@ -539,6 +556,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-langchain", action="store_true")
     ap.add_argument("--pool-workers", type=int, nargs="*", default=[],
                     help="also run the bursts through an EnginePool of each of these sizes (e.g. --pool-workers 2)")
+    ap.add_argument("--work-budget-ms", type=int, default=0,
+                    help="also a burst of --concurrency threads with this budget (e.g. 20000): the work, not the deadline")
     ap.add_argument("--bursts-only", action="store_true",
                     help="only the thread and aretrieve bursts (and --overload, --sustained), plain engine then pools")
     ap.add_argument("--json", default=None, help="write the result here")
