@@ -395,6 +395,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                            "machine": machine(), "budget_ms": BUDGET_MS, "concurrency": n}
     store = Path(args.store)
     db = scenarios_of("deltabank")
+    if args.bursts_only:
+        engine = Engine.open(store)
+        try:
+            res["warmup_ms"] = engine.warmup()
+            bursts(res, engine, db, args, log)
+        finally:
+            engine.close()
+        for w in args.pool_workers:
+            res[f"pool_{w}"] = pool_run(store, w, db, args, log)
+        res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
+        return res
     if args.http_only:
         http_runs(args, res, store, db, n)
         res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
@@ -435,12 +446,85 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             res["telecom_threads"] = engine_stats(*burst(lambda r: call(eng, r), requests(tc, n, "t")))
         finally:
             eng.close()
+    for w in args.pool_workers:
+        res[f"pool_{w}"] = pool_run(store, w, db, args, log)
     if not args.no_http:
         http_runs(args, res, store, db, n)
     res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
     return res
 
 
+def bursts(res: dict[str, Any], engine: Any, db: list[Any], args: argparse.Namespace,
+           log: Callable[[str], None], prefix: str = "", cpu: Callable[[], float] = time.process_time) -> None:
+    """The 100-thread and ``aretrieve`` bursts (and --overload, --work-budget-ms, --sustained) on
+    ``engine`` (an Engine or an EnginePool: the same ``retrieve`` / ``aretrieve``). Each burst also
+    reports the CPU it used (``cpu()``: this process, plus a pool's workers) per retrieval and per
+    second of wall time (``cores_used``: at most 1 for one process holding the GIL)."""
+    n = args.concurrency
+
+    def measured(name: str, run: Callable[[], dict[str, Any]], calls: int) -> None:
+        c0, t0 = cpu(), time.perf_counter()
+        out = run()
+        used, wall = cpu() - c0, time.perf_counter() - t0
+        out["cpu_ms_per_retrieval"] = round(used * 1000 / calls, 1)
+        out["cores_used"] = round(used / wall, 2)
+        res[name] = out
+
+    log(f"{prefix}{n} threads ...")
+    measured("threads", lambda: engine_stats(*burst(lambda r: call(engine, r), requests(db, n, "t"))), n)
+    log(f"{prefix}{n} aretrieve ...")
+    measured("aretrieve", lambda: aretrieve_burst(engine, requests(db, n, "a")), n)
+    if args.overload:
+        log(f"{prefix}overload: {args.overload} threads ...")
+        measured("overload_threads", lambda: engine_stats(*burst(lambda r: call(engine, r),
+                                                                 requests(db, args.overload, "o"))), args.overload)
+    if args.work_budget_ms:  # the work itself: every request has time to finish, wall = CPU / cores used
+        log(f"{prefix}{n} threads, budget {args.work_budget_ms} ms ...")
+        work = [{**r, "budget_ms": args.work_budget_ms} for r in requests(db, n, "w")]
+        measured("threads_work", lambda: engine_stats(*burst(lambda r: call(engine, r), work),
+                                                      budget_ms=args.work_budget_ms), n)
+    if args.sustained:
+        log(f"{prefix}sustained: {n} closed-loop clients for {args.sustained} s ...")
+        res["sustained"] = sustained(engine, requests(db, max(n * 4, 400), "c"), n, args.sustained)
+
+
+def _cpu_s(pids: Sequence[int]) -> float:
+    """User + system CPU seconds of these processes (``/proc/PID/stat``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def pool_run(store: Path, workers: int, db: list[Any], args: argparse.Namespace,
+             log: Callable[[str], None]) -> dict[str, Any]:
+    """The same bursts through ``EnginePool.open(store, workers=N)`` (opened after the plain
+    engine closed: each worker serves a private copy of the vector shard). Adds the pool's start
+    time and the CPU of the parent and of the workers per retrieval."""
+    from hopweave.adapters.pool import EnginePool
+
+    log(f"pool of {workers}: starting ...")
+    t = time.perf_counter()
+    pool = EnginePool.open(store, workers=workers)
+    out: dict[str, Any] = {"workers": workers, "open_s": round(time.perf_counter() - t, 2)}
+    try:
+        pids = pool.pids()
+        c_parent, c_workers = time.process_time(), _cpu_s(pids)
+        bursts(out, pool, db, args, log, prefix=f"pool of {workers}: ",
+               cpu=lambda: time.process_time() + _cpu_s(pids))
+        calls = args.concurrency * (3 if args.work_budget_ms else 2) + args.overload
+        if not args.sustained:
+            out["cpu_ms_per_retrieval_workers"] = round((_cpu_s(pids) - c_workers) * 1000 / calls, 1)
+            out["cpu_ms_per_retrieval_parent"] = round((time.process_time() - c_parent) * 1000 / calls, 1)
+        out["stats"] = pool.stats()
+    finally:
+        pool.close()
+    return out
 def http_runs(args: argparse.Namespace, res: dict[str, Any], store: Path, db: list[Any], n: int) -> None:
     """One ``hopweave serve`` run per ``--workers`` value, the same requests each time: ``http``
     (the first) and ``http_workers_<N>`` (each)."""
@@ -470,6 +554,12 @@ def main(argv: list[str] | None = None) -> None:
                     help="hopweave serve --workers values to measure, one run each (e.g. 1,2)")
     ap.add_argument("--http-only", action="store_true", help="measure only the hopweave serve runs")
     ap.add_argument("--no-langchain", action="store_true")
+    ap.add_argument("--pool-workers", type=int, nargs="*", default=[],
+                    help="also run the bursts through an EnginePool of each of these sizes (e.g. --pool-workers 2)")
+    ap.add_argument("--work-budget-ms", type=int, default=0,
+                    help="also a burst of --concurrency threads with this budget (e.g. 20000): the work, not the deadline")
+    ap.add_argument("--bursts-only", action="store_true",
+                    help="only the thread and aretrieve bursts (and --overload, --sustained), plain engine then pools")
     ap.add_argument("--json", default=None, help="write the result here")
     args = ap.parse_args(argv)
     res = run(args)
