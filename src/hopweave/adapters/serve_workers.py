@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from hopweave.fileio import pid_alive
 from hopweave.errors import InputError, StoreError, StoreIOError, StoreUnavailableError
 
 __all__ = ["GraphRefresher", "check_workers", "private_vectors", "remove_private", "sweep_stale", "worker_count", "worker_vectors"]
@@ -217,7 +218,7 @@ def sweep_stale(parent: str | Path) -> list[Path]:
         pid_s = p.name[len(PREFIX):].split("-", 1)[0]
         if not pid_s.isdigit() or not p.is_dir() or p.owner() != _me():
             continue
-        if not _alive(int(pid_s)):
+        if not pid_alive(int(pid_s)):
             remove_private(p)
             gone.append(p)
     return gone
@@ -227,16 +228,6 @@ def _me() -> str:
     import pwd
 
     return pwd.getpwuid(os.getuid()).pw_name
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class GraphRefresher:

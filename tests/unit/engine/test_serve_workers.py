@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -118,11 +119,39 @@ def test_two_workers_serve_record_and_stop_cleanly(store: Path, tmp_path: Path) 
         assert len(pids) == 2, proc.stderr.read() if proc.poll() is not None and proc.stderr else pids
         assert len(list(scratch.glob(f"{PREFIX}*"))) == 2  # one private copy per worker
         with httpx.Client(base_url=url, timeout=60) as c:
+            chunks = []
             for i in range(6):
-                body = {"utterance": f"{UTTERANCE} ({i})", "session": MARIA, "as_of": AS_OF, "record": True}
+                if i == 3:  # what a `hopweave load` does to the old index: swapped out, deleted
+                    os.rename(store / VECTORS_DIR, store / ".vectors.prev")
+                    shutil.rmtree(store / ".vectors.prev")
+                body = {"utterance": f"{UTTERANCE} ({i % 3})", "session": MARIA, "as_of": AS_OF, "record": True,
+                        "budget_ms": 60000}  # a loaded test machine must not degrade the search
                 res = c.post("/v1/retrieve", json=body)
                 assert res.status_code == 200, res.text
                 traces.append(res.json()["trace_id"])
+                chunks.append([ch["chunk_id"] for ch in res.json()["chunks"]])
+            assert chunks[3] and chunks[3] == chunks[0]  # the workers serve their copies, undisturbed
+
+        # SIGTERM with requests in flight: each answered one is complete and its trace is written
+        def one(i: int) -> object:
+            body = {"utterance": f"{UTTERANCE} [{i}]", "session": MARIA, "as_of": AS_OF, "record": True,
+                    "budget_ms": 60000}
+            try:
+                return httpx.post(f"{url}/v1/retrieve", json=body, timeout=90)
+            except httpx.HTTPError as exc:  # not accepted before the socket closed
+                return exc
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            futs = [pool.submit(one, i) for i in range(8)]
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGTERM)
+            late = [f.result() for f in futs]
+        assert any(isinstance(r, httpx.Response) and r.status_code == 200 for r in late)  # in flight, finished
+        for r in late:
+            if isinstance(r, httpx.Response):
+                assert r.status_code in (200, 503), r.text  # 503: arrived while shutting down
+                if r.status_code == 200:
+                    traces.append(r.json()["trace_id"])
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
