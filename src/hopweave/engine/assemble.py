@@ -37,7 +37,7 @@ from hopweave.engine.result import (
     OmittedLine,
     PrecedentItem,
 )
-from hopweave.engine.tokens import TokenCounter, default_counter
+from hopweave.engine.tokens import TokenCounter, count_joined, default_counter
 from hopweave.models.common import PatternResult, Row
 from hopweave.models.filters import matches, parse_filter
 from hopweave.models.metagraph import Aggregate, Metric, SectionTemplate, pattern_node_id
@@ -215,10 +215,10 @@ def _chunk_order(chunks: Sequence[ChunkItem], tpl: SectionTemplate) -> tuple[lis
     ordered: list[ChunkItem] = []
     taken: dict[str, int] = {}
     pool = list(unique)
-    while pool:
-        best = max(pool, key=lambda c: (c.score * tpl.document_decay ** taken.get(f"{c.document_id}@{c.revision}", 0),
-                                        -pool.index(c)))
-        pool.remove(best)
+    while pool:  # the best decayed score; ties: the earliest in the pool (by position, no model __eq__)
+        at = max(range(len(pool)), key=lambda i: (
+            pool[i].score * tpl.document_decay ** taken.get(f"{pool[i].document_id}@{pool[i].revision}", 0), -i))
+        best = pool.pop(at)
         ordered.append(best)
         key = f"{best.document_id}@{best.revision}"
         taken[key] = taken.get(key, 0) + 1
@@ -543,12 +543,12 @@ def _fit(secs: list[_Section], chosen: list[_Cand], budget: int, counter: TokenC
     """Render, dropping the last chosen lines while the text is over budget (title
     placeholders such as ``{count}`` can shift a count). Returns (text, lines, tokens)."""
     text, lines = _render(secs, chosen, counter)
-    total = counter.count(text)
+    total = count_joined(counter, text, [ln.text for ln in lines])
     while total > budget and chosen:
         c = chosen.pop()
         out.over_budget(secs[c.section], c)
         text, lines = _render(secs, chosen, counter)
-        total = counter.count(text)
+        total = count_joined(counter, text, [ln.text for ln in lines])
     return text, lines, total
 
 

@@ -66,6 +66,8 @@ class NetworkxGraphStore(GraphStore):
     The constructor does no I/O; the directory is read on first use (or :meth:`load`).
     """
 
+    walks_in_process = True  # the walk is in memory and checks its deadline (graph/walk.py)
+
     def __init__(
         self,
         directory: str | Path | None,
