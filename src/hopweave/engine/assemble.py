@@ -37,7 +37,7 @@ from hopweave.engine.result import (
     OmittedLine,
     PrecedentItem,
 )
-from hopweave.engine.tokens import TokenCounter, default_counter
+from hopweave.engine.tokens import TokenCounter, count_joined, default_counter
 from hopweave.models.common import PatternResult, Row
 from hopweave.models.filters import matches, parse_filter
 from hopweave.models.metagraph import Aggregate, Metric, SectionTemplate, pattern_node_id
@@ -84,7 +84,8 @@ def _row_values(row: Row) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=4096)  # pure; _chunk_order compares every pair of chunks (issue 7 profile)
-def _shingles(text: str) -> frozenset[tuple[str, ...]]:
+def shingles(text: str) -> frozenset[tuple[str, ...]]:
+    """The word 3-grams of a text (lower-cased; the whole text when it has fewer than 3 words)."""
     words = _WORD.findall(text.lower())
     if len(words) < 3:
         return frozenset({tuple(words)})
@@ -92,7 +93,7 @@ def _shingles(text: str) -> frozenset[tuple[str, ...]]:
 
 
 def jaccard(a: str, b: str) -> float:
-    sa, sb = _shingles(a), _shingles(b)
+    sa, sb = shingles(a), shingles(b)
     if not sa or not sb:
         return 0.0
     return len(sa & sb) / len(sa | sb)
@@ -215,10 +216,10 @@ def _chunk_order(chunks: Sequence[ChunkItem], tpl: SectionTemplate) -> tuple[lis
     ordered: list[ChunkItem] = []
     taken: dict[str, int] = {}
     pool = list(unique)
-    while pool:
-        best = max(pool, key=lambda c: (c.score * tpl.document_decay ** taken.get(f"{c.document_id}@{c.revision}", 0),
-                                        -pool.index(c)))
-        pool.remove(best)
+    while pool:  # the best decayed score; ties: the earliest in the pool (by position, no model __eq__)
+        at = max(range(len(pool)), key=lambda i: (
+            pool[i].score * tpl.document_decay ** taken.get(f"{pool[i].document_id}@{pool[i].revision}", 0), -i))
+        best = pool.pop(at)
         ordered.append(best)
         key = f"{best.document_id}@{best.revision}"
         taken[key] = taken.get(key, 0) + 1
@@ -543,12 +544,12 @@ def _fit(secs: list[_Section], chosen: list[_Cand], budget: int, counter: TokenC
     """Render, dropping the last chosen lines while the text is over budget (title
     placeholders such as ``{count}`` can shift a count). Returns (text, lines, tokens)."""
     text, lines = _render(secs, chosen, counter)
-    total = counter.count(text)
+    total = count_joined(counter, text, [ln.text for ln in lines])
     while total > budget and chosen:
         c = chosen.pop()
         out.over_budget(secs[c.section], c)
         text, lines = _render(secs, chosen, counter)
-        total = counter.count(text)
+        total = count_joined(counter, text, [ln.text for ln in lines])
     return text, lines, total
 
 

@@ -29,6 +29,7 @@ import hashlib
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
+from hopweave.engine.tokens import count_joined
 from hopweave.engine.result import ContextBlock, ContextLine, RequestPart, RetrievalResult
 from hopweave.errors import HopweaveError
 
@@ -174,7 +175,8 @@ def combine(engine: Any, req: "Request", parts: Sequence[tuple[Span, str | None]
         sections.extend(x for x in r.context.sections if x not in sections)
     text = "\n\n".join(blocks)
     first = results[0]
-    block = ContextBlock(text=text, tokens=engine.counter.count(text), budget=budget, tokenizer=first.context.tokenizer,
+    tokens = count_joined(engine.counter, text, [ln.text for ln in lines])  # the lines are the text's parts
+    block = ContextBlock(text=text, tokens=tokens, budget=budget, tokenizer=first.context.tokenizer,
                          sections=tuple(sections), lines=tuple(lines), omitted=tuple(omitted))
     items = tuple(RequestPart(start=s.start, end=s.end, text=s.text, goal=r.goal, confidence=r.confidence,
                               trace_id=r.trace_id, tokens=r.context.tokens, rounds=len(r.rounds),

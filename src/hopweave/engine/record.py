@@ -85,6 +85,13 @@ def build(
     from hopweave.engine.pins import pins, skeleton
 
     tenant = result.tenant_id
+    seen: dict[str, Node | None] = {}  # each node read once: the pins and the edges ask for the same facts
+
+    def get(nid: str) -> Node | None:
+        if nid not in seen:
+            seen[nid] = store.get_node(tenant, nid)
+        return seen[nid]
+
     ctx_chunks = [c for c in result.chunks if c.in_context]
     fact_ids = sorted({s for ln in result.context.lines if ln.kind == "fact" for s in ln.sources})
     agg_ids = sorted({s for ln in result.context.lines if ln.kind == "aggregate" for s in ln.sources
@@ -118,7 +125,7 @@ def build(
         "tokens": result.context.tokens,
         "store_revision": result.store_revision,
         "metagraph_revision": result.metagraph_revision,
-        "pins_json": pins(result, lambda nid: _props_of(store, tenant, nid)),
+        "pins_json": pins(result, lambda nid: None if (n := get(nid)) is None else dict(n.props)),
         "context_skeleton": skeleton(result),
         "summary": (
             f"retrieval for {result.goal or 'unclear goal'} "
@@ -129,7 +136,7 @@ def build(
     edges: list[Edge] = []
 
     def link(dst: str, rel: str, labels: Sequence[str] | None = None, **eprops: Any) -> None:
-        target = store.get_node(tenant, dst)
+        target = get(dst)
         if target is None or (labels is not None and target.label not in labels):
             return
         edges.append(Edge(src=result.trace_id, dst=dst, type=rel, props=eprops))
@@ -146,11 +153,6 @@ def build(
     for nid in sorted(set(fact_ids) | set(agg_ids) | set(prec_ids)):
         link(nid, "SAW_FACT", tuple(saw))
     return [node], edges
-
-
-def _props_of(store: GraphStore, tenant_id: str, node_id: str) -> dict[str, Any] | None:
-    node = store.get_node(tenant_id, node_id)
-    return dict(node.props) if node is not None else None
 
 
 def record(store: GraphStore, result: RetrievalResult, session: Session, subject: SubjectSpec) -> bool:

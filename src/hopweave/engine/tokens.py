@@ -7,7 +7,9 @@ real tokens and the same text always counts the same. ``HOPWEAVE_TOKENIZER`` may
 other ``tokenizer.json``.
 
 Counts never include special tokens ([CLS]/[SEP]); WordPiece splits on whitespace, so the count
-of lines joined by newlines equals the sum of the lines' counts.
+of lines joined by newlines equals the sum of the lines' counts. :func:`count_joined` uses that
+to count a context block from its (cached) lines instead of tokenizing the whole block again;
+a counter says it may (``additive = True``) only when its tokenizer guarantees it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import os
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, Sequence
 
 from hopweave.errors import ConfigError, MissingDependencyError
 
@@ -53,8 +55,16 @@ def _default_tokenizer_path() -> Path:
     return p
 
 
+#: Pre-tokenizers that split on whitespace and drop it: no token spans or is made of whitespace.
+_WHITESPACE_SPLITTING = ("BertPreTokenizer", "Whitespace", "WhitespaceSplit")
+
+
 class WordPieceCounter:
-    """Counts tokens with a HuggingFace ``tokenizers`` tokenizer (truncation and padding off)."""
+    """Counts tokens with a HuggingFace ``tokenizers`` tokenizer (truncation and padding off).
+
+    ``additive`` is True when a text's count is the sum of its whitespace-separated parts'
+    counts: a WordPiece model behind a whitespace-splitting pre-tokenizer, with no added token
+    that contains whitespace (a byte-level BPE, for one, makes tokens of newlines)."""
 
     def __init__(self, path: Path) -> None:
         try:
@@ -66,6 +76,7 @@ class WordPieceCounter:
         self._tok.no_padding()
         self._lock = threading.Lock()
         self.name = f"wordpiece:{path.parent.name}/{path.name}"
+        self.additive = _is_additive(self._tok)
 
     @lru_cache(maxsize=65536)  # noqa: B019 - one process-wide counter; texts are immutable
     def count(self, text: str) -> int:
@@ -74,6 +85,26 @@ class WordPieceCounter:
             return 0
         with self._lock:
             return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+
+def _is_additive(tok: object) -> bool:
+    """Whether ``tok`` (a ``tokenizers.Tokenizer``) counts whitespace-joined parts additively."""
+    from tokenizers import models
+
+    pre = getattr(tok, "pre_tokenizer", None)
+    added: list[Any] = list(getattr(tok, "get_added_tokens_decoder", dict)().values())
+    return (isinstance(getattr(tok, "model", None), models.WordPiece)
+            and type(pre).__name__ in _WHITESPACE_SPLITTING
+            and not any(any(ch.isspace() for ch in t.content) for t in added))
+
+
+def count_joined(counter: TokenCounter, text: str, parts: Sequence[str]) -> int:
+    """Tokens in ``text``, which is ``parts`` joined by whitespace (blank lines included). An
+    additive counter (see :class:`WordPieceCounter`) sums the parts' counts, each cached, so a
+    context block costs no tokenizer pass of its own; any other counts ``text``."""
+    if getattr(counter, "additive", False):
+        return sum(counter.count(p) for p in parts)
+    return counter.count(text)
 
 
 _lock = threading.Lock()

@@ -56,6 +56,11 @@ class GraphStore(ABC):
     #: Which domain serves which tenant (set by whoever opens the store from its settings);
     #: shared nodes of other domains are invisible to a tenant. Empty = no domain scoping.
     tenant_domains: dict[str, str] = {}
+    #: True when ``run_pattern`` runs in this process, CPU-bound, and stops at its deadline
+    #: itself (no I/O to wait on): a goal's patterns then run one after another on the calling
+    #: thread (:func:`~hopweave.graph.traverse.run_goal_patterns`), since a thread pool would add
+    #: only hand-offs under the GIL. False (server backends): in parallel, each abandonable.
+    walks_in_process: bool = False
 
     def _visible(self, tenant_id: str, node: "Node") -> bool:
         return visible(tenant_id, node.tenant_id, node.props.get(DOMAIN_PROPERTY),

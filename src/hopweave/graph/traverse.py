@@ -4,6 +4,12 @@ Works with any :class:`~hopweave.graph.base.GraphStore` (networkx, FalkorDB, Neo
 is one ``store.run_pattern`` call on a worker thread, with its own deadline (start +
 ``budget_ms``). A pattern that errors or overruns never affects the others: it yields a
 PatternResult with ``error`` / ``truncated`` set. Results come back in pattern-name order.
+
+A store whose walks run in this process and stop at their own deadline
+(``GraphStore.walks_in_process``: the embedded networkx store) runs the patterns one after
+another on the calling thread instead: under the GIL a pool only adds hand-offs. Each pattern
+then stops at the earlier of its own deadline and the instant the pool would have given up
+waiting for it, with its rows so far, flagged truncated.
 """
 
 from __future__ import annotations
@@ -49,10 +55,13 @@ def _failed(p: TraversalPattern, error: str, reason: str, elapsed_ms: float) -> 
     )
 
 
-def _run_one(store: GraphStore, tenant_id: str, p: TraversalPattern, bindings: Bindings) -> PatternResult:
+def _run_one(store: GraphStore, tenant_id: str, p: TraversalPattern, bindings: Bindings,
+             latest: float | None = None) -> PatternResult:
+    """One pattern, within its budget from now (and by ``latest``, a perf_counter instant)."""
     start = time.perf_counter()
+    deadline = start + p.budget_ms / 1000.0
     try:
-        return store.run_pattern(tenant_id, p, bindings, start + p.budget_ms / 1000.0)
+        return store.run_pattern(tenant_id, p, bindings, deadline if latest is None else min(deadline, latest))
     except TenantError:
         raise
     except HopweaveError as exc:
@@ -78,8 +87,12 @@ def run_goal_patterns(
         return []
     if len(ordered) == 1 or max_workers <= 1:
         return [_run_one(store, tenant_id, p, bindings) for p in ordered]
-    pool = _pool(max_workers)
     submitted = time.perf_counter()
+    if getattr(type(store), "walks_in_process", False):  # (the class's: a proxy object runs on the pool)
+        per_worker = 1 + len(ordered) // max_workers
+        return [_run_one(store, tenant_id, p, bindings, submitted + p.budget_ms * per_worker / 1000.0)
+                for p in ordered]
+    pool = _pool(max_workers)
     futures: list[Future[PatternResult]] = [
         pool.submit(_run_one, store, tenant_id, p, bindings) for p in ordered
     ]

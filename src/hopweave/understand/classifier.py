@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
@@ -114,6 +114,11 @@ _VECTORS: dict[tuple[str, str], np.ndarray] = {}
 _VECTORS_LOCK = threading.Lock()
 
 
+#: Views whose scores an index keeps (then it starts over): a request's views are scored twice
+#: at most, by the intent split and by understanding, moments apart.
+_VIEW_CACHE_SIZE = 1024
+
+
 @dataclass(frozen=True)
 class _Index:
     """Everything derived from one metagraph revision."""
@@ -124,6 +129,9 @@ class _Index:
     owner: np.ndarray  # goal index per text; -1 for background
     dense: np.ndarray  # (len(texts), dims)
     chars: CharNgramIndex
+    #: Scores already worked out, by (view text, top_k, lexical_weight): the intent split and
+    #: the understanding stage score the same whole utterance (bounded: see _VIEW_CACHE_SIZE).
+    views: dict[tuple[str, int, float], "ClauseScores"] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def content_hash(self) -> str:
@@ -348,6 +356,19 @@ class GoalClassifier:
 
     def _view_scores(self, idx: _Index, view: str, q: np.ndarray, rows_of: list[np.ndarray],
                      bg_rows: np.ndarray) -> ClauseScores:
+        """The evidence of one view; ``q`` is its embedding (one text, one vector: the embedders
+        are per text), so a view scored before on this index is read back, not scored again."""
+        key = (view, self.config.top_k, self.config.lexical_weight)
+        hit = idx.views.get(key)
+        if hit is None:
+            hit = self._score_view(idx, view, q, rows_of, bg_rows)
+            if len(idx.views) >= _VIEW_CACHE_SIZE:
+                idx.views.clear()
+            idx.views[key] = hit
+        return hit
+
+    def _score_view(self, idx: _Index, view: str, q: np.ndarray, rows_of: list[np.ndarray],
+                    bg_rows: np.ndarray) -> ClauseScores:
         cfg = self.config
         n_goals = len(idx.goals)
         dense = (idx.dense @ q).astype(np.float64) if len(idx.texts) else np.zeros(0)
@@ -366,6 +387,8 @@ class GoalClassifier:
             g_dense[gi], g_lex[gi] = dense[best], lex[best]
             g_ex[gi] = idx.texts[best]
         background = _top_mean(fused[bg_rows], cfg.top_k) if len(bg_rows) else 0.0
+        for a in (g_score, g_dense, g_lex):  # shared through the index's view cache: read-only
+            a.flags.writeable = False
         return ClauseScores(view, g_score, g_dense, g_lex, tuple(g_ex), background)
 
     def choose(self, clauses: list[ClauseScores]) -> ClauseScores:

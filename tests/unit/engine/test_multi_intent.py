@@ -27,6 +27,7 @@ def test_engine_splits_two_intents_with_one_budget(engine) -> None:  # noqa: ANN
     assert [p.goal for p in r.parts] == ["LateFeeDispute", None]
     assert [ASK[p.start:p.end] for p in r.parts] == [p.text for p in r.parts]
     assert r.context.tokens <= 900 and r.context.budget == 900
+    assert r.context.tokens == engine.counter.count(r.context.text)  # counted from its lines, exactly
     text = r.context.text
     assert text.index('[Request part 1 of 2 — LateFeeDispute: "I want the late fee waived"]') < \
         text.index('[Request part 2 of 2 — no goal: "tell me my due date"]')

@@ -28,6 +28,44 @@ def test_token_counts_are_real_wordpiece_and_additive() -> None:
     assert tokens.count_tokens("word " * 1000) == 1000  # no truncation at the model's 128 tokens
 
 
+def test_count_joined_equals_counting_the_whole_text() -> None:
+    """A context block is counted from its cached lines: the same count as tokenizing it."""
+    c = tokens.default_counter()
+    assert c.additive
+    lines = ["[Note]", "Goal unclear (best guess LateFeeDispute, confidence 0.11): ask — again…", "",
+             "[Customer]", "Maria Lopez, CUST_4421, Platinum tier since 2023-08-12  (src: CUST_4421)",
+             '"A late fee of $39 applies."  (src: CH_waiver-policy-v4_s2 rev-4 v4)', "  tabs\tand  spaces  ",
+             "naïve café 東京 x" * 3, "w" * 300]
+    for sep in ("\n", "\n\n", " "):
+        text = sep.join(lines)
+        assert tokens.count_joined(c, text, lines) == c.count(text)
+
+
+def test_count_joined_counts_the_text_for_a_counter_that_is_not_additive() -> None:
+    class Chars:
+        name = "chars"
+
+        def count(self, text: str) -> int:
+            return len(text)
+
+    assert tokens.count_joined(Chars(), "ab\ncd", ["ab", "cd"]) == 5  # the newline counts here
+
+
+def test_only_whitespace_splitting_wordpiece_is_additive() -> None:
+    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel()
+    assert not tokens._is_additive(bpe)  # byte-level BPE makes tokens of newlines
+    wp = Tokenizer(models.WordPiece({"[UNK]": 0, "a": 1}, unk_token="[UNK]"))
+    wp.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    assert tokens._is_additive(wp)
+    wp.add_tokens([AddedToken("new line\n")])
+    assert not tokens._is_additive(wp)  # an added token spanning whitespace
+    plain = Tokenizer(models.WordPiece({"[UNK]": 0, "a": 1}, unk_token="[UNK]"))
+    assert not tokens._is_additive(plain)  # no pre-tokenizer: nothing says whitespace splits
+
+
 def test_missing_tokenizer_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HOPWEAVE_TOKENIZER", str(tmp_path / "nope.json"))
     with pytest.raises(ConfigError, match="HOPWEAVE_TOKENIZER"):

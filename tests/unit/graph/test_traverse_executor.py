@@ -75,3 +75,56 @@ def test_a_leaking_backend_is_refused_loudly(schema):
 def test_seed_entities_from_the_seed_node(store):
     assert seed_entities(store, "t1", "Customer", "C1") == {"Tier": "Platinum"}
     assert seed_entities(store, "t2", "Customer", "C1") == {}
+
+
+class _SlowFirst(NetworkxGraphStore):
+    """Records the thread each pattern runs on; pattern ``a_slow`` waits 40 ms before walking."""
+
+    threads: list[str] = []
+
+    def _run_pattern(self, tenant_id, p, b, deadline):
+        import threading
+        import time
+
+        self.threads.append(threading.current_thread().name)
+        if p.name == "a_slow":
+            time.sleep(0.04)
+        return super()._run_pattern(tenant_id, p, b, deadline)
+
+
+def test_in_process_walks_run_on_the_calling_thread_within_the_pools_wait(schema):
+    """The embedded store's patterns run one after another on the caller's thread (no pool
+    hand-offs), and a pattern queued behind a slow one still stops when the pool would have
+    stopped waiting for it (budget x (1 + patterns // workers) from the start), flagged."""
+    import threading
+
+    s = _SlowFirst(None, schema)
+    small_graph(s)
+    slow = pattern(name="a_slow", sub_question="Slow?", budget_ms=10)
+    tier = pattern(name="b_tier", sub_question="What is her tier?", budget_ms=10)
+    a, b = run_goal_patterns(s, "t1", [tier, slow], bindings(), max_workers=2)
+    assert s.threads == [threading.current_thread().name] * 2
+    assert a.truncated_reason == "budget_ms"  # slept past its own deadline
+    assert b.truncated and b.truncated_reason == "budget_ms" and b.rows == ()  # 40 ms > 10 x 2 ms
+    fast = run_goal_patterns(s, "t1", [tier], bindings(), max_workers=2)[0]
+    assert [r.node_id for r in fast.rows] == ["TIER_Platinum"] and not fast.truncated
+
+
+def test_a_proxied_store_runs_its_patterns_on_the_pool(store):
+    """Only a store class that declares in-process walks runs inline; a wrapper (which may
+    block) keeps the pool, so each pattern stays abandonable."""
+    import threading
+
+    seen: list[str] = []
+
+    class Proxy:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def run_pattern(self, *a, **k):
+            seen.append(threading.current_thread().name)
+            return self.inner.run_pattern(*a, **k)
+
+    results = run_goal_patterns(Proxy(store), "t1", _patterns()[0::2], bindings(), max_workers=2)
+    assert [r.pattern for r in results] == ["b_tier", "c_events"]
+    assert seen and all(n.startswith("hopweave-traverse") for n in seen)

@@ -191,3 +191,23 @@ def test_clauses_are_scored_only_when_the_whole_is_not_decisive(bank, embedder) 
     always = GoalClassifier(bank, embedder, calibration=DELTABANK_CALIBRATION,
                             config=c.config.model_copy(update={"decisive_confidence": 1.0}))
     assert len(always._score([decisive])[1][0]) == 3
+
+
+def test_a_view_scored_once_is_read_back_with_the_same_scores(bank, embedder) -> None:  # type: ignore[no-untyped-def]
+    """The intent split and understanding score the same whole utterance: the second time
+    comes from the index's view cache, equal to a fresh classifier's scores, and read-only."""
+    text = "There's a charge I didn't make, and while you're at it what's my balance?"
+    c = GoalClassifier(bank, embedder, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION)
+    assert not c.decisive(text)
+    idx = c.index()
+    assert [k[0] for k in idx.views] == [text]
+    cached = idx.views[next(iter(idx.views))]
+    got = c.classify(text)
+    assert c.index().views[(text, c.config.top_k, c.config.lexical_weight)] is cached
+    fresh = GoalClassifier(bank, embedder, config=DELTABANK_CONFIG, calibration=DELTABANK_CALIBRATION)
+    assert fresh.classify(text) == got
+    for a, b in zip(c.clause_scores(text), fresh.clause_scores(text)):
+        assert a.clause == b.clause and a.goal_example == b.goal_example and a.background == b.background
+        assert np.array_equal(a.goal_scores, b.goal_scores) and np.array_equal(a.goal_lexical, b.goal_lexical)
+    with pytest.raises(ValueError):
+        cached.goal_scores[0] = 1.0
