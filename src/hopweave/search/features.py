@@ -23,7 +23,7 @@ from hopweave.models.ranking import FeatureScore, FeatureWeights
 from hopweave.search.lexical import Tokenizer, TokenizerConfig
 
 if TYPE_CHECKING:
-    from hopweave.search.fusion import Fused
+    from hopweave.search.fusion import Fused, RawFused
 
 #: Feature names, in the order a hit reports them.
 FEATURES = ("doc_type", "recency", "scope", "section_heading", "section_number")
@@ -133,7 +133,7 @@ def _explain(vals: Mapping[str, tuple[float, float, str]]) -> tuple[FeatureScore
 
 def with_features(
     weights: FeatureWeights,
-    fused: Sequence["Fused"],
+    fused: Sequence["Fused | RawFused"],
     payloads: Mapping[str, Mapping[str, Any]],
     query: str,
     tokenizer: Tokenizer,
@@ -143,13 +143,19 @@ def with_features(
     """``fused`` with every candidate's feature contributions added to its score, re-sorted
     (score descending, then chunk id) and cut to ``limit``; each kept candidate carries its
     FeatureScores. ``payloads`` holds each candidate's payload (at least
-    :meth:`FeatureWeights.payload_fields`; a missing field gives that feature the value 0)."""
+    :meth:`FeatureWeights.payload_fields`; a missing field gives that feature the value 0).
+    ``fused`` holds :class:`Fused` candidates or raw ones (:func:`~hopweave.search.fusion.fuse_raw`:
+    only the kept ones are then built)."""
     from dataclasses import replace
 
-    ctx = context(query, tokenizer, scope, [payloads.get(f.chunk_id, {}) for f in fused])
+    from hopweave.search.fusion import Fused, fused_of
+
+    keyed = [(f.chunk_id, f.score, f) if isinstance(f, Fused) else (f[0], f[1], f) for f in fused]
+    ctx = context(query, tokenizer, scope, [payloads.get(cid, {}) for cid, _, _ in keyed])
     scored = []
-    for f in fused:
-        vals = _values(weights, ctx, payloads.get(f.chunk_id, {}), tokenizer)
-        scored.append((f.score + sum(v * wt for v, wt, _ in vals.values()), f.chunk_id, f, vals))
+    for cid, base, f in keyed:
+        vals = _values(weights, ctx, payloads.get(cid, {}), tokenizer)
+        scored.append((base + sum(v * wt for v, wt, _ in vals.values()), cid, f, vals))
     scored.sort(key=lambda t: (-t[0], t[1]))
-    return [replace(f, score=total, features=_explain(vals)) for total, _, f, vals in scored[:limit]]
+    return [replace(f, score=total, features=_explain(vals)) if isinstance(f, Fused)
+            else fused_of(f, total, _explain(vals)) for total, _, f, vals in scored[:limit]]

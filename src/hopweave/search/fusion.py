@@ -115,6 +115,13 @@ def _channel(cands: Candidates, cap: int, used: bool, weight: float, share: floa
     )
 
 
+#: A channel's part in a fused candidate: (rank from 1, raw score, contribution or None).
+RawChannel = tuple[int, float, "float | None"]
+#: A fused candidate before its ChannelScore models are built: (chunk id, fused score, lexical,
+#: semantic); :func:`fused_of` turns it into a :class:`Fused`.
+RawFused = tuple[str, float, "RawChannel | None", "RawChannel | None"]
+
+
 def fuse(profile: RankingProfile, lexical: Candidates, semantic: Candidates) -> list[Fused]:
     """Fuse two candidate lists under ``profile``; returns every candidate a used channel
     scored, best first (fused score descending, then chunk id).
@@ -122,6 +129,24 @@ def fuse(profile: RankingProfile, lexical: Candidates, semantic: Candidates) -> 
     Channels the profile does not use are ignored (their ChannelScore is still reported with
     ``contribution=None`` when the candidate appears in that list).
     """
+    return [fused_of(r) for r in fuse_raw(profile, lexical, semantic)]
+
+
+def fused_of(raw: RawFused, score: float | None = None, features: tuple[FeatureScore, ...] = ()) -> Fused:
+    """The :class:`Fused` of a raw fused candidate (with ``score`` instead of its own when given)."""
+    cid, total, lex, sem = raw
+    return Fused(cid, total if score is None else score, _channel_score(lex), _channel_score(sem), features)
+
+
+def _channel_score(part: RawChannel | None) -> ChannelScore | None:
+    if part is None:
+        return None
+    return ChannelScore.model_construct(rank=part[0], score=part[1], contribution=part[2])
+
+
+def fuse_raw(profile: RankingProfile, lexical: Candidates, semantic: Candidates) -> list[RawFused]:
+    """:func:`fuse` without building the result models (the search builds them for the hits it
+    keeps only): the same candidates, scores and order."""
     cap, alpha = profile.candidates_per_channel, profile.alpha or 0.0
     feats = profile.features
     if profile.fill_channels or (feats is not None and feats.authority_candidates):
@@ -133,18 +158,20 @@ def fuse(profile: RankingProfile, lexical: Candidates, semantic: Candidates) -> 
         _channel(semantic, cap, profile.uses_semantic, profile.semantic_weight, alpha, norm),
     )
     scorer = SCORERS[profile.method]
-    out: list[Fused] = []
+    out: list[RawFused] = []
     for cid in set(channels[0].ranked) | set(channels[1].ranked):
         total = 0.0
-        scores: list[ChannelScore | None] = []
+        parts: list[RawChannel | None] = []
+        contributed = False
         for ch in channels:
             if cid not in ch.ranked:
-                scores.append(None)
+                parts.append(None)
                 continue
             c = scorer(profile, ch, cid) if ch.used else None
             total += c or 0.0
-            scores.append(ChannelScore.model_construct(rank=ch.ranked[cid][0], score=ch.ranked[cid][1], contribution=c))
-        if any(sc is not None and sc.contribution is not None for sc in scores):
-            out.append(Fused(cid, total, scores[0], scores[1]))
-    out.sort(key=lambda f: (-f.score, f.chunk_id))
+            contributed = contributed or c is not None
+            parts.append((ch.ranked[cid][0], ch.ranked[cid][1], c))
+        if contributed:
+            out.append((cid, total, parts[0], parts[1]))
+    out.sort(key=lambda f: (-f[1], f[0]))
     return out

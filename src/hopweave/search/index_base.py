@@ -29,7 +29,7 @@ from hopweave.models.ranking import Coverage, RankingProfile, SearchResult
 from hopweave.models.schema import GraphSchema
 from hopweave.search.embedder import EmbeddingSpace
 from hopweave.search.features import with_features
-from hopweave.search.fusion import Fused, fuse, rank_channel
+from hopweave.search.fusion import Fused, fuse_raw, fused_of, rank_channel
 from hopweave.search.idf_cache import IdfCache
 from hopweave.search.index_types import (DENSE, INTERNAL_KEYWORD_FIELDS, LEXICAL, SPACE_FIELD, Candidate,
                                           ChannelRequest, CollectionInfo, IndexPoint, dense_request, hit_of,
@@ -446,15 +446,16 @@ class VectorIndex(ABC):
         """
         dropped: set[str] = set()
         while True:
-            fused = fuse(
+            raw = fuse_raw(
                 profile,
                 [(c.chunk_id, c.score) for c in lex if c.chunk_id not in dropped],
                 [(c.chunk_id, c.score) for c in sem if c.chunk_id not in dropped],
             )
             if profile.features is not None and request is not None:
-                fused = with_features(profile.features, fused, {c.chunk_id: c.payload for c in [*sem, *lex]},
-                                      request[0], request[1].encoder().tokenizer, request[2], limit)
-            fused = fused[:limit]
+                fused = with_features(profile.features, raw, {c.chunk_id: c.payload for c in [*sem, *lex]},
+                                      request[0], request[1].encoder().tokenizer, request[2], limit)[:limit]
+            else:
+                fused = [fused_of(r) for r in raw[:limit]]
             payloads = {
                 str(p.get("chunk_id")): p for p, _ in self._retrieve([point_id(f.chunk_id) for f in fused], False)
             }

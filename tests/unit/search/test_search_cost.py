@@ -140,3 +140,29 @@ def test_compiled_filters_are_kept_per_tree(tmp_path, schema, hash_embedder, mon
     assert compiled and all(h.payload["tier"] == "Silver" or "Silver" in h.payload["tier"] for h in other.hits)
     assert isinstance(idx, VectorIndex)
     idx.close()
+
+
+@pytest.mark.parametrize("name", ["hybrid_convex_v1", "convex_a08_authority_v2", "lexical_only", "dense_only",
+                                  "rrf_k60"])
+def test_raw_fusion_builds_the_same_candidates(name):
+    """fuse_raw + fused_of (the search's path, models built for kept hits only) equals fuse(),
+    with and without features."""
+    from hopweave.models.ranking import FeatureWeights
+    from hopweave.search.features import with_features
+    from hopweave.search.fusion import fuse, fuse_raw, fused_of
+    from hopweave.search.lexical import Tokenizer
+
+    try:
+        profile = get_profile(name)
+    except Exception:
+        pytest.skip(f"no profile {name}")
+    lex = [(f"c{i:03d}", float(50 - i) / 7) for i in range(0, 60, 2)] + [("t1", 1.0), ("t2", 1.0)]
+    sem = [(f"c{i:03d}", 1.0 - i / 100) for i in range(0, 60, 3)]
+    assert [fused_of(r) for r in fuse_raw(profile, lex, sem)] == fuse(profile, lex, sem)
+    weights = FeatureWeights(doc_type={"policy": 0.3}, recency=0.1, section_heading=0.2, section_number=0.1)
+    payloads = {cid: {"doc_type": "policy" if int(cid[1:] or 0) % 5 == 0 else "faq", "valid_from": "2025-01-01",
+                      "heading": "late fee waiver", "section": "3.2"} for cid, _ in [*lex, *sem] if cid[1:].isdigit()}
+    tok = Tokenizer()
+    a = with_features(weights, fuse(profile, lex, sem), payloads, "late fee section 3.2", tok, None, 10)
+    b = with_features(weights, fuse_raw(profile, lex, sem), payloads, "late fee section 3.2", tok, None, 10)
+    assert a == b and len(a) == 10
