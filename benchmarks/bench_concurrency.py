@@ -248,30 +248,38 @@ def langchain_burst(engine: Any, reqs: list[dict[str, Any]], tenant: str) -> dic
 
 
 # ---- over HTTP ---------------------------------------------------------------------------------------
-def http_burst(store: Path, reqs: list[dict[str, Any]], tool_reqs: list[dict[str, Any]], port: int) -> dict[str, Any]:
-    """Start ``hopweave serve`` (its own process), wait for readiness, send the requests at once
-    from this process over loopback, then SIGTERM it (graceful shutdown timed)."""
+def http_burst(store: Path, reqs: list[dict[str, Any]], tool_reqs: list[dict[str, Any]], port: int,
+               workers: int = 1) -> dict[str, Any]:
+    """Start ``hopweave serve --workers N`` (its own processes), wait for readiness, send the
+    requests at once from this process over loopback, then SIGTERM it (graceful shutdown timed).
+    With several workers, readiness waits until every worker has answered ``/readyz`` (a worker
+    accepts connections only once warm)."""
     import httpx
 
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", "from hopweave.cli import app; app()", "serve", "--store", str(store), "--port",
-                             str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             str(port), "--workers", str(workers)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
         ready_s = None
-        for _ in range(600):
+        pids: set[int] = set()
+        for _ in range(1200):
             time.sleep(0.25)
             try:
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    ready_s = time.perf_counter() - t0
-                    break
+                r = httpx.get(f"{url}/readyz", timeout=2)
+                if r.status_code == 200:
+                    pids.add(int(r.json().get("pid", 0)))
+                    if len(pids) >= workers:
+                        ready_s = time.perf_counter() - t0
+                        break
             except httpx.HTTPError:
                 pass
             if proc.poll() is not None:
                 return {"error": f"serve exited {proc.returncode}: {proc.stderr.read()[-500:] if proc.stderr else ''}"}
         if ready_s is None:
-            return {"error": "serve not ready within 150 s"}
+            return {"error": f"serve not ready within 300 s ({len(pids)} of {workers} workers)"}
 
         def body(r: dict[str, Any]) -> dict[str, Any]:
             s = r["session"]
@@ -298,13 +306,34 @@ def http_burst(store: Path, reqs: list[dict[str, Any]], tool_reqs: list[dict[str
 
         warm = [body(r) for r in reqs[:3]]
         asyncio.run(fire("/v1/retrieve", warm))
+        cpu0 = tree_cpu_s(proc.pid)
         res, wall = asyncio.run(fire("/v1/retrieve", [body(r) for r in reqs]))
         out = http_stats(res, wall)
+        # CPU the serve processes spent on the burst (all workers): the wall time of the same
+        # burst on N idle cores is at least this / N
+        out["server_cpu_s"] = round(tree_cpu_s(proc.pid) - cpu0, 2)
+        out["server_cpu_ms_per_request"] = round(out["server_cpu_s"] * 1000 / max(1, len(reqs)), 1)
         tres, twall = asyncio.run(fire("/v1/tool/retrieve", [
             {"session": body(r)["session"], "query": r["utterance"], "mode": "hybrid", "top_k": 10}
             for r in tool_reqs]))
         out_tool = http_stats(tres, twall)
-        return {"ready_s": round(ready_s, 2), "retrieve": out, "tool": out_tool}
+        # the HTTP stack's own floor: the same number of GET /healthz at once (no engine work)
+        cpu0 = tree_cpu_s(proc.pid)
+
+        async def pings() -> tuple[list[tuple[float, Any]], float]:
+            limits = httpx.Limits(max_connections=len(reqs), max_keepalive_connections=len(reqs))
+            async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as c:
+                async def one() -> tuple[float, Any]:
+                    t = time.perf_counter()
+                    r = await c.get("/healthz")
+                    return (time.perf_counter() - t) * 1000, r
+                t1 = time.perf_counter()
+                got = await asyncio.gather(*(one() for _ in reqs))
+                return list(got), time.perf_counter() - t1
+        hres, hwall = asyncio.run(pings())
+        out["healthz_burst"] = {**{k: v for k, v in http_stats(hres, hwall).items() if k != "degraded"},
+                                "server_cpu_ms_per_request": round((tree_cpu_s(proc.pid) - cpu0) * 1000 / len(reqs), 1)}
+        return {"workers": workers, "ready_s": round(ready_s, 2), "retrieve": out, "tool": out_tool}
     finally:
         t = time.perf_counter()
         proc.send_signal(signal.SIGTERM)
@@ -314,6 +343,26 @@ def http_burst(store: Path, reqs: list[dict[str, Any]], tool_reqs: list[dict[str
             proc.kill()
         shutdown_s = time.perf_counter() - t
         print(f"serve shut down in {shutdown_s:.2f} s (exit {proc.returncode})", file=sys.stderr)
+
+
+def tree_cpu_s(root: int) -> float:
+    """User + system CPU seconds of ``root`` and its descendants so far (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[int, float]] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            f = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(d.name)] = (int(f[1]), (int(f[11]) + int(f[12])) / tick)
+    tree, grew = {root}, True
+    while grew:
+        more = {pid for pid, (ppid, _) in stats.items() if ppid in tree} - tree
+        grew = bool(more)
+        tree |= more
+    return sum(stats[p][1] for p in tree if p in stats)
 
 
 def http_stats(res: list[tuple[float, Any]], wall: float) -> dict[str, Any]:
@@ -326,8 +375,13 @@ def http_stats(res: list[tuple[float, Any]], wall: float) -> dict[str, Any]:
         if getattr(r, "status_code", 0) == 200:
             d = r.json()
             degraded += bool(d.get("degraded")) if isinstance(d, dict) else 0
+    by_worker: dict[str, int] = {}
+    for _, r in res:
+        w = getattr(r, "headers", {}).get("x-hopweave-worker") if hasattr(r, "headers") else None
+        if w:
+            by_worker[w] = by_worker.get(w, 0) + 1
     return {**mm.summary(lat), "wall_s": round(wall, 2), "rps": round(len(lat) / wall, 1), "status": codes,
-            "degraded": degraded}
+            "degraded": degraded, "answered_by_worker": sorted(by_worker.values(), reverse=True)}
 
 
 # ---- the run -------------------------------------------------------------------------------------
@@ -341,6 +395,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                            "machine": machine(), "budget_ms": BUDGET_MS, "concurrency": n}
     store = Path(args.store)
     db = scenarios_of("deltabank")
+    if args.bursts_only:
+        engine = Engine.open(store)
+        try:
+            res["warmup_ms"] = engine.warmup()
+            bursts(res, engine, db, args, log)
+        finally:
+            engine.close()
+        for w in args.pool_workers:
+            res[f"pool_{w}"] = pool_run(store, w, db, args, log)
+        res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
+        return res
+    if args.http_only:
+        http_runs(args, res, store, db, n)
+        res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
+        return res
     log("cold start ...")
     res["cold_start"] = mm.cold_start(store, BUDGET_MS, 1.0)
     engine = Engine.open(store)
@@ -377,11 +446,97 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             res["telecom_threads"] = engine_stats(*burst(lambda r: call(eng, r), requests(tc, n, "t")))
         finally:
             eng.close()
+    for w in args.pool_workers:
+        res[f"pool_{w}"] = pool_run(store, w, db, args, log)
     if not args.no_http:
-        log("hopweave serve over loopback ...")
-        res["http"] = http_burst(store, requests(db, n, "h"), requests(db, n, "hk"), args.port)
+        http_runs(args, res, store, db, n)
     res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
     return res
+
+
+def bursts(res: dict[str, Any], engine: Any, db: list[Any], args: argparse.Namespace,
+           log: Callable[[str], None], prefix: str = "", cpu: Callable[[], float] = time.process_time) -> None:
+    """The 100-thread and ``aretrieve`` bursts (and --overload, --work-budget-ms, --sustained) on
+    ``engine`` (an Engine or an EnginePool: the same ``retrieve`` / ``aretrieve``). Each burst also
+    reports the CPU it used (``cpu()``: this process, plus a pool's workers) per retrieval and per
+    second of wall time (``cores_used``: at most 1 for one process holding the GIL)."""
+    n = args.concurrency
+
+    def measured(name: str, run: Callable[[], dict[str, Any]], calls: int) -> None:
+        c0, t0 = cpu(), time.perf_counter()
+        out = run()
+        used, wall = cpu() - c0, time.perf_counter() - t0
+        out["cpu_ms_per_retrieval"] = round(used * 1000 / calls, 1)
+        out["cores_used"] = round(used / wall, 2)
+        res[name] = out
+
+    log(f"{prefix}{n} threads ...")
+    measured("threads", lambda: engine_stats(*burst(lambda r: call(engine, r), requests(db, n, "t"))), n)
+    log(f"{prefix}{n} aretrieve ...")
+    measured("aretrieve", lambda: aretrieve_burst(engine, requests(db, n, "a")), n)
+    if args.overload:
+        log(f"{prefix}overload: {args.overload} threads ...")
+        measured("overload_threads", lambda: engine_stats(*burst(lambda r: call(engine, r),
+                                                                 requests(db, args.overload, "o"))), args.overload)
+    if args.work_budget_ms:  # the work itself: every request has time to finish, wall = CPU / cores used
+        log(f"{prefix}{n} threads, budget {args.work_budget_ms} ms ...")
+        work = [{**r, "budget_ms": args.work_budget_ms} for r in requests(db, n, "w")]
+        measured("threads_work", lambda: engine_stats(*burst(lambda r: call(engine, r), work),
+                                                      budget_ms=args.work_budget_ms), n)
+    if args.sustained:
+        log(f"{prefix}sustained: {n} closed-loop clients for {args.sustained} s ...")
+        res["sustained"] = sustained(engine, requests(db, max(n * 4, 400), "c"), n, args.sustained)
+
+
+def _cpu_s(pids: Sequence[int]) -> float:
+    """User + system CPU seconds of these processes (``/proc/PID/stat``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def pool_run(store: Path, workers: int, db: list[Any], args: argparse.Namespace,
+             log: Callable[[str], None]) -> dict[str, Any]:
+    """The same bursts through ``EnginePool.open(store, workers=N)`` (opened after the plain
+    engine closed: each worker serves a private copy of the vector shard). Adds the pool's start
+    time and the CPU of the parent and of the workers per retrieval."""
+    from hopweave.adapters.pool import EnginePool
+
+    log(f"pool of {workers}: starting ...")
+    t = time.perf_counter()
+    pool = EnginePool.open(store, workers=workers)
+    out: dict[str, Any] = {"workers": workers, "open_s": round(time.perf_counter() - t, 2)}
+    try:
+        pids = pool.pids()
+        c_parent, c_workers = time.process_time(), _cpu_s(pids)
+        bursts(out, pool, db, args, log, prefix=f"pool of {workers}: ",
+               cpu=lambda: time.process_time() + _cpu_s(pids))
+        calls = args.concurrency * (3 if args.work_budget_ms else 2) + args.overload
+        if not args.sustained:
+            out["cpu_ms_per_retrieval_workers"] = round((_cpu_s(pids) - c_workers) * 1000 / calls, 1)
+            out["cpu_ms_per_retrieval_parent"] = round((time.process_time() - c_parent) * 1000 / calls, 1)
+        out["stats"] = pool.stats()
+    finally:
+        pool.close()
+    return out
+def http_runs(args: argparse.Namespace, res: dict[str, Any], store: Path, db: list[Any], n: int) -> None:
+    """One ``hopweave serve`` run per ``--workers`` value, the same requests each time: ``http``
+    (the first) and ``http_workers_<N>`` (each)."""
+    def log(m: str) -> None:
+        print(m, file=sys.stderr, flush=True)
+
+    for i, w in enumerate(int(x) for x in str(args.workers).split(",")):
+        log(f"hopweave serve --workers {w} over loopback ...")
+        out = http_burst(store, requests(db, n, "h"), requests(db, n, "hk"), args.port + i, workers=w)
+        out["load_avg_after"] = round(os.getloadavg()[0], 2)
+        res[f"http_workers_{w}"] = out
+        res.setdefault("http", out)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -395,7 +550,16 @@ def main(argv: list[str] | None = None) -> None:
                     help="also this many seconds of --concurrency closed-loop clients (e.g. 60)")
     ap.add_argument("--port", type=int, default=8797)
     ap.add_argument("--no-http", action="store_true")
+    ap.add_argument("--workers", default="1,2",
+                    help="hopweave serve --workers values to measure, one run each (e.g. 1,2)")
+    ap.add_argument("--http-only", action="store_true", help="measure only the hopweave serve runs")
     ap.add_argument("--no-langchain", action="store_true")
+    ap.add_argument("--pool-workers", type=int, nargs="*", default=[],
+                    help="also run the bursts through an EnginePool of each of these sizes (e.g. --pool-workers 2)")
+    ap.add_argument("--work-budget-ms", type=int, default=0,
+                    help="also a burst of --concurrency threads with this budget (e.g. 20000): the work, not the deadline")
+    ap.add_argument("--bursts-only", action="store_true",
+                    help="only the thread and aretrieve bursts (and --overload, --sustained), plain engine then pools")
     ap.add_argument("--json", default=None, help="write the result here")
     args = ap.parse_args(argv)
     res = run(args)

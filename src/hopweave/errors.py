@@ -168,3 +168,9 @@ class DeadlineError(HopweaveError):
 class OverloadedError(HopweaveError):
     """The service's bounded request queue is full: the request was not started. Retry after
     the delay the service gives (HTTP 503 + Retry-After)."""
+
+
+class WorkerError(HopweaveError):
+    """A worker process of an engine pool (:mod:`hopweave.adapters.pool`) died, failed to start or
+    raised something that is not a HopweaveError: the request was not answered (the message names
+    the worker and its exit status). The pool restarts a worker that died; retry the request."""

@@ -40,3 +40,16 @@ def fsync_dir(directory: str | Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (ours or another user's)."""
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, not ours
+        return True
+    return True

@@ -34,13 +34,9 @@ def _is_redis_server(pid: int) -> bool:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    from hopweave.fileio import pid_alive
+
+    return pid_alive(pid)
 
 
 def _stop_stale_servers() -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Literal, Optional, TypeVar
@@ -38,6 +39,7 @@ from hopweave.errors import (
     InputError,
     MissingDependencyError,
     OverloadedError,
+    StoreError,
     StoreUnavailableError,
     TenantError,
     UnknownProfileError,
@@ -49,6 +51,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.engine import Engine
 
 T = TypeVar("T")
+#: Response header naming the server process that answered (``hopweave serve --workers N``).
+WORKER_HEADER = "x-hopweave-worker"
 __all__ = ["RetrieveBody", "ToolBody", "create_app"]
 
 
@@ -99,10 +103,16 @@ class _Gate:
 
 
 def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int = 1, warm: bool = True,
-               close: bool = True) -> "FastAPI":
-    """The ASGI app serving ``engine``. ``warm`` warms the engine in the background at startup
-    (readiness is 503 until done); ``close`` closes the engine on shutdown (else only its trace
-    queue is drained). Raises MissingDependencyError without the ``serve`` extra."""
+               close: bool = True, warm_first: bool = False, graph_refresh_s: float = 0.0,
+               on_shutdown: Optional[Callable[[], None]] = None, worker: Optional[dict[str, Any]] = None) -> "FastAPI":
+    """The ASGI app serving ``engine``. ``warm`` warms the engine at startup: in the background
+    (readiness is 503 until done), or, with ``warm_first``, before the server accepts any
+    connection (a worker of several: a request never reaches a cold worker). ``close`` closes the
+    engine on shutdown (else only its trace queue is drained); ``on_shutdown`` runs after that
+    (a worker deletes its private vectors copy). ``graph_refresh_s`` > 0 catches the graph store
+    up with other processes' commits that often (:class:`~hopweave.adapters.serve_workers.GraphRefresher`).
+    ``worker`` is shown by ``/healthz`` and ``/readyz`` (with the process id). Raises
+    MissingDependencyError without the ``serve`` extra."""
     try:
         from fastapi import FastAPI, Request
         from fastapi.responses import JSONResponse, Response
@@ -121,16 +131,35 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
         except Exception as exc:  # readiness says why
             state["warm_error"] = f"{type(exc).__name__}: {exc}"
 
+    from hopweave.adapters.serve_workers import GraphRefresher
+
+    refresher = GraphRefresher(engine.graph, graph_refresh_s)
+    ident = {"pid": os.getpid(), **(worker or {})}
+    worker_header = {WORKER_HEADER: str(ident["pid"])}  # which worker answered (several share one socket)
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if warm:
-            threading.Thread(target=warm_up, name="hopweave-warmup", daemon=True).start()
-        else:
-            state["ready"] = True
-        yield
-        state["stopping"] = True
-        drain = engine.close if close else engine.trace_writer.close  # close drains the trace queue too
-        await asyncio.get_running_loop().run_in_executor(None, drain)
+        loop = asyncio.get_running_loop()
+        try:
+            if warm and warm_first:
+                await loop.run_in_executor(None, warm_up)
+                if state["warm_error"]:
+                    raise StoreError(f"warming the engine failed: {state['warm_error']}")
+            elif warm:
+                threading.Thread(target=warm_up, name="hopweave-warmup", daemon=True).start()
+            else:
+                state["ready"] = True
+            refresher.start()
+            yield
+        finally:
+            state["stopping"] = True
+            refresher.stop()
+            drain = engine.close if close else engine.trace_writer.close  # close drains the trace queue too
+            try:
+                await loop.run_in_executor(None, drain)
+            finally:
+                if on_shutdown is not None:
+                    on_shutdown()
 
     app = FastAPI(title="hopweave", version="1", lifespan=lifespan,
                   description="Compositional retrieval for AI agents (see docs/serve.md).")
@@ -160,7 +189,7 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
             token_budget=body.token_budget, record=body.record))
         # serialised by pydantic-core in one call (FastAPI's re-validation + jsonable_encoder of a
         # result costs tens of ms on the event loop: 100 at once would queue for seconds)
-        return Response(result.model_dump_json(), media_type="application/json")
+        return Response(result.model_dump_json(), media_type="application/json", headers=worker_header)
 
     @app.post("/v1/tool/retrieve")
     async def tool(body: ToolBody) -> Any:
@@ -172,47 +201,83 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
             results = await loop.run_in_executor(
                 engine._request_pool, lambda: tool_(body.query, mode=body.mode, filters=body.filters,
                                                     top_k=body.top_k))
-            return Response(json.dumps({"results": results}, default=str), media_type="application/json")
+            return Response(json.dumps({"results": results}, default=str), media_type="application/json",
+                            headers=worker_header)
 
         return await admitted(run)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
-        """The process answers."""
-        return {"status": "ok"}
+        """The process answers (``pid``: which worker)."""
+        return {"status": "ok", **ident}
 
     @app.get("/readyz", response_class=JSONResponse)
     async def readyz() -> Any:
         """200 when warm and not shutting down; 503 (with the reason) otherwise."""
         ok = bool(state["ready"]) and not state["stopping"]
         body = {"ready": ok, "inflight": gate.inflight, "max_inflight": gate.limit, "shed": gate.shed,
-                "stopping": state["stopping"], "warm_error": state["warm_error"]}
+                "stopping": state["stopping"], "warm_error": state["warm_error"], **ident}
+        if refresher.errors:
+            body["graph_refresh_errors"], body["graph_refresh_last_error"] = refresher.errors, refresher.last_error
         return JSONResponse(body, status_code=200 if ok else 503)
 
     return app
 
 
-#: The environment ``hopweave serve`` passes to :func:`app_from_env` (uvicorn's factory).
+#: The environment ``hopweave serve`` passes to :func:`app_from_env` (uvicorn's factory; every
+#: worker process reads it).
 SERVE_ENV = {"store": "HOPWEAVE_SERVE_STORE", "vectors": "HOPWEAVE_SERVE_VECTORS", "budget_ms": "HOPWEAVE_SERVE_BUDGET_MS",
-             "max_inflight": "HOPWEAVE_SERVE_MAX_INFLIGHT"}
+             "max_inflight": "HOPWEAVE_SERVE_MAX_INFLIGHT", "workers": "HOPWEAVE_SERVE_WORKERS",
+             "switch_interval_ms": "HOPWEAVE_SERVE_SWITCH_INTERVAL_MS", "graph_refresh_s": "HOPWEAVE_SERVE_GRAPH_REFRESH_S"}
 
 
 def app_from_env() -> "FastAPI":
     """The app for the stores named by ``HOPWEAVE_SERVE_STORE`` (a graph URI: a store directory,
     ``neo4j://...``) and ``HOPWEAVE_SERVE_VECTORS`` (a vectors URI; default as :func:`hopweave.open`) (``uvicorn
-    hopweave.adapters.http:app_from_env --factory``, which is what ``hopweave serve`` runs).
-    Raises InputError without a store, StoreError for an unreadable one."""
-    import os
+    hopweave.adapters.http:app_from_env --factory``, which is what ``hopweave serve`` runs, once per
+    worker). With ``HOPWEAVE_SERVE_WORKERS`` > 1 this process is one of several serving one
+    socket: it serves a private copy of an embedded vector index (see
+    :mod:`hopweave.adapters.serve_workers`), warms up before accepting connections and catches the
+    graph up with the other workers' commits every ``HOPWEAVE_SERVE_GRAPH_REFRESH_S`` (default 1).
+    Raises InputError without a store or with a malformed setting, StoreError for an unreadable
+    store or a shard another process holds."""
+    import sys
 
+    from hopweave.adapters.serve_workers import remove_private, worker_vectors
     from hopweave.engine.engine import Engine, EngineConfig
 
     store = os.environ.get(SERVE_ENV["store"])
     if not store:
         raise InputError(f"set {SERVE_ENV['store']} to the store (a directory or graph URI: hopweave load PACK --graph URI)")
-    budget = os.environ.get(SERVE_ENV["budget_ms"])
-    engine = Engine.open(store, vectors=os.environ.get(SERVE_ENV["vectors"]) or None,
-                         config=EngineConfig(budget_ms=int(budget)) if budget else None)
-    return create_app(engine, max_inflight=int(os.environ.get(SERVE_ENV["max_inflight"], "128")))
+    budget = _env_number(SERVE_ENV["budget_ms"], int, None)
+    workers = _env_number(SERVE_ENV["workers"], int, 1)
+    switch_ms = _env_number(SERVE_ENV["switch_interval_ms"], float, None)
+    refresh_s = _env_number(SERVE_ENV["graph_refresh_s"], float, 1.0)
+    if switch_ms is not None and switch_ms > 0:
+        sys.setswitchinterval(switch_ms / 1000.0)  # a worker is a fresh interpreter: the CLI's setting is not inherited
+    vectors = os.environ.get(SERVE_ENV["vectors"]) or None
+    private = worker_vectors(store, vectors) if workers > 1 else None
+    try:
+        engine = Engine.open(store, vectors=str(private) if private is not None else vectors,
+                             config=EngineConfig(budget_ms=budget) if budget else None)
+    except BaseException:
+        if private is not None:
+            remove_private(private)
+        raise
+    return create_app(engine, max_inflight=_env_number(SERVE_ENV["max_inflight"], int, 128), warm_first=workers > 1,
+                      graph_refresh_s=refresh_s if workers > 1 else 0.0,
+                      on_shutdown=(lambda: remove_private(private)) if private is not None else None,
+                      worker={"workers": workers})
+
+
+def _env_number(name: str, kind: type, default: Any) -> Any:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise InputError(f"{name}={raw!r} is not a number") from None
 
 
 def _status(exc: HopweaveError) -> int:

@@ -27,10 +27,18 @@ def serve(
         1.0, "--switch-interval-ms", help="Python's thread switch interval: a small one lets a request whose "
         "deadline came get the GIL back quickly under load (Python's default is 5)."),
     log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level."),
+    workers: Optional[int] = typer.Option(
+        None, "--workers", help="Server processes behind the one listening socket (default: the CPUs this process "
+        "may use). Several: each serves a private copy of an embedded vector index (made at its start in $TMPDIR, "
+        "deleted at shutdown) and warms up before taking requests. 1: one process, as before."),
+    graph_refresh_s: float = typer.Option(
+        1.0, "--graph-refresh-s", help="With several workers: how often each catches up with what the others (and "
+        "other processes) wrote to an embedded graph store, e.g. decision traces (0: only when it writes itself)."),
 ) -> None:
     """Serve retrievals over HTTP: POST /v1/retrieve, POST /v1/tool/retrieve, GET /healthz,
-    GET /readyz, /openapi.json. One process (a qdrant-edge shard opens in one process only);
-    SIGTERM drains requests in flight and queued traces, then closes the stores."""
+    GET /readyz, /openapi.json. --workers N runs N processes on one socket (default: one per
+    CPU); SIGTERM drains requests in flight and queued traces in every worker, then closes the
+    stores."""
     try:
         import uvicorn
     except ModuleNotFoundError as exc:
@@ -48,6 +56,15 @@ def serve(
         raise InputError("--switch-interval-ms must be > 0")
     if budget_ms is not None and budget_ms < 1:
         raise InputError("--budget-ms must be >= 1")
+    from hopweave.adapters.serve_workers import check_workers, worker_count
+
+    if workers is None:
+        workers = worker_count()
+    if workers < 1:
+        raise InputError("--workers must be >= 1")
+    check_workers(graph, vectors, workers)  # fail here, not in N workers at once
+    if graph_refresh_s < 0:
+        raise InputError("--graph-refresh-s must be >= 0")
     sys.setswitchinterval(switch_interval_ms / 1000.0)
     # the app is an adapter (hopweave.adapters.http); uvicorn builds it from its factory, so
     # the CLI stays beside the adapters rather than importing them
@@ -57,5 +74,12 @@ def serve(
     os.environ["HOPWEAVE_SERVE_MAX_INFLIGHT"] = str(max_inflight)
     if budget_ms is not None:
         os.environ["HOPWEAVE_SERVE_BUDGET_MS"] = str(budget_ms)
+    os.environ["HOPWEAVE_SERVE_WORKERS"] = str(workers)
+    os.environ["HOPWEAVE_SERVE_SWITCH_INTERVAL_MS"] = str(switch_interval_ms)
+    os.environ["HOPWEAVE_SERVE_GRAPH_REFRESH_S"] = str(graph_refresh_s)
+    # workers > 1: uvicorn's supervisor binds the socket, starts the workers (each builds the app
+    # from the factory), replaces one that dies, and on SIGTERM/SIGINT sends each a SIGTERM and
+    # waits for it (every worker drains its requests and traces). A worker busy with a burst still
+    # answers the supervisor's health pings from a thread; 30 s before it counts as hung.
     uvicorn.run("hopweave.adapters.http:app_from_env", factory=True, host=host, port=port, log_level=log_level,
-                timeout_graceful_shutdown=30)
+                timeout_graceful_shutdown=30, workers=workers, timeout_worker_healthcheck=30)

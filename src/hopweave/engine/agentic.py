@@ -181,14 +181,28 @@ def run_rounds(inp: LoopInputs, chunks: Sequence[ChunkItem]) -> tuple[tuple[Chun
     return tuple(pool), rounds, notes
 
 
+def _features(c: ChunkItem) -> float:
+    """What the ranking profile's features (document type, recency, section, scope) added to a
+    chunk's fused score: the score minus its channels' contributions (0 after a reranker, whose
+    score has no such parts)."""
+    if any(ch.channel == "rerank" for ch in c.channels):
+        return 0.0
+    contributions = [ch.contribution for ch in c.channels]
+    if not contributions or any(x is None for x in contributions):
+        return 0.0
+    return c.score - sum(x for x in contributions if x is not None)
+
+
 def comparable(chunks: Sequence[ChunkItem]) -> list[ChunkItem]:
     """Chunks of several rounds with comparable scores: each round's fused score is normalised
     per query, so a pool of several rounds is ranked by the semantic (cosine) score where a
-    chunk has one (its fused score otherwise)."""
+    chunk has one (its fused score otherwise), plus what the profile's features added to it:
+    those do not depend on the round's normalisation, and dropping them would let a restatement
+    outrank the authoritative passage the profile put first (issue 17)."""
     out = []
     for c in chunks:
         sem = next((ch.score for ch in c.channels if ch.channel == "semantic"), None)
-        out.append(c if sem is None else c.model_copy(update={"score": round(sem, 6)}))
+        out.append(c if sem is None else c.model_copy(update={"score": round(sem + _features(c), 6)}))
     return out
 
 

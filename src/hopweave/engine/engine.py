@@ -418,6 +418,12 @@ class Engine:
         assert result is not None  # only an abandoned ticket returns None, and that was not awaited
         return result
 
+    def retrieve_request(self, req: Request, t0: float) -> RetrievalResult:
+        """:meth:`retrieve` of a request already checked (:func:`~hopweave.engine.boundary.check_request`)
+        whose budget runs from ``t0`` (``time.perf_counter()`` clock): a request that waited
+        elsewhere first, e.g. in an engine pool's hand-off (:mod:`hopweave.adapters.pool`)."""
+        return self._retrieve(req, t0)
+
     def _retrieve(self, req: Request, t0: float | None = None) -> RetrievalResult:
         """One request: split into parts when it carries several intents
         (:mod:`hopweave.engine.multi_intent`), else one run of the pipeline."""

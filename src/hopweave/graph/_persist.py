@@ -5,9 +5,17 @@ Layout of a graph directory::
     LOCK            flock target: exclusive while writing/compacting (readers take none: they
                     re-read when the snapshot was replaced mid-read)
     graph.snapshot  line 1: JSON header {magic, format, last_seq, nodes, edges, schema_version,
-                    payload_len, payload_sha256}; then the payload: one JSON object
+                    payload_len, payload_sha256[, json_ints]}; then the payload: one JSON object
                     {"node": {id: {"label": L, prop: value, ...}}, "succ": {src: {dst: {rel: props}}}}
+                    (``json_ints``: true when the payload holds integers beyond 64 bits, which
+                    orjson would read as floats: the json module then reads it)
     journal.jsonl   one JSON object per committed write: {"seq", "t", "n", "e"}; fsync'd
+
+Both files are parsed by orjson, with exactly the values the json module reads (see
+:func:`_parse_record`, :func:`loads_json`), with the cyclic GC paused while a graph is decoded.
+The store compacts the journal into the snapshot when it closes once the journal outgrew a
+threshold (``networkx_store.AUTO_COMPACT_BYTES``): replaying a record costs more than decoding it
+from the snapshot.
 
 Nothing read from a store directory is executable: the snapshot and the journal are JSON, the
 snapshot is checked against its length and sha256 and then against the schema (labels, tenant
@@ -43,7 +51,7 @@ from hopweave.graph._locks import file_lock
 from hopweave.models.common import _TENANT_RE
 from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
 
-try:  # orjson is ~5x faster on a million-node snapshot; the format is plain JSON either way
+try:  # a dependency, ~2-5x faster than json here; the format is plain JSON either way
     import orjson as _orjson
 except ImportError:  # pragma: no cover - exercised only without orjson
     _orjson = None  # type: ignore[assignment]
@@ -55,6 +63,8 @@ LOCK = "LOCK"
 MAGIC = "hopweave-networkx-snapshot"
 FORMAT = 2
 _HEADER_MAX = 4096
+#: Header flag of a snapshot the json module wrote (it holds integers beyond 64 bits).
+_EXACT_KEY = "json_ints"
 _LABEL = "label"
 _RECORD_KEYS = frozenset({"seq", "t", "n", "e"})
 #: The Python type a stored property value has for each schema type (see graph.write_rules).
@@ -97,14 +107,72 @@ def fsync_dir(directory: Path) -> None:
         fileio.fsync_dir(directory)
 
 
-def _dumps(obj: Any) -> bytes:
+def _dumps(obj: Any) -> tuple[bytes, bool]:
+    """(JSON bytes, whether orjson wrote them). orjson does not write integers beyond 64 bits;
+    the json module does, and the snapshot header then says so (see :func:`read_snapshot`)."""
     if _orjson is not None:
-        return _orjson.dumps(obj)
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+        try:
+            return _orjson.dumps(obj), True
+        except TypeError:
+            pass
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode(), False
 
 
-def _loads(raw: bytes) -> Any:
-    return _orjson.loads(raw) if _orjson is not None else json.loads(raw)
+def loads_json(raw: bytes | str) -> Any:
+    """Whether ``raw`` is JSON as the json module reads it, parsed by orjson when it can: orjson
+    refuses NaN and lone surrogates, which json accepts (then json parses). Use the value only
+    where an integer beyond 64 bits does not matter: orjson makes it a float (see
+    :func:`loads_exact`). Raises ValueError for text that is not JSON."""
+    if _orjson is not None:
+        try:
+            return _orjson.loads(raw)
+        except _orjson.JSONDecodeError:
+            pass
+    return json.loads(raw)
+
+
+_HUGE = float(2 ** 63)
+
+
+def _has_huge_float(v: Any) -> bool:
+    """Whether ``v`` holds a float of magnitude 2**63 or more: where orjson read an integer
+    beyond 64 bits (the json module reads an int)."""
+    t = type(v)
+    if t is float:
+        return not -_HUGE < v < _HUGE  # NaN never comes from orjson
+    if t is dict:
+        return any(_has_huge_float(x) for x in v.values())
+    if t is list:
+        return any(_has_huge_float(x) for x in v)
+    return False
+
+
+def _huge_in_record(rec: dict[str, Any]) -> bool:
+    """:func:`_has_huge_float` over a shape-checked journal record, touching each property
+    value once (records carry floats such as confidences, rarely anything else numeric)."""
+    if type(rec["seq"]) is float:
+        return True
+    for entries, at in ((rec.get("n", ()), 2), (rec.get("e", ()), 3)):
+        for entry in entries:
+            for v in entry[at].values():
+                t = type(v)
+                if (t is float and not -_HUGE < v < _HUGE) or ((t is dict or t is list) and _has_huge_float(v)):
+                    return True
+    return False
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for the block (restoring its state after). Decoding a
+    large graph allocates millions of long-lived dicts and no cycles; left on, the collector
+    would rescan all of them again and again while they are created."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @contextmanager
@@ -143,9 +211,11 @@ def write_snapshot(directory: Path, node: dict[str, Any], succ: dict[str, Any], 
         directory.mkdir(parents=True, exist_ok=True)
         for stale in directory.glob(f".{SNAPSHOT}.*.tmp"):  # left by a killed writer (we hold the lock)
             stale.unlink(missing_ok=True)
-    payload = _dumps({"node": node, "succ": succ})
+    payload, fast = _dumps({"node": node, "succ": succ})
     head = dict(header, magic=MAGIC, format=FORMAT, payload_len=len(payload),
                 payload_sha256=hashlib.sha256(payload).hexdigest())
+    if not fast:
+        head[_EXACT_KEY] = True  # integers beyond 64 bits: read with the json module
     raw = json.dumps(head, sort_keys=True).encode() + b"\n"
     if len(raw) > _HEADER_MAX:
         raise StoreError("snapshot header too large")  # pragma: no cover
@@ -203,18 +273,13 @@ def read_snapshot(directory: Path, schema: GraphSchema) -> Snapshot | None:
                                 f"{header['payload_len']} (truncated or appended to); {_RELOAD}")
     if hashlib.sha256(payload).hexdigest() != header["payload_sha256"]:
         raise StoreCorruptError(f"{path}: payload checksum mismatch (the file was altered or damaged); {_RELOAD}")
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         try:
-            data = _loads(payload)
+            data = json.loads(payload) if header.get(_EXACT_KEY) is True else loads_json(payload)
         except ValueError as exc:
             raise StoreCorruptError(f"{path}: payload is not valid JSON ({exc}); {_RELOAD}") from exc
         del payload
         return _decode(path, header, data, schema)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _read_header(f: Any, path: Path) -> dict[str, Any]:
@@ -251,20 +316,28 @@ def _decode(path: Path, header: dict[str, Any], data: Any, schema: GraphSchema) 
             raise fail(f"edges leave node {stray!r}, which does not exist")
         for nid in node.keys() - succ.keys():
             succ[nid] = {}
-    allowed = {(f, r.name, t) for r in schema.relationships for f in r.from_labels for t in r.to_labels}
+    # (source label) -> {(type, target label)} the schema allows; one set probe per edge.
+    allowed: dict[str, set[tuple[str, str]]] = {}
+    for r in schema.relationships:
+        for f in r.from_labels:
+            allowed.setdefault(f, set()).update((r.name, t) for t in r.to_labels)
+    no_edges: set[tuple[str, str]] = set()
     pred: dict[str, dict[str, dict[str, dict[str, Any]]]] = {nid: {} for nid in node}
     edges = 0
     for src, nbrs in succ.items():
         if type(nbrs) is not dict:
             raise fail(f"adjacency of {src!r} is not an object")
+        if not nbrs:
+            continue
         sl = node[src][_LABEL]
+        ok = allowed.get(sl, no_edges)
         for dst, kd in nbrs.items():
             d = node.get(dst)
             if d is None or type(kd) is not dict or not kd:
                 raise fail(f"edge {src!r} -> {dst!r} points to a missing node or has no types")
             dl = d[_LABEL]
             for rel, props in kd.items():
-                if (sl, rel, dl) not in allowed or type(props) is not dict:
+                if (rel, dl) not in ok or type(props) is not dict:
                     raise fail(f"relationship {rel!r} cannot go from {sl} to {dl} (or has no property object)")
             edges += len(kd)
             pred[dst][src] = kd
@@ -341,13 +414,29 @@ def read_journal(directory: Path, offset: int) -> tuple[list[tuple[int, dict[str
         line = data[pos:nl]
         if line.strip():
             at = offset + pos
-            try:
-                rec = json.loads(line)
-            except ValueError as exc:
-                raise StoreCorruptError(f"{path}: journal record at byte {at} is not JSON ({exc}); {_RELOAD}") from exc
-            records.append((at, check_record(path, at, rec)))
+            records.append((at, _parse_record(path, at, line)))
         pos = nl + 1
     return records, offset + pos
+
+
+def _parse_record(path: Path, at: int, line: bytes) -> dict[str, Any]:
+    """The shape-checked record of one journal line, exactly as ``json.loads`` reads it: orjson
+    parses, and where it reads an integer beyond 64 bits as a float (or its value fails the shape
+    check) the json module parses again, so its verdict and value are the ones used."""
+    try:
+        try:
+            return _exact(check_record(path, at, loads_json(line)))
+        except StoreCorruptError:
+            pass
+        return check_record(path, at, json.loads(line))
+    except ValueError as exc:
+        raise StoreCorruptError(f"{path}: journal record at byte {at} is not JSON ({exc}); {_RELOAD}") from exc
+
+
+def _exact(rec: dict[str, Any]) -> dict[str, Any]:
+    if _huge_in_record(rec):
+        raise StoreCorruptError("an integer beyond 64 bits")  # caught: the json module parses
+    return rec
 
 
 def check_record(path: Path, at: int, rec: Any) -> dict[str, Any]:

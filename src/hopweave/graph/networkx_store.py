@@ -27,7 +27,14 @@ from typing import Any, Iterable, Iterator
 
 import networkx as nx
 
-from hopweave.errors import HopweaveError, InputError, StoreBusyError, StoreCorruptError, StoreError
+from hopweave.errors import (
+    HopweaveError,
+    InputError,
+    StoreBusyError,
+    StoreCorruptError,
+    StoreError,
+    StoreIOError,
+)
 from hopweave.graph import _persist as P
 from hopweave.graph._locks import DEFAULT_LOCK_TIMEOUT_S, RWLock
 from hopweave.graph._nx_state import State
@@ -43,6 +50,14 @@ _META_LABELS = frozenset({"GoalType", "TraversalPattern"})
 #: Graphs at least this large are moved out of the cyclic GC's reach after loading (gc.freeze),
 #: so full collections do not scan millions of long-lived dicts in the middle of a retrieval.
 FREEZE_THRESHOLD = 100_000
+#: :meth:`NetworkxGraphStore.close` folds the journal into a new snapshot (:meth:`compact`) when the
+#: journal has grown past this many bytes and past a quarter of the snapshot: replaying a record
+#: (parse, schema and gate checks) costs more than decoding the same bytes of snapshot, so
+#: recorded traces would otherwise slow every later open (docs/BENCHMARKS.md, issue 13).
+AUTO_COMPACT_BYTES = 8 * 1024 * 1024
+#: The longest :meth:`NetworkxGraphStore.close` waits for the directory's lock to compact; a store
+#: another process is writing is left as it is (its journal stays valid) and compacted later.
+AUTO_COMPACT_LOCK_WAIT_S = 1.0
 
 
 class NetworkxGraphStore(GraphStore):
@@ -60,6 +75,7 @@ class NetworkxGraphStore(GraphStore):
         *,
         read_only: bool = False,
         lock_timeout_s: float | None = None,
+        auto_compact_bytes: int | None = AUTO_COMPACT_BYTES,
     ) -> None:
         if schema is None:  # no schema and no store settings: the domain-free base schema
             schema = GraphSchema.base()
@@ -68,6 +84,9 @@ class NetworkxGraphStore(GraphStore):
         self.read_only = read_only
         #: Longest wait for the directory's lock (load, write, compact, bulk); past it, StoreBusyError.
         self.lock_timeout_s = DEFAULT_LOCK_TIMEOUT_S if lock_timeout_s is None else float(lock_timeout_s)
+        #: Journal size past which :meth:`close` compacts (also past a quarter of the snapshot);
+        #: None never compacts at close.
+        self.auto_compact_bytes = auto_compact_bytes
         self._validator = WriteValidator(schema)
         self._rw = RWLock()
         self._wlock = threading.RLock()
@@ -106,14 +125,16 @@ class NetworkxGraphStore(GraphStore):
                         self._load_locked()
 
     def _load_locked(self) -> None:
-        if self.directory is None:
-            self._st, self._seq, self._journal_offset, self._snap_sig = State(), 0, 0, None
-        else:
-            self._read_consistent()
-        self._loaded = True
-        if len(self._st.node) >= FREEZE_THRESHOLD:
-            gc.collect()
-            gc.freeze()
+        with P.gc_paused():  # the snapshot, the journal replay and the freeze: no collection
+            if self.directory is None:
+                self._st, self._seq, self._journal_offset, self._snap_sig = State(), 0, 0, None
+            else:
+                self._read_consistent()
+            self._loaded = True
+            if len(self._st.node) >= FREEZE_THRESHOLD:
+                # No gc.collect() first: decoding makes no reference cycles, and a full collection
+                # would walk the millions of dicts just created (about 1 s at a million nodes).
+                gc.freeze()
 
     def _read_consistent(self) -> None:
         """Read the directory without its lock, so a writer (even a long bulk load) never blocks
@@ -193,7 +214,30 @@ class NetworkxGraphStore(GraphStore):
             self._catch_up_locked()
 
     def close(self) -> None:
-        self._closed = True
+        """Close the store. A writable store whose journal outgrew :attr:`auto_compact_bytes` and a
+        quarter of the snapshot is compacted first, so the next open reads one snapshot instead
+        of replaying the journal. That is best effort: when another process holds the directory's
+        lock (longer than AUTO_COMPACT_LOCK_WAIT_S) or the disk refuses the new snapshot, the
+        journal is left as it is, still valid, and the store closes all the same. As after
+        :meth:`compact`, other processes that have the directory open re-read the new snapshot
+        on their next write or :meth:`refresh` (pass ``auto_compact_bytes=None`` to leave
+        compaction to an explicit :meth:`compact`)."""
+        if self._closed:
+            return
+        try:
+            if self._wants_compaction():
+                self._compact(min(self.lock_timeout_s, AUTO_COMPACT_LOCK_WAIT_S))
+        except (StoreBusyError, StoreIOError):
+            pass  # the committed state is on disk either way; a later close compacts
+        finally:
+            self._closed = True
+
+    def _wants_compaction(self) -> bool:
+        if self.read_only or self.directory is None or not self._loaded or self.auto_compact_bytes is None:
+            return False
+        journal = P.journal_size(self.directory)
+        snap = P.snapshot_signature(self.directory)
+        return journal >= max(self.auto_compact_bytes, (snap[1] if snap is not None else 0) // 4)
 
     # ---- introspection -------------------------------------------------------------------
     @property
@@ -344,9 +388,12 @@ class NetworkxGraphStore(GraphStore):
         """Rewrite the snapshot with everything committed and empty the journal (atomic)."""
         self._ensure()
         self._check_writable()
+        self._compact(self.lock_timeout_s)
+
+    def _compact(self, timeout_s: float) -> None:
         if self.directory is None:
             return
-        with self._wlock, P.locked(self.directory, exclusive=True, timeout_s=self.lock_timeout_s):
+        with self._wlock, P.locked(self.directory, exclusive=True, timeout_s=timeout_s):
             self._catch_up_locked()
             self._commit_snapshot()
 

@@ -21,6 +21,7 @@ from datetime import date, datetime
 from typing import Any, Callable, cast
 
 from hopweave.errors import InputError, MetagraphWriteError, PatternValidationError, SchemaError, TenantError
+from hopweave.graph._persist import loads_json
 from hopweave.graph.base import Edge, Node
 from hopweave.models.common import to_datetime
 from hopweave.models.schema import GLOBAL_TENANT, SAFE_IDENTIFIER, GraphSchema, PropertySpec
@@ -121,7 +122,7 @@ def _conv_list(v: Any) -> Any:
 def _conv_json(v: Any) -> Any:
     if isinstance(v, str):
         try:
-            json.loads(v)
+            loads_json(v)  # what json.loads accepts, parsed by orjson when it can (journal replay)
         except ValueError:
             return _Missing
         return v

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import date
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from hopweave.models.ranking import FeatureScore, FeatureWeights
-from hopweave.search.lexical import Tokenizer
+from hopweave.search.lexical import Tokenizer, TokenizerConfig
 
 if TYPE_CHECKING:
     from hopweave.search.fusion import Fused
@@ -89,7 +90,7 @@ def _values(w: FeatureWeights, ctx: FeatureContext, payload: Mapping[str, Any],
         out["scope"] = _scope(ctx, payload, w.scope)
     if w.section_heading:
         heading = str(payload.get("heading") or payload.get("section") or "")
-        terms = set(tokenizer.tokenize(heading)) if heading else set()
+        terms = _heading_terms(heading, tokenizer.config) if heading else frozenset()
         share = len(terms & ctx.query_terms) / len(ctx.query_terms) if ctx.query_terms else 0.0
         out["section_heading"] = (share, w.section_heading, heading)
     if w.section_number:
@@ -97,6 +98,11 @@ def _values(w: FeatureWeights, ctx: FeatureContext, payload: Mapping[str, Any],
         named = bool(sec) and any(sec == q or sec.startswith(q + ".") for q in ctx.query_sections)
         out["section_number"] = (1.0 if named else 0.0, w.section_number, sec)
     return out
+
+
+@lru_cache(maxsize=65_536)  # headings repeat across candidates and requests; pure per (heading, config)
+def _heading_terms(heading: str, config: TokenizerConfig) -> frozenset[str]:
+    return frozenset(Tokenizer(config).tokenize(heading))
 
 
 def _scope(ctx: FeatureContext, payload: Mapping[str, Any], weight: float) -> tuple[float, float, str]:

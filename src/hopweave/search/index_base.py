@@ -61,6 +61,7 @@ class VectorIndex(ABC):
     #: object is the only writer and the adapter has a unit corpus (:mod:`hopweave.search.idf_cache`).
     idf_cache_enabled: bool = True
     _idf: IdfCache | None = None
+    _compiled_cache: dict[str, Any] | None = None
 
     # ---- adapter hooks ------------------------------------------------------------------
     @abstractmethod
@@ -248,7 +249,8 @@ class VectorIndex(ABC):
         if self._idf is not None:
             self._idf.clear()
 
-    def _with_cached_idf(self, lexical: ChannelRequest | None, scoped: FilterTree) -> ChannelRequest | None:
+    def _with_cached_idf(self, lexical: ChannelRequest | None, scoped: FilterTree,
+                         keys: "_TreeKeys | None" = None) -> ChannelRequest | None:
         """The lexical request with its filtered IDF taken from the cache (same scores), when
         this object is the only writer and the adapter supports it; else unchanged."""
         if lexical is None or not (self.exclusive_writer and self.idf_cache_enabled):
@@ -258,21 +260,34 @@ class VectorIndex(ABC):
             return lexical
         if self._idf is None:
             self._idf = IdfCache()
-        return self._idf.rewrite(lexical, self._generation, scoped.model_dump_json(),
-                                 lambda: self._count_tree(scoped), unit, self._query)
+        key = (keys or _TreeKeys()).of(scoped)
+        return self._idf.rewrite(lexical, self._generation, key, lambda: self._count_tree(scoped, keys), unit,
+                                 self._query)
 
-    def _count_tree(self, tree: FilterTree) -> int:
+    def _count_tree(self, tree: FilterTree, keys: "_TreeKeys | None" = None) -> int:
         """Exact count of points matching ``tree`` (cached per write generation when exclusive)."""
         if not self.exclusive_writer:
             return self._count(self._compile(tree))
-        key = (self._generation, tree.model_dump_json())
+        key = (self._generation, (keys or _TreeKeys()).of(tree))
         cache = self._count_cache if self._count_cache is not None else {}
         if key not in cache:
             if len(cache) > 256:
                 cache.clear()
-            cache[key] = self._count(self._compile(tree))
+            cache[key] = self._count(self._compiled(tree, keys))
         self._count_cache = cache
         return cache[key]
+
+    def _compiled(self, tree: FilterTree, keys: "_TreeKeys | None" = None) -> Any:
+        """``_compile(tree)``, kept per tree (a compiled filter depends only on the tree and the
+        schema's field types, never on the data)."""
+        key = (keys or _TreeKeys()).of(tree)
+        cache = self._compiled_cache
+        if cache is None or len(cache) > 512:
+            cache = self._compiled_cache = {}
+        out = cache.get(key)
+        if out is None:
+            out = cache[key] = self._compile(tree)
+        return out
 
     def dense_vectors(
         self, tenant_id: str, chunk_ids: Sequence[str], space: EmbeddingSpace | None = None
@@ -334,23 +349,30 @@ class VectorIndex(ABC):
         assert space_tree is not None
         cap = profile.candidates_per_channel
         fields = profile.features.payload_fields() if profile.features else ()
-        lexical, lexical_reason = lexical_request(info, profile, query, self._compile(scoped), cap, fields)
-        lexical = self._with_cached_idf(lexical, scoped)
+        keys = _TreeKeys()
+        lexical, lexical_reason = lexical_request(info, profile, query, self._compiled(scoped, keys), cap, fields)
+        lexical = self._with_cached_idf(lexical, scoped, keys)
         dense, semantic_reason = dense_request(info, profile, query_vector, query_space,
-                                               lambda: self._compile(space_tree), cap, fields)
+                                               lambda: self._compiled(space_tree, keys), cap, fields)
+        main = [r for r in (lexical, dense) if r is not None]
+        extra = self._authority_requests(profile, scoped, space_tree, lexical, dense, keys)
         timings = {"prepare": _ms(t0)}
 
         t1 = time.perf_counter()
-        deep: dict[str, list[Candidate]] = {}
-        lex, sem = self._run_channels(tenant_id, lexical, dense, deep=deep)
-        if profile.features is not None and profile.features.authority_candidates:
-            lex, sem = self._authority(tenant_id, profile, scoped, space_tree, lexical, dense, lex, sem)
+        # one engine batch: both channels and the authority prefetches
+        ranked, fetched = self._query_exact([*main, *extra])
+        self._check_candidates(tenant_id, ranked)
+        lex, sem = _by_channel(main, ranked[:len(main)])
+        if extra:
+            lex, sem = _with_extra(lex, sem, *_by_channel(extra, ranked[len(main):]))
         if profile.fill_channels:
-            lex, sem = self._fill(tenant_id, lexical, dense, lex, sem, space, deep.get(LEXICAL, []))
+            deep = fetched[0] if lexical is not None else []
+            lex, sem = self._fill(tenant_id, lexical, dense, lex, sem, space, deep)
         timings["channels"] = _ms(t1)
 
         t2 = time.perf_counter()
-        coverage = self._coverage(scoped, space_tree, dense is not None, semantic_reason, lexical_reason, info, space)
+        coverage = self._coverage(scoped, space_tree, dense is not None, semantic_reason, lexical_reason, info, space,
+                                  keys)
         timings["count"] = _ms(t2)
 
         t3 = time.perf_counter()
@@ -371,18 +393,13 @@ class VectorIndex(ABC):
             timings_ms={k: round(v, 3) for k, v in timings.items()},
         )
 
-    def _run_channels(
-        self, tenant_id: str, *requests: ChannelRequest | None, deep: dict[str, list[Candidate]] | None = None
-    ) -> tuple[list[Candidate], list[Candidate]]:
-        """(lexical, dense) candidates, best first; ``deep`` receives every point each channel
-        fetched (beyond its cap). Raises TenantError for another tenant's point."""
-        todo = [r for r in requests if r is not None]
-        by_channel = {r.channel: res for r, res in zip(todo, self._query_exact(todo, deep))}
-        lex, sem = by_channel.get(LEXICAL, []), by_channel.get(DENSE, [])
-        for c in [*lex, *sem]:  # candidates carry only chunk_id + tenant_id
-            if c.payload.get("tenant_id") != tenant_id:
-                raise TenantError(f"the index returned chunk {c.chunk_id!r} of another tenant: refusing")
-        return lex, sem
+    @staticmethod
+    def _check_candidates(tenant_id: str, lists: Sequence[Sequence[Candidate]]) -> None:
+        """Candidates carry chunk_id + tenant_id: raises TenantError for another tenant's point."""
+        for cands in lists:
+            for c in cands:
+                if c.payload.get("tenant_id") != tenant_id:
+                    raise TenantError(f"the index returned chunk {c.chunk_id!r} of another tenant: refusing")
 
     def _coverage(
         self,
@@ -393,10 +410,11 @@ class VectorIndex(ABC):
         lexical_reason: str | None,
         info: CollectionInfo,
         space: EmbeddingSpace,
+        keys: "_TreeKeys | None" = None,
     ) -> Coverage:
         """How many eligible records there are and how many carry a vector in the query's space."""
-        eligible = self._count_tree(scoped)
-        embedded = self._count_tree(space_tree) if eligible else 0
+        eligible = self._count_tree(scoped, keys)
+        embedded = self._count_tree(space_tree, keys) if eligible else 0
         if semantic_ok and eligible > 0 and embedded == 0:
             semantic_reason = (
                 f"no eligible record has a vector in the query's space {space.key} "
@@ -448,35 +466,31 @@ class VectorIndex(ABC):
                 return fused, payloads, dropped
             dropped |= bad
 
-    def _authority(
+    def _authority_requests(
         self,
-        tenant_id: str,
         profile: RankingProfile,
         scoped: FilterTree,
         space_tree: FilterTree,
         lexical: ChannelRequest | None,
         dense: ChannelRequest | None,
-        lex: list[Candidate],
-        sem: list[Candidate],
-    ) -> tuple[list[Candidate], list[Candidate]]:
-        """Each channel's candidates plus its best ``authority_candidates`` points among the
-        authoritative document types (the same filter and IDF population, so scores stay
-        comparable), appended after the channel's own list. No-op when the schema has no
-        ``doc_type`` field. Raises TenantError for another tenant's point."""
+        keys: "_TreeKeys | None" = None,
+    ) -> list[ChannelRequest]:
+        """The authority prefetches of a feature profile: each channel's best
+        ``authority_candidates`` points among the authoritative document types (the same filter
+        and IDF population, so scores stay comparable; :func:`_with_extra` appends them after the
+        channel's own list). None when the profile has none or the schema has no ``doc_type``."""
         w = profile.features
-        assert w is not None
-        if "doc_type" not in self.schema.chunk_field_map or not w.authority_types:
-            return lex, sem
+        if w is None or not w.authority_candidates or not w.authority_types \
+                or "doc_type" not in self.schema.chunk_field_map:
+            return []
         only = In(field="doc_type", values=tuple(w.authority_types))
         reqs = []
         if lexical is not None:
-            reqs.append(replace(lexical, filter=self._compile(and_(scoped, only)), limit=w.authority_candidates))
+            reqs.append(replace(lexical, filter=self._compiled(_and(scoped, only), keys), limit=w.authority_candidates))
         if dense is not None:
-            reqs.append(replace(dense, filter=self._compile(and_(space_tree, only)), limit=w.authority_candidates))
-        extra_lex, extra_sem = self._run_channels(tenant_id, *reqs)
-        have_l, have_s = {c.chunk_id for c in lex}, {c.chunk_id for c in sem}
-        return (lex + [c for c in extra_lex if c.chunk_id not in have_l],
-                sem + [c for c in extra_sem if c.chunk_id not in have_s])
+            reqs.append(replace(dense, filter=self._compiled(_and(space_tree, only), keys),
+                                limit=w.authority_candidates))
+        return reqs
 
     def _fill(
         self,
@@ -517,9 +531,10 @@ class VectorIndex(ABC):
         return sorted(lex, key=key), sorted(sem, key=key)
 
     def _query_exact(
-        self, requests: Sequence[ChannelRequest], deep: dict[str, list[Candidate]] | None = None
-    ) -> list[list[Candidate]]:
-        """Run the requests and make each list deterministic under score ties.
+        self, requests: Sequence[ChannelRequest]
+    ) -> tuple[list[list[Candidate]], list[list[Candidate]]]:
+        """Run the requests (one engine batch) and make each list deterministic under score ties:
+        (each request's candidates cut to its limit, everything each request fetched).
 
         Candidates are ranked by (score desc, chunk id asc). Each request asks the engine for more
         points than the cap (one more for dense; ``LEXICAL_TIE_HEADROOM`` times the cap for BM25,
@@ -528,10 +543,11 @@ class VectorIndex(ABC):
         internal order.
         """
         if not requests:
-            return []
+            return [], []
         first = [r.limit * LEXICAL_TIE_HEADROOM + 1 if r.channel == LEXICAL else r.limit + 1 for r in requests]
         out = self._query([replace(r, limit=f) for r, f in zip(requests, first)])
         final: list[list[Candidate]] = []
+        fetched: list[list[Candidate]] = []
         for req, cands, fetch in zip(requests, out, first):
             n = req.limit
             while len(cands) >= fetch and cands[-1].score == cands[n - 1].score:
@@ -539,10 +555,44 @@ class VectorIndex(ABC):
                 cands = self._query([replace(req, limit=fetch)])[0]
             ranked = rank_channel([(c.chunk_id, c.score) for c in cands], n)
             pay = {c.chunk_id: c.payload for c in cands}
-            final.append([Candidate(cid, s, pay[cid]) for cid, s in ranked])
-            if deep is not None:
-                deep[req.channel] = cands
-        return final
+            final.append([Candidate(cid, sc, pay[cid]) for cid, sc in ranked])
+            fetched.append(cands)
+        return final, fetched
+
+
+class _TreeKeys:
+    """The JSON key of each filter tree seen by one search, computed once per tree object (the
+    trees are kept referenced, so an object id is never reused for another tree meanwhile)."""
+
+    def __init__(self) -> None:
+        self._keys: dict[int, tuple[FilterTree, str]] = {}
+
+    def of(self, tree: FilterTree) -> str:
+        hit = self._keys.get(id(tree))
+        if hit is None:
+            hit = self._keys[id(tree)] = (tree, tree.model_dump_json())
+        return hit[1]
+
+
+def _and(*trees: FilterTree) -> FilterTree:
+    out = and_(*trees)
+    assert out is not None
+    return out
+
+
+def _by_channel(requests: Sequence[ChannelRequest], lists: Sequence[list[Candidate]]
+                ) -> tuple[list[Candidate], list[Candidate]]:
+    """(lexical, dense) candidate lists of requests answered in order (empty when absent)."""
+    by = {r.channel: res for r, res in zip(requests, lists)}
+    return by.get(LEXICAL, []), by.get(DENSE, [])
+
+
+def _with_extra(lex: list[Candidate], sem: list[Candidate], extra_lex: list[Candidate],
+                extra_sem: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
+    """Each channel's list followed by its extra candidates not already in it."""
+    have_l, have_s = {c.chunk_id for c in lex}, {c.chunk_id for c in sem}
+    return (lex + [c for c in extra_lex if c.chunk_id not in have_l],
+            sem + [c for c in extra_sem if c.chunk_id not in have_s])
 
 
 def _ms(since: float) -> float:

@@ -1,4 +1,5 @@
-"""The scale corpus generator: exact sizes, Maria's filter share, near misses, determinism."""
+"""DeltaBank's scale corpus (generator v5: restatements of the pack, hopweave.pack.scale_corpus):
+exact sizes, Maria's filter share, near misses, determinism, topics."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "delta
 
 from generator.scale import (  # noqa: E402
     QUALITY_QUERIES,
-    TOPICS,
     corpus_stats,
     count_chunks,
     maria_filter,
@@ -70,26 +70,23 @@ def test_deterministic_per_seed() -> None:
     assert a != c
 
 
-def test_revisions_supersede_within_a_document(chunks3000) -> None:
+def test_superseded_restatements_end_with_their_source(chunks3000) -> None:
     docs, _ = chunks3000
-    current: dict[str, list[str]] = {}
-    for d in docs:
-        if d.version == "current":
-            current.setdefault(d.document_id, []).append(d.revision)
-    assert all(len(v) == 1 for v in current.values())
     superseded = [d for d in docs if d.version == "superseded"]
     assert superseded and all("valid_until" in d.metadata for d in superseded)
 
 
 def test_every_section_heading_has_a_topic(chunks3000) -> None:
-    _, chunks = chunks3000
-    # numbered sections keep the heading in "heading"; unnumbered ones (restatements) in "section"
-    topics = {topic_of_heading(str(c.metadata.get("heading") or c.section)) for c in chunks}
+    docs, chunks = chunks3000
+    from generator.scale import is_maria
+
+    # every chunk passing Maria's filter restates a section of waiver-policy v4 / fee-schedule v4
+    maria = [c for d in docs if is_maria(d) for c in chunk_document(d, version=d.version)]
+    topics = {topic_of_heading(str(c.metadata.get("heading") or c.section)) for c in maria}
     assert None not in topics
     assert {t for _, t in QUALITY_QUERIES} <= topics
-    assert topic_of_heading("Annual courtesy waiver") == "courtesy_waiver"  # as in waiver-policy v3 3.2
+    assert topic_of_heading("FAQ: Courtesy waiver (2)") == "courtesy_waiver"  # waiver-policy 3.2
     assert topic_of_heading("Something else") is None
-    assert all(t.key for ts in TOPICS.values() for t in ts)
 
 
 def test_rejects_bad_sizes() -> None:
@@ -125,16 +122,10 @@ def test_precomputed_embedder_serves_known_texts_and_falls_back() -> None:
     assert inner.calls == [["b"]]  # remembered
 
 
-def test_the_example_tenant_gets_drafts_not_rival_policies(chunks3000) -> None:
-    """Generator v4: the example corpus holds DeltaBank's authoritative documents, so a generated
-    DeltaBank policy or fee schedule is declared a draft (laid out as the policy, dated a year
-    back); the other tenant keeps its generated policies."""
-    from generator.scale import AUTHORITATIVE_TYPES, DRAFT_TYPE
-
+def test_the_example_tenant_gets_no_rival_authority(chunks3000) -> None:
+    """Generator v5: DeltaBank's generated documents are restatements only (the example corpus
+    holds its authoritative documents); the other tenant gets a copy of the pack."""
     docs = chunks3000[0]
-    types = {(d.tenant_id, d.metadata["doc_type"]) for d in docs}
-    assert not {t for tenant, t in types if tenant == "deltabank"} & set(AUTHORITATIVE_TYPES)
-    assert ("deltabank", DRAFT_TYPE) in types
-    assert {t for tenant, t in types if tenant != "deltabank"} & set(AUTHORITATIVE_TYPES)
-    drafts = [d for d in docs if d.metadata["doc_type"] == DRAFT_TYPE]
-    assert all(d.text.startswith("## 1.1 ") and d.metadata["kind"] == "policy" for d in drafts)
+    types = {(d.tenant_id, d.metadata.get("doc_type")) for d in docs}
+    assert {t for tenant, t in types if tenant == "deltabank"} == {"faq", "note", "template", "training", "draft"}
+    assert {t for tenant, t in types if tenant != "deltabank"} & {"policy", "fee_schedule"}

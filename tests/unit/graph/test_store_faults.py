@@ -434,3 +434,68 @@ def test_gated_metagraph_writes_replay_and_a_forged_pattern_record_is_refused(tm
                 "n": [[nid, label, {**props, "definition": json.dumps(definition)}, []]], "e": []})
     with pytest.raises(StoreCorruptError, match="fails validation"):
         _open(d, schema)
+
+
+# ---- compaction at close (issue 13: a long journal slowed every later open) -------------------
+def test_close_compacts_a_journal_past_the_threshold(tmp_path, schema):
+    d = tmp_path / "graph"
+    s = _open(d, schema, auto_compact_bytes=1)
+    small_graph(s)
+    before = s.stats()
+    assert P.journal_size(d) > 0 and s.auto_compact_bytes == 1
+    s.close()
+    assert P.journal_size(d) == 0
+    again = _open(d, schema)
+    assert {k: again.stats()[k] for k in ("nodes", "edges", "last_seq")} == {
+        k: before[k] for k in ("nodes", "edges", "last_seq")}
+    assert again.get_node("t1", "C1") is not None
+    with pytest.raises(StoreError):
+        s.get_node("t1", "C1")  # closed all the same
+
+
+@pytest.mark.parametrize("kw", [{"auto_compact_bytes": None}, {"read_only": True}, {}])
+def test_close_keeps_the_journal_when_compaction_is_off_or_not_due(tmp_path, schema, kw):
+    d = _built(tmp_path, schema, compact=False)
+    size = P.journal_size(d)
+    s = _open(d, schema, **kw)
+    assert s.get_node("t1", "C1") is not None
+    s.close()  # the default threshold (8 MiB) is far above this journal
+    assert P.journal_size(d) == size
+
+
+def test_close_leaves_the_journal_when_another_process_holds_the_lock(tmp_path, schema, lock_holder):
+    d = _built(tmp_path, schema, compact=False)
+    size = P.journal_size(d)
+    s = _open(d, schema, auto_compact_bytes=1)
+    lock_holder(d / P.LOCK)
+    t0 = time.monotonic()
+    s.close()  # best effort: busy is not an error of close
+    assert time.monotonic() - t0 < 5.0
+    assert P.journal_size(d) == size
+    with pytest.raises(StoreError):
+        s.get_node("t1", "C1")
+
+
+# ---- JSON the fast parser refuses still opens ---------------------------------------------------
+def test_values_orjson_cannot_carry_replay_and_compact(tmp_path, schema):
+    d = tmp_path / "graph"
+    s = _open(d, schema)
+    big = 2 ** 70  # json writes and reads it; orjson refuses integers beyond 64 bits
+    s.write("_global", [Node("TIER_Big", "Tier", {"name": "Big", "rank": big})])
+    s.close()
+    again = _open(d, schema, auto_compact_bytes=1)
+    assert again.get_node("t1", "TIER_Big").props["rank"] == big
+    again.close()  # compacts: the snapshot is written by json where orjson cannot
+    assert P.journal_size(d) == 0
+    assert _open(d, schema).get_node("t1", "TIER_Big").props["rank"] == big
+
+
+def test_json_properties_accept_what_the_json_module_accepts():
+    from hopweave.graph.write_rules import CONVERTERS
+
+    conv = CONVERTERS["json"]
+    for text in ('{"a": [1, 2.5, "x"]}', '{"a": NaN}', '"\\ud800"', str(2 ** 70)):
+        json.loads(text)
+        assert conv(text) == text
+    for text in ('{"a": 1', "", "nope"):
+        assert conv(text) is not text
