@@ -393,7 +393,7 @@ class EnginePool:
         grace_ms: int = 200,
         refresh_s: float = 1.0,
         handoff_ms: int = 30,
-        switch_interval_ms: float = 1.0,
+        switch_interval_ms: float | None = None,
         start_timeout_s: float = 300.0,
         close_timeout_s: float = 30.0,
     ) -> "EnginePool":
@@ -406,8 +406,8 @@ class EnginePool:
         OverloadedError. ``handoff_ms``: kept at the end of each budget for the answer's way back
         (a worker's stages stop that much earlier). ``refresh_s``: how often a worker catches up
         with traces the others recorded (0: only when it writes). ``switch_interval_ms``: the
-        workers' thread switch interval (``sys.setswitchinterval``; as ``hopweave serve``: a
-        small one lets a request whose deadline came get the GIL back quickly under load). Raises InputError for bad arguments, the store errors
+        workers' thread switch interval (``sys.setswitchinterval``; None keeps Python's 5 ms: in
+        a burst of 100, 1 ms cost a worker about 45% more CPU per retrieval, docs/BENCHMARKS.md). Raises InputError for bad arguments, the store errors
         of ``Engine.open`` as raised in the first worker that failed, WorkerError when a worker
         exits or is not ready within ``start_timeout_s``."""
         from hopweave.adapters.serve_workers import check_workers, worker_count
@@ -417,7 +417,8 @@ class EnginePool:
             workers = worker_count()
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InputError(f"EnginePool.open: workers must be an int >= 1, not {workers!r}")
-        if min(grace_ms, handoff_ms, refresh_s) < 0 or min(start_timeout_s, close_timeout_s, switch_interval_ms) <= 0:
+        if min(grace_ms, handoff_ms, refresh_s) < 0 or min(start_timeout_s, close_timeout_s,
+                                                           switch_interval_ms or 1.0) <= 0:
             raise InputError("EnginePool.open: grace_ms, handoff_ms and refresh_s must be >= 0, the timeouts and "
                              "switch_interval_ms > 0")
         if stores is not None and graph is not None:
@@ -603,7 +604,8 @@ class EnginePool:
 def _worker_main(fd: int, spec: dict[str, Any]) -> int:
     # SIGTERM (a supervisor, the pool's close after its timeout): leave through the cleanup below
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    sys.setswitchinterval(float(spec["switch_interval_ms"]) / 1000.0)
+    if spec["switch_interval_ms"] is not None:
+        sys.setswitchinterval(float(spec["switch_interval_ms"]) / 1000.0)
     sock = socket.socket(fileno=fd)
     out: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
     writer = threading.Thread(target=_worker_write, args=(sock, out), name="hopweave-pool-send", daemon=True)

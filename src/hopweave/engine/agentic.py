@@ -193,6 +193,33 @@ def _features(c: ChunkItem) -> float:
     return c.score - sum(x for x in contributions if x is not None)
 
 
+#: A later round fetches this many times the search limit, so that ``search_limit`` distinct
+#: passages survive once near-copies are collapsed (:func:`distinct_passages`).
+COPY_FETCH = 3
+#: A hit is a copy of a better-ranked one when this share of its word 3-grams occur in it.
+COPY_CONTAINMENT = 0.6
+
+
+def distinct_passages(chunks: Sequence[ChunkItem], limit: int) -> tuple[ChunkItem, ...]:
+    """The first ``limit`` hits (in rank order) that are not copies of a better-ranked kept hit:
+    most of a copy's word 3-grams occur in that hit (a FAQ, note or template quoting a passage,
+    with a greeting or a reworded verb, which the assembler's Jaccard test lets through). A
+    relaxed later round otherwise spends its whole hit budget on restatements of one passage."""
+    from hopweave.engine.assemble import shingles
+
+    kept: list[ChunkItem] = []
+    seen: list[frozenset[tuple[str, ...]]] = []
+    for c in chunks:
+        if len(kept) >= limit:
+            break
+        sh = shingles(c.text)
+        if sh and any(len(sh & k) >= COPY_CONTAINMENT * len(sh) for k in seen):
+            continue
+        kept.append(c)
+        seen.append(sh)
+    return tuple(kept)
+
+
 def comparable(chunks: Sequence[ChunkItem]) -> list[ChunkItem]:
     """Chunks of several rounds with comparable scores: each round's fused score is normalised
     per query, so a pool of several rounds is ranked by the semantic (cosine) score where a
@@ -333,11 +360,12 @@ def _loop_inputs(engine: Any, run: "Run", plan: Plan, policy: EscalationPolicy,
     fields = frozenset(tree_fields(scope)) if scope is not None else frozenset()
 
     def search(p: Plan, reuse: bool) -> tuple[ChunkItem, ...]:
+        limit = engine.config.search_limit
         work = bound(run.vectors, functools.partial(search_documents, engine.index, engine.embedder, tenant, p,
-                                                    engine.config.search_limit, run.req.utterance if reuse else None))
+                                                    limit * COPY_FETCH, run.req.utterance if reuse else None))
         found = engine._run_stage(run.degraded, "search", work, default=None, what="a later retrieval round",
                                   fallback="the rounds so far", timeout=time_left())
-        return found[0] if found is not None else ()
+        return distinct_passages(found[0], limit) if found is not None else ()
 
     return LoopInputs(policy=policy, plan=plan, utterance=run.req.utterance, facts=tuple(facts), scope_fields=fields,
                       rescope=lambda w: scoped(engine.graph, session, w, run.req.as_of), search=search,

@@ -84,7 +84,8 @@ def _row_values(row: Row) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=4096)  # pure; _chunk_order compares every pair of chunks (issue 7 profile)
-def _shingles(text: str) -> frozenset[tuple[str, ...]]:
+def shingles(text: str) -> frozenset[tuple[str, ...]]:
+    """The word 3-grams of a text (lower-cased; the whole text when it has fewer than 3 words)."""
     words = _WORD.findall(text.lower())
     if len(words) < 3:
         return frozenset({tuple(words)})
@@ -92,7 +93,7 @@ def _shingles(text: str) -> frozenset[tuple[str, ...]]:
 
 
 def jaccard(a: str, b: str) -> float:
-    sa, sb = _shingles(a), _shingles(b)
+    sa, sb = shingles(a), shingles(b)
     if not sa or not sb:
         return 0.0
     return len(sa & sb) / len(sa | sb)

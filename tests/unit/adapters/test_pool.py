@@ -91,6 +91,13 @@ def test_open_checks_its_arguments() -> None:
         EnginePool.open("a", graph="b", workers=1)
 
 
+def test_a_worker_that_cannot_open_the_store_fails_open_with_its_typed_error(tmp_path: Path) -> None:
+    t = time.monotonic()
+    with pytest.raises(InputError, match="no hopweave store"):
+        EnginePool.open(tmp_path / "nothing-here", workers=2, start_timeout_s=120)
+    assert time.monotonic() - t < 120  # the first worker's failure ends open at once
+
+
 def test_errors_cross_as_json_with_their_class_and_attributes() -> None:
     exc = PatternValidationError("recent_payments", "max_visited", "must be >= 1", "raise it")
     back = error_from_json(error_json(exc), "worker 0")

@@ -222,3 +222,21 @@ def test_rerank_stage_is_off_by_default_and_degrades_safely(engine, monkeypatch)
         assert [c.chunk_id for c in d.chunks] == [c.chunk_id for c in base.chunks]
     finally:
         engine.rerank = None
+
+
+def test_distinct_passages_collapses_copies_of_a_better_ranked_hit() -> None:
+    """A later round's hits: restatements quoting a better-ranked passage (with a greeting or a
+    reworded verb) do not take the round's hit budget; a passage that merely shares words does."""
+    from hopweave.engine.agentic import distinct_passages
+
+    src = ("Customers report an unauthorized charge within 60 days of the statement that shows it. "
+           "Zero liability applies to card charges reported on time.")
+    faq = "Short answer: Customers report an unauthorized charge within 60 days of the statement that shows it."
+    note = "Agent note: Zero liability applies to card charges reported on time, always."
+    other = "A replacement card ships within 5 days; recurring payments are moved to the new card by the customer."
+    chunks = [_chunk("src", 0.9, src), _chunk("faq", 0.8, faq), _chunk("note", 0.8, note), _chunk("other", 0.7, other),
+              _chunk("more", 0.6, "Provisional credit is posted within 10 business days of the claim.")]
+    assert [c.chunk_id for c in distinct_passages(chunks, 10)] == ["src", "other", "more"]
+    assert [c.chunk_id for c in distinct_passages(chunks, 2)] == ["src", "other"]
+    # a longer passage ranked below its own restatement is not a copy of it (most of it is new)
+    assert [c.chunk_id for c in distinct_passages([chunks[1], chunks[0]], 10)] == ["faq", "src"]
