@@ -71,6 +71,7 @@ from hopweave import errors as hw_errors
 from hopweave.engine.boundary import Request, check_request
 from hopweave.engine.config import EngineConfig
 from hopweave.engine.result import RetrievalResult
+from hopweave.engine.trace_writer import settle
 from hopweave.errors import HopweaveError, InputError, OverloadedError, WorkerError
 from hopweave.models.common import Session
 
@@ -151,18 +152,6 @@ def error_from_json(data: Mapping[str, Any], worker: str) -> HopweaveError:
 
 
 # ---- the parent side ------------------------------------------------------------------------
-def _settle(fut: "Future[bytes]", answer: "bytes | BaseException") -> None:
-    """Answer a caller's future, unless the caller stopped waiting (an ``aretrieve`` past its
-    deadline cancels it)."""
-    try:
-        if isinstance(answer, BaseException):
-            fut.set_exception(answer)
-        else:
-            fut.set_result(answer)
-    except InvalidStateError:
-        pass
-
-
 class _Worker:
     """The parent's handle on one worker process."""
 
@@ -293,7 +282,7 @@ class _Worker:
                         self.served += 1
                     # a result is parsed by its caller's thread: one large result does not
                     # hold up the answers behind it
-                    _settle(fut, body if kind == "result" else error_from_json(head["error"], self.name))
+                    settle(fut, body if kind == "result" else error_from_json(head["error"], self.name))
         except (EOFError, OSError, ValueError):
             pass
         except BaseException:  # a bug here must not leave the worker's callers waiting
@@ -324,7 +313,7 @@ class _Worker:
                 code = proc.wait(timeout=5)
         self.last_exit = f"exit status {code}"
         for fut in lost:
-            _settle(fut, WorkerError(f"{self.name} died ({self.last_exit}) with the request in flight; the "
+            settle(fut, WorkerError(f"{self.name} died ({self.last_exit}) with the request in flight; the "
                                           "pool restarts it, retry the request"))
         self._signal_ready()
         if not closing:

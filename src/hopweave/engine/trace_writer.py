@@ -19,7 +19,7 @@ import threading
 import time
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, TypeVar
 
 from hopweave.errors import StoreBusyError
 from hopweave.graph.base import Edge, GraphStore, Node
@@ -107,7 +107,7 @@ class GroupCommitter:
             try:
                 nodes, edges = p.build()
             except BaseException as exc:  # a trace that cannot be built fails alone
-                _settle(p.future, exc)
+                settle(p.future, exc)
                 continue
             by_tenant.setdefault(p.tenant_id, []).append((p, nodes, edges))
         for tenant_id, items in by_tenant.items():
@@ -121,11 +121,11 @@ class GroupCommitter:
             self.store.write(tenant_id, nodes, edges, timeout_s=timeout)
         except BaseException as exc:
             if len(items) == 1:
-                _settle(items[0][0].future, exc)
+                settle(items[0][0].future, exc)
                 return
             if isinstance(exc, StoreBusyError):
                 for p, _, _ in items:
-                    _settle(p.future, exc)
+                    settle(p.future, exc)
                 return
             for item in items:  # isolate the failing trace(s)
                 self._write(tenant_id, [item])
@@ -133,11 +133,15 @@ class GroupCommitter:
         self.writes += 1
         self.traces += len(items)
         for p, _, _ in items:
-            _settle(p.future, True)
+            settle(p.future, True)
 
 
-def _settle(fut: Future[bool], outcome: bool | BaseException) -> None:
-    """Resolve ``fut`` (a caller that gave up may have cancelled it: nothing to tell then)."""
+T = TypeVar("T")
+
+
+def settle(fut: Future[T], outcome: T | BaseException) -> None:
+    """Resolve ``fut`` with a result or an exception (a caller that gave up may have cancelled
+    it: nothing to tell then). Shared by the trace writer and the engine pool."""
     try:
         if isinstance(outcome, BaseException):
             fut.set_exception(outcome)
