@@ -153,6 +153,16 @@ class NetworkxGraphStore(GraphStore):
     def _read_directory(self) -> bool:
         """Replace the state with the directory's snapshot + journal. Returns False (state
         unchanged) when the snapshot was replaced during the read."""
+        got = self._scan_directory()
+        if got is None:
+            return False
+        self._adopt(got)
+        return True
+
+    def _scan_directory(self) -> tuple[State, int, int, Any] | None:
+        """A new state read from the directory's snapshot + journal, with its last seq, journal
+        end offset and snapshot signature; None when the snapshot was replaced during the read.
+        Touches nothing of this store's current state (readers go on meanwhile)."""
         assert self.directory is not None
         st, seq = State(), 0
         sig = P.snapshot_signature(self.directory)
@@ -161,11 +171,12 @@ class NetworkxGraphStore(GraphStore):
             st, seq = State(snap), int(snap.header["last_seq"])
         records, off = P.read_journal(self.directory, 0)
         if P.snapshot_signature(self.directory) != sig:
-            return False
-        self._seq = self._replay(st, records, seq)
-        self._st, self._journal_offset, self._snap_sig = st, off, sig
+            return None
+        return st, self._replay(st, records, seq), off, sig
+
+    def _adopt(self, got: tuple[State, int, int, Any]) -> None:
+        self._st, self._seq, self._journal_offset, self._snap_sig = got
         self._meta_version += 1
-        return True
 
     def _replay(self, st: State, records: list[tuple[int, dict[str, Any]]], seq: int) -> int:
         """Apply journal records after ``seq``, each validated against the schema and the tenant
@@ -195,8 +206,16 @@ class NetworkxGraphStore(GraphStore):
         sig = P.snapshot_signature(self.directory)
         size = P.journal_size(self.directory)
         if sig != self._snap_sig or size < self._journal_offset:
+            # Another process compacted: read the new snapshot while this state keeps answering
+            # readers (seconds at a million nodes), then swap under the write lock. Under the
+            # exclusive file lock nobody can replace the snapshot meanwhile.
+            with P.gc_paused():
+                got = self._scan_directory()
             with self._rw.write():
-                self._read_directory()
+                if got is not None:
+                    self._adopt(got)
+                else:  # pragma: no cover - only a writer ignoring the lock replaces it now
+                    self._read_consistent()
         elif size > self._journal_offset:
             records, off = P.read_journal(self.directory, self._journal_offset)
             if records:
@@ -220,8 +239,9 @@ class NetworkxGraphStore(GraphStore):
         lock (longer than AUTO_COMPACT_LOCK_WAIT_S) or the disk refuses the new snapshot, the
         journal is left as it is, still valid, and the store closes all the same. As after
         :meth:`compact`, other processes that have the directory open re-read the new snapshot
-        on their next write or :meth:`refresh` (pass ``auto_compact_bytes=None`` to leave
-        compaction to an explicit :meth:`compact`)."""
+        on their next write or :meth:`refresh`, holding the directory's lock meanwhile (seconds at
+        a million nodes) while their old state keeps answering readers (pass
+        ``auto_compact_bytes=None`` to leave compaction to an explicit :meth:`compact`)."""
         if self._closed:
             return
         try:
