@@ -38,6 +38,11 @@ def registry(settings: DomainSettings = DELTABANK, tenants: list[str] | None = N
 
 DELTABANK_REGISTRY = registry()
 
+#: Seed 004's case: Maria's authenticated session, her utterance and the day of the call.
+MARIA = {"tenant_id": "deltabank", "customer_id": "CUST_4421", "region": "US", "channel": "phone"}
+UTTERANCE = "I want to dispute this $39 late fee on my Platinum card."
+AS_OF = "2026-05-12"
+
 
 def deltabank_schema() -> GraphSchema:
     """The DeltaBank pack's schema (base + examples/deltabank/schema.yaml)."""

@@ -33,11 +33,9 @@ from hopweave.errors import (  # noqa: E402
     WorkerError,
 )
 
-pytestmark = pytest.mark.timeout(600)
+from domains import AS_OF, MARIA, UTTERANCE  # noqa: E402 (seed 004)
 
-MARIA = {"tenant_id": "deltabank", "customer_id": "CUST_4421", "region": "US", "channel": "phone"}
-UTTERANCE = "I want to dispute this $39 late fee on my Platinum card."
-AS_OF = "2026-05-12"
+pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture(scope="module")

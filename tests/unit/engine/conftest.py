@@ -21,16 +21,13 @@ from hopweave.engine.engine import Engine
 from hopweave.engine.replay import REPLAY_CONFIG
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
-from domains import DELTABANK, DELTABANK_REGISTRY  # noqa: E402,F401  (DELTABANK: for the test modules)
+from domains import AS_OF, DELTABANK, DELTABANK_REGISTRY, MARIA, UTTERANCE  # noqa: E402,F401  (for the test modules)
 
 #: The smallest population that still holds every customer the scenarios name (CUST_1000xx).
 STORE_NODES = 3000
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "deltabank"
 SCENARIOS = EXAMPLE / "scenarios"
-MARIA = {"tenant_id": "deltabank", "customer_id": "CUST_4421", "region": "US", "channel": "phone"}
-UTTERANCE = "I want to dispute this $39 late fee on my Platinum card."
-AS_OF = "2026-05-12"
 
 
 @pytest.fixture(scope="session")
