@@ -61,11 +61,11 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from hopweave import errors as hw_errors
 from hopweave.engine.boundary import Request, check_request
@@ -110,6 +110,22 @@ def _read_frame(sock: socket.socket) -> tuple[dict[str, Any], bytes]:
     data = _recv_exact(sock, n)
     head, _, body = data.partition(b"\n")
     return json.loads(head), body
+
+
+def _send_loop(sock: socket.socket, out: "queue.SimpleQueue[Any]", frame_of: "Callable[[Any], bytes | None]") -> None:
+    """Send ``frame_of(item)`` for each queued item in order (None: skip it) until a None item
+    or the socket breaks. Both sides write through this, each on a thread of its own."""
+    while True:
+        item = out.get()
+        if item is None:
+            return
+        data = frame_of(item)
+        if data is None:
+            continue
+        try:
+            sock.sendall(data)
+        except OSError:
+            return
 
 
 # ---- requests and errors as JSON ------------------------------------------------------------
@@ -205,12 +221,6 @@ class _Worker:
         self._writer.start()
         self._reader.start()
 
-    def _signal_ready(self) -> None:
-        try:
-            self._ready.set_result(None)
-        except InvalidStateError:
-            pass
-
     def wait_ready(self, timeout_s: float) -> None:
         try:
             self._ready.result(timeout_s)
@@ -232,30 +242,25 @@ class _Worker:
         return fut
 
     def _write(self, sock: socket.socket, out: "queue.SimpleQueue[tuple[int | None, bytes] | None]") -> None:
-        """Send queued frames in order; a request whose caller stopped waiting is not sent."""
-        while True:
-            item = out.get()
-            if item is None:
-                return
+        """Send queued frames in order; a request whose caller stopped waiting is not sent (when
+        the socket breaks, the reader sees the worker gone and fails what is pending)."""
+        def wanted(item: tuple[int | None, bytes]) -> bytes | None:
             rid, data = item
             if rid is not None:
                 with self.pool._lock:
                     if rid not in self.pending:
-                        continue
-            try:
-                sock.sendall(data)
-            except OSError:
-                return  # the reader sees the worker gone and fails what is pending
+                        return None
+            return data
 
-    def _forget(self, rid: int) -> Future[bytes] | None:
+        _send_loop(sock, out, wanted)
+
+    def forget(self, rid: int) -> Future[bytes] | None:
+        """Stop tracking request ``rid``; its future, or None when it was already answered."""
         with self.pool._lock:
             fut = self.pending.pop(rid, None)
             if fut is not None:
                 self.inflight -= 1
             return fut
-
-    def forget(self, rid: int) -> None:
-        self._forget(rid)
 
     def _read(self) -> None:
         sock = self.sock
@@ -268,14 +273,14 @@ class _Worker:
                     self.warm_ms = head.get("warm_ms")
                     with self.pool._lock:
                         self.state = "ready"
-                    self._signal_ready()
+                    settle(self._ready, None)
                     self.pool._changed()
                 elif kind == "fail":
                     self._start_error = error_from_json(head["error"], self.name)
-                    self._signal_ready()
+                    settle(self._ready, None)
                     break
                 elif kind in ("result", "error"):
-                    fut = self._forget(int(head["id"]))
+                    fut = self.forget(int(head["id"]))
                     if fut is None:
                         continue  # the caller stopped waiting (its budget ran out)
                     with self.pool._lock:
@@ -314,8 +319,8 @@ class _Worker:
         self.last_exit = f"exit status {code}"
         for fut in lost:
             settle(fut, WorkerError(f"{self.name} died ({self.last_exit}) with the request in flight; the "
-                                          "pool restarts it, retry the request"))
-        self._signal_ready()
+                                    "pool restarts it, retry the request"))
+        settle(self._ready, None)
         if not closing:
             if self._start_error is None:
                 log.warning("%s died (%s); %d request(s) in flight failed with WorkerError; restarting it",
@@ -628,14 +633,7 @@ def _worker_main(fd: int, spec: dict[str, Any]) -> int:
 
 
 def _worker_write(sock: socket.socket, out: "queue.SimpleQueue[bytes | None]") -> None:
-    while True:
-        data = out.get()
-        if data is None:
-            return
-        try:
-            sock.sendall(data)
-        except OSError:
-            return  # the parent is gone: nothing to answer (its end closed; the reader stops too)
+    _send_loop(sock, out, lambda data: data)  # a broken socket: the parent is gone, nothing to answer
 
 
 def _serve(engine: Any, sock: socket.socket, out: "queue.SimpleQueue[bytes | None]", handoff_s: float) -> None:
