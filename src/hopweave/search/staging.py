@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from hopweave.errors import StoreBusyError, StoreIOError
+from hopweave.fileio import copy_sparse
 from hopweave.models.documents import Document
 from hopweave.models.schema import GraphSchema
 from hopweave.search.edge_index import (
@@ -102,7 +103,7 @@ def rebuild_index(
         previous = _previous_state(live)
         try:
             if incremental and previous == "complete":
-                shutil.copytree(live, staging)
+                shutil.copytree(live, staging, copy_function=copy_sparse)
             report = _build(staging, schema, documents, embedder, optimize, progress, ingest_options, report)
             marker = read_marker(staging) or {}
             swap_in(store)
