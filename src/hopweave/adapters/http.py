@@ -246,7 +246,7 @@ def app_from_env() -> "FastAPI":
     store or a shard another process holds."""
     import sys
 
-    from hopweave.adapters.serve_workers import remove_private, worker_vectors
+    from hopweave.adapters.serve_workers import open_worker_engine, remove_private
     from hopweave.engine.engine import Engine, EngineConfig
 
     store = os.environ.get(SERVE_ENV["store"])
@@ -266,14 +266,11 @@ def app_from_env() -> "FastAPI":
         # and raised p99 (docs/BENCHMARKS.md, issue 13, serve --workers)
         max_active = max(1, -(-EngineConfig().max_active // workers))
     settings: dict[str, Any] = {k: v for k, v in (("budget_ms", budget), ("max_active", max_active)) if v}
-    private = worker_vectors(store, vectors) if workers > 1 else None
-    try:
-        engine = Engine.open(store, vectors=str(private) if private is not None else vectors,
-                             config=EngineConfig(**settings) if settings else None)
-    except BaseException:
-        if private is not None:
-            remove_private(private)
-        raise
+    config = EngineConfig(**settings) if settings else None
+    if workers > 1:
+        engine, private = open_worker_engine(store, vectors, config)
+    else:
+        engine, private = Engine.open(store, vectors=vectors, config=config), None
     return create_app(engine, max_inflight=_env_number(SERVE_ENV["max_inflight"], int, 128), warm_first=workers > 1,
                       graph_refresh_s=refresh_s if workers > 1 else 0.0,
                       on_shutdown=(lambda: remove_private(private)) if private is not None else None,

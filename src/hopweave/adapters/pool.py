@@ -609,13 +609,10 @@ def _worker_main(fd: int, spec: dict[str, Any]) -> int:
     refresher: Any = None
     try:
         try:
-            from hopweave.adapters.serve_workers import GraphRefresher, worker_vectors
-            from hopweave.engine.engine import Engine
+            from hopweave.adapters.serve_workers import GraphRefresher, open_worker_engine
 
             t = time.perf_counter()
-            copy = worker_vectors(spec["graph"], spec["vectors"])
-            vectors = str(copy) if copy is not None else spec["vectors"]
-            engine = Engine.open(graph=spec["graph"], vectors=vectors, config=EngineConfig(**spec["config"]))
+            engine, copy = open_worker_engine(spec["graph"], spec["vectors"], EngineConfig(**spec["config"]))
             engine.warmup()
             refresher = GraphRefresher(engine.graph, float(spec["refresh_s"]))
             refresher.start()

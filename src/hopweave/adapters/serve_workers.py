@@ -37,7 +37,7 @@ from typing import Any, Iterator
 from hopweave.fileio import copy_sparse, pid_alive
 from hopweave.errors import InputError, StoreError, StoreIOError, StoreUnavailableError
 
-__all__ = ["GraphRefresher", "check_workers", "private_vectors", "remove_private", "sweep_stale", "worker_count", "worker_vectors"]
+__all__ = ["GraphRefresher", "check_workers", "open_worker_engine", "private_vectors", "remove_private", "sweep_stale", "worker_count", "worker_vectors"]
 
 #: Name prefix of the private copies: ``hopweave-serve-vectors-<pid>-<random>``.
 PREFIX = "hopweave-serve-vectors-"
@@ -83,6 +83,23 @@ def _vectors_uri(graph: str, vectors: str | None) -> Any:
         raise InputError(f"the vectors {v.display} (Qdrant's local mode) open in one process only: serve them with "
                          "--workers 1, or use a Qdrant server (http://...) or the embedded index")
     return v
+
+
+def open_worker_engine(graph: str, vectors: str | None, config: Any) -> tuple[Any, Path | None]:
+    """The engine one worker of several serves, and the private vectors copy it serves from (None:
+    no copy needed, see :func:`worker_vectors`); the copy is removed again when the engine cannot
+    be opened. The worker removes it at shutdown (:func:`remove_private`). Raises what
+    :func:`worker_vectors` and ``Engine.open`` raise."""
+    from hopweave.engine.engine import Engine
+
+    copy = worker_vectors(graph, vectors)
+    try:
+        engine = Engine.open(graph=graph, vectors=str(copy) if copy is not None else vectors, config=config)
+    except BaseException:
+        if copy is not None:
+            remove_private(copy)
+        raise
+    return engine, copy
 
 
 def worker_vectors(graph: str, vectors: str | None, scratch: str | Path | None = None) -> Path | None:
