@@ -422,13 +422,8 @@ class NetworkxGraphStore(GraphStore):
         with self._rw.read():
             header = {"last_seq": self._seq, "nodes": len(self._st.node), "edges": self._st.edge_count,
                       "schema_version": self.schema.version}
-            enabled = gc.isenabled()
-            gc.disable()
-            try:
+            with P.gc_paused():
                 P.write_snapshot(self.directory, self._st.node, self._st.succ, header)
-            finally:
-                if enabled:
-                    gc.enable()
         P.reset_journal(self.directory)
         self._journal_offset = 0
         self._snap_sig = P.snapshot_signature(self.directory)
@@ -453,26 +448,22 @@ class NetworkxGraphStore(GraphStore):
                     if replace:
                         self._st = State()
                     writer = BulkWriter(self)
-                    enabled = gc.isenabled()
-                    gc.disable()
-                    try:
-                        yield writer
-                        self._seq += 1
-                        self._meta_version += 1
-                        if self.directory is not None:
-                            self._commit_snapshot()
-                    except BaseException:
-                        # Roll back: the old state (replace), else what is on disk. An in-memory
-                        # store without replace cannot roll back and keeps the applied prefix.
-                        if replace:
-                            self._st = old
-                        elif self.directory is not None:
-                            self._read_directory()
-                        self._meta_version += 1
-                        raise
-                    finally:
-                        if enabled:
-                            gc.enable()
+                    with P.gc_paused():
+                        try:
+                            yield writer
+                            self._seq += 1
+                            self._meta_version += 1
+                            if self.directory is not None:
+                                self._commit_snapshot()
+                        except BaseException:
+                            # Roll back: the old state (replace), else what is on disk. An in-memory
+                            # store without replace cannot roll back and keeps the applied prefix.
+                            if replace:
+                                self._st = old
+                            elif self.directory is not None:
+                                self._read_directory()
+                            self._meta_version += 1
+                            raise
         if len(self._st.node) >= FREEZE_THRESHOLD:
             gc.collect()
             gc.freeze()
