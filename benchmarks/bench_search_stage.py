@@ -7,7 +7,7 @@ DeltaBank scenarios' utterances (``bench_concurrency.requests``) on a store, wit
 * optionally every search result (hits, exact score bits, explanations, coverage) written one per
   line, so two code versions can be compared for identical rankings (``cmp``).
 
-Usage: ``python benchmarks/bench_search_stage.py --store S --requests 200 [--dump FILE]``.
+Usage: ``python benchmarks/bench_search_stage.py --store S --requests 200 [--dump FILE] [--pack telecom]``.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ def main() -> None:
     ap.add_argument("--store", required=True)
     ap.add_argument("--requests", type=int, default=200)
     ap.add_argument("--dump", type=Path, default=None, help="write every search result here, one per line")
+    ap.add_argument("--pack", default="deltabank", help="example pack whose scenario utterances are sent")
     args = ap.parse_args()
     from hopweave.engine.engine import Engine
     from hopweave.search.index_base import VectorIndex
@@ -74,7 +75,7 @@ def main() -> None:
     eng = Engine.open(args.store)
     eng.warmup()
     opened = time.perf_counter() - t
-    reqs = bc.requests(bc.scenarios_of("deltabank"), args.requests + 20, "P")
+    reqs = bc.requests(bc.scenarios_of(args.pack), args.requests + 20, "P")
     for r in reqs[:20]:
         bc.call(eng, r)
     for v in rec.values():

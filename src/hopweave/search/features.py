@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 #: Feature names, in the order a hit reports them.
 FEATURES = ("doc_type", "recency", "scope", "section_heading", "section_number")
+_NONE: Mapping[str, Any] = {}
 _SECTION_NO = re.compile(r"(?<![\w.$€£])(\d+(?:\.\d+)+|§\s*\d+(?:\.\d+)*)(?![\w]|\.\d)")
 
 
@@ -46,11 +47,16 @@ def _date(value: Any) -> date | None:
     if isinstance(value, date):
         return value
     if isinstance(value, str) and len(value) >= 10:
-        try:
-            return date.fromisoformat(value[:10])
-        except ValueError:
-            return None
+        return _iso_date(value)
     return None
+
+
+@lru_cache(maxsize=4096)  # a store's valid_from values repeat across candidates and requests
+def _iso_date(value: str) -> date | None:
+    try:
+        return date.fromisoformat(value[:10])
+    except ValueError:
+        return None
 
 
 def query_sections(query: str) -> frozenset[str]:
@@ -71,33 +77,65 @@ def context(
     )
 
 
-def _values(w: FeatureWeights, ctx: FeatureContext, payload: Mapping[str, Any],
-            tokenizer: Tokenizer) -> dict[str, tuple[float, float, str]]:
-    """feature -> (value, weight, detail) for one candidate."""
-    out: dict[str, tuple[float, float, str]] = {}
-    dtype = payload.get("doc_type")
+def _numbers(w: FeatureWeights, ctx: FeatureContext, payload: Mapping[str, Any],
+             tokenizer: Tokenizer) -> list[tuple[str, float, float]]:
+    """(feature, value, weight) for one candidate, in :data:`FEATURES` order: what ranking needs
+    (the explanations' details are built for the kept hits only, by :func:`_values`)."""
+    out: list[tuple[str, float, float]] = []
     if w.doc_type or w.doc_type_default:
-        weight = w.doc_type.get(str(dtype), w.doc_type_default) if dtype is not None else w.doc_type_default
-        out["doc_type"] = (1.0, weight, str(dtype) if dtype is not None else "undeclared")
+        dtype = payload.get("doc_type")
+        out.append(("doc_type", 1.0,
+                    w.doc_type.get(str(dtype), w.doc_type_default) if dtype is not None else w.doc_type_default))
     if w.recency:
         d = _date(payload.get("valid_from"))
         if d is None or ctx.newest is None:
-            out["recency"] = (0.0, w.recency, "no valid_from")
+            out.append(("recency", 0.0, w.recency))
         else:
-            age = max(0, (ctx.newest - d).days)
-            out["recency"] = (0.5 ** (age / w.recency_half_life_days), w.recency, f"{age} days older than the newest")
+            out.append(("recency", 0.5 ** (max(0, (ctx.newest - d).days) / w.recency_half_life_days), w.recency))
     if w.scope:
-        out["scope"] = _scope(ctx, payload, w.scope)
+        out.append(("scope", _scope(ctx, payload), w.scope))
     if w.section_heading:
         heading = str(payload.get("heading") or payload.get("section") or "")
         terms = _heading_terms(heading, tokenizer.config) if heading else frozenset()
-        share = len(terms & ctx.query_terms) / len(ctx.query_terms) if ctx.query_terms else 0.0
-        out["section_heading"] = (share, w.section_heading, heading)
+        out.append(("section_heading",
+                    len(terms & ctx.query_terms) / len(ctx.query_terms) if ctx.query_terms else 0.0,
+                    w.section_heading))
     if w.section_number:
         sec = str(payload.get("section") or "")
         named = bool(sec) and any(sec == q or sec.startswith(q + ".") for q in ctx.query_sections)
-        out["section_number"] = (1.0 if named else 0.0, w.section_number, sec)
+        out.append(("section_number", 1.0 if named else 0.0, w.section_number))
     return out
+
+
+def _detail(name: str, ctx: FeatureContext, payload: Mapping[str, Any]) -> str:
+    """The explanation detail of feature ``name`` for one candidate."""
+    if name == "doc_type":
+        dtype = payload.get("doc_type")
+        return str(dtype) if dtype is not None else "undeclared"
+    if name == "recency":
+        d = _date(payload.get("valid_from"))
+        if d is None or ctx.newest is None:
+            return "no valid_from"
+        return f"{max(0, (ctx.newest - d).days)} days older than the newest"
+    if name == "scope":
+        if not ctx.scope:
+            return "no document scope"
+        return ",".join(f"{k}={payload.get(k)}" for k in sorted(ctx.scope))
+    if name == "section_heading":
+        return str(payload.get("heading") or payload.get("section") or "")
+    return str(payload.get("section") or "")
+
+
+def _values(w: FeatureWeights, ctx: FeatureContext, payload: Mapping[str, Any],
+            tokenizer: Tokenizer) -> dict[str, tuple[float, float, str]]:
+    """feature -> (value, weight, detail) for one candidate."""
+    return {n: (v, wt, _detail(n, ctx, payload)) for n, v, wt in _numbers(w, ctx, payload, tokenizer)}
+
+
+def _total(numbers: Sequence[tuple[str, float, float]]) -> float:
+    """The features' part of a candidate's score: ``sum`` of value * weight in feature order
+    (the one expression every caller uses, so a score's float bits never depend on the path)."""
+    return sum(v * wt for _, v, wt in numbers)
 
 
 @lru_cache(maxsize=65_536)  # headings repeat across candidates and requests; pure per (heading, config)
@@ -105,22 +143,21 @@ def _heading_terms(heading: str, config: TokenizerConfig) -> frozenset[str]:
     return frozenset(Tokenizer(config).tokenize(heading))
 
 
-def _scope(ctx: FeatureContext, payload: Mapping[str, Any], weight: float) -> tuple[float, float, str]:
+def _scope(ctx: FeatureContext, payload: Mapping[str, Any]) -> float:
     if not ctx.scope:
-        return 0.0, weight, "no document scope"
+        return 0.0
     parts = []
     for name in sorted(ctx.scope):
         values = ctx.scope[name]
         v = payload.get(name)
         parts.append(1.0 - values.index(v) / len(values) if v in values else 0.0)
-    return sum(parts) / len(parts), weight, ",".join(f"{k}={payload.get(k)}" for k in sorted(ctx.scope))
+    return sum(parts) / len(parts)
 
 
 def score(w: FeatureWeights, ctx: FeatureContext, payload: Mapping[str, Any],
           tokenizer: Tokenizer) -> tuple[float, tuple[FeatureScore, ...]]:
     """(sum of the contributions, every feature's FeatureScore in :data:`FEATURES` order)."""
-    vals = _values(w, ctx, payload, tokenizer)
-    return sum(v * wt for v, wt, _ in vals.values()), _explain(vals)
+    return _total(_numbers(w, ctx, payload, tokenizer)), _explain(_values(w, ctx, payload, tokenizer))
 
 
 def _explain(vals: Mapping[str, tuple[float, float, str]]) -> tuple[FeatureScore, ...]:
@@ -154,8 +191,10 @@ def with_features(
     ctx = context(query, tokenizer, scope, [payloads.get(cid, {}) for cid, _, _ in keyed])
     scored = []
     for cid, base, f in keyed:
-        vals = _values(weights, ctx, payloads.get(cid, {}), tokenizer)
-        scored.append((base + sum(v * wt for v, wt, _ in vals.values()), cid, f, vals))
+        scored.append((base + _total(_numbers(weights, ctx, payloads.get(cid, _NONE), tokenizer)), cid, f))
     scored.sort(key=lambda t: (-t[0], t[1]))
-    return [replace(f, score=total, features=_explain(vals)) if isinstance(f, Fused)
-            else fused_of(f, total, _explain(vals)) for total, _, f, vals in scored[:limit]]
+    out = []
+    for total, cid, f in scored[:limit]:  # explanations (details, models) for the kept ones only
+        expl = _explain(_values(weights, ctx, payloads.get(cid, _NONE), tokenizer))
+        out.append(replace(f, score=total, features=expl) if isinstance(f, Fused) else fused_of(f, total, expl))
+    return out

@@ -35,12 +35,19 @@ from hopweave.search.index_types import (DENSE, INTERNAL_KEYWORD_FIELDS, LEXICAL
                                           ChannelRequest, CollectionInfo, IndexPoint, dense_request, hit_of,
                                           lexical_request, payload_index_kinds, point_id)
 
-__all__ = ["DENSE", "INTERNAL_KEYWORD_FIELDS", "LEXICAL", "LEXICAL_TIE_HEADROOM", "SPACE_FIELD", "Candidate",
-           "ChannelRequest", "CollectionInfo", "IndexPoint", "VectorIndex", "payload_index_kinds", "point_id"]
+__all__ = ["DENSE", "INTERNAL_KEYWORD_FIELDS", "LEXICAL", "LEXICAL_CUT_HEADROOM", "LEXICAL_TIE_HEADROOM",
+           "SPACE_FIELD", "Candidate", "ChannelRequest", "CollectionInfo", "IndexPoint", "VectorIndex", "payload_index_kinds", "point_id"]
 
-#: The BM25 channel's first fetch is this many times its cap (+1): a refetch costs a whole
-#: filtered-IDF query, and templated corpora tie at the cut often (issue 7: 2 queries per search).
+#: The BM25 channel's first fetch is this many times its cap (+1) when the profile fills channels
+#: (:meth:`VectorIndex._fill` reads BM25 scores below the cap from that deeper list): templated
+#: corpora tie at the cut often (issue 7: 2 queries per search).
 LEXICAL_TIE_HEADROOM = 4
+#: ... and this many times otherwise, where the points fetched beyond the cap only make the cut
+#: at a score tie exact (:meth:`VectorIndex._query_exact` fetches more while the tie reaches the
+#: fetch's end). DeltaBank at 50,000 chunks: the tie at the cap of 50 reaches past 101 points in 4
+#: of 113 channel lists (refetched), past 201 in none; each point fetched costs the engine and a
+#: UUID conversion and payload lookup here (issue 13).
+LEXICAL_CUT_HEADROOM = 2
 
 
 class VectorIndex(ABC):
@@ -360,7 +367,9 @@ class VectorIndex(ABC):
 
         t1 = time.perf_counter()
         # one engine batch: both channels and the authority prefetches
-        ranked, fetched = self._query_exact([*main, *extra])
+        room = LEXICAL_TIE_HEADROOM if profile.fill_channels else LEXICAL_CUT_HEADROOM  # _fill reads the deeper list
+        ranked, fetched = self._query_exact([*main, *extra], [room if r is lexical else LEXICAL_CUT_HEADROOM
+                                                              for r in [*main, *extra]])
         self._check_candidates(tenant_id, ranked)
         lex, sem = _by_channel(main, ranked[:len(main)])
         if extra:
@@ -532,20 +541,21 @@ class VectorIndex(ABC):
         return sorted(lex, key=key), sorted(sem, key=key)
 
     def _query_exact(
-        self, requests: Sequence[ChannelRequest]
+        self, requests: Sequence[ChannelRequest], headroom: Sequence[int] | None = None
     ) -> tuple[list[list[Candidate]], list[list[Candidate]]]:
         """Run the requests (one engine batch) and make each list deterministic under score ties:
         (each request's candidates cut to its limit, everything each request fetched).
 
         Candidates are ranked by (score desc, chunk id asc). Each request asks the engine for more
-        points than the cap (one more for dense; ``LEXICAL_TIE_HEADROOM`` times the cap for BM25,
-        whose scores tie often on templated text); while the last fetched point ties with the last
-        one inside the cap, more are fetched, so the cut is made by chunk id, never by the engine's
+        points than the cap (one more for dense; for BM25, whose scores tie often on templated
+        text, its ``headroom`` times the cap plus one, default ``LEXICAL_TIE_HEADROOM``); while
+        the last fetched point ties with the last one inside the cap, more are fetched, so the cut is made by chunk id, never by the engine's
         internal order.
         """
         if not requests:
             return [], []
-        first = [r.limit * LEXICAL_TIE_HEADROOM + 1 if r.channel == LEXICAL else r.limit + 1 for r in requests]
+        rooms = headroom if headroom is not None else [LEXICAL_TIE_HEADROOM] * len(requests)
+        first = [r.limit * h + 1 if r.channel == LEXICAL else r.limit + 1 for r, h in zip(requests, rooms)]
         out = self._query([replace(r, limit=f) for r, f in zip(requests, first)])
         final: list[list[Candidate]] = []
         fetched: list[list[Candidate]] = []

@@ -166,3 +166,89 @@ def test_raw_fusion_builds_the_same_candidates(name):
     a = with_features(weights, fuse(profile, lex, sem), payloads, "late fee section 3.2", tok, None, 10)
     b = with_features(weights, fuse_raw(profile, lex, sem), payloads, "late fee section 3.2", tok, None, 10)
     assert a == b and len(a) == 10
+
+
+def _tied_payloads() -> list[dict]:
+    """Templated text: many chunks share one text, so BM25 scores tie at every cut."""
+    out = _payloads()
+    templates = [out[i]["text"] for i in range(4)]
+    for i, p in enumerate(out):
+        p["text"] = templates[i % 4] if i % 3 else p["text"]
+    return out
+
+
+@pytest.mark.parametrize("headroom", [1, 2])
+def test_a_shallower_bm25_fetch_cuts_ties_like_the_deep_one(headroom, tmp_path, schema, hash_embedder):
+    """A fetch of ``headroom`` x the cap + 1 gives each request the same list, cut by chunk id
+    at the tie, as the deep fetch (the tie reaching the fetch's end is refetched)."""
+    from dataclasses import replace
+
+    from hopweave.search.index_base import LEXICAL_TIE_HEADROOM
+    from hopweave.search.index_types import lexical_request
+
+    idx = make_index("edge", tmp_path, schema, hash_embedder)
+    load(idx, _tied_payloads(), hash_embedder)
+    scoped = idx.scoped_filter("t1", None, True)
+    req, _ = lexical_request(idx.require_info(), AUTH, Q, idx._compile(scoped), 5)
+    assert req is not None
+    reqs = [replace(req, limit=n) for n in (3, 5, 7, 11)]
+    calls: list[int] = []
+    real = idx._query
+    idx._query = lambda rs: calls.append(len(rs)) or real(rs)  # type: ignore[method-assign]
+    deep, _ = idx._query_exact(reqs, [LEXICAL_TIE_HEADROOM] * len(reqs))
+    n_deep = len(calls)
+    shallow, _ = idx._query_exact(reqs, [headroom] * len(reqs))
+    assert [[(c.chunk_id, c.score) for c in lst] for lst in shallow] == \
+        [[(c.chunk_id, c.score) for c in lst] for lst in deep]
+    if headroom == 1:  # the shallow fetch met a tie at its end and refetched
+        assert len(calls) - n_deep > 1
+    assert all(len(lst) == r.limit for lst, r in zip(deep, reqs))
+    idx.close()
+
+
+def test_search_results_do_not_depend_on_the_cut_headroom(tmp_path, schema, hash_embedder, monkeypatch):
+    """A profile without fill_channels (feature profile with authority prefetch) ranks the same
+    with the cut headroom as with the deep headroom, on tied BM25 scores."""
+    import hopweave.search.index_base as ib
+
+    nofill = AUTH.model_copy(update={"fill_channels": False})
+    idx = make_index("edge", tmp_path, schema, hash_embedder)
+    load(idx, _tied_payloads(), hash_embedder)
+    cut = _search(idx, nofill, hash_embedder)
+    monkeypatch.setattr(ib, "LEXICAL_CUT_HEADROOM", ib.LEXICAL_TIE_HEADROOM)
+    deep = _search(idx, nofill, hash_embedder)
+    monkeypatch.setattr(ib, "LEXICAL_CUT_HEADROOM", 1)
+    tight = _search(idx, nofill, hash_embedder)
+    assert _hits(cut) == _hits(deep) == _hits(tight)
+    assert cut.candidates == deep.candidates == tight.candidates
+    idx.close()
+
+
+def test_features_rank_by_the_scores_they_explain():
+    """with_features scores every candidate from the numbers alone and explains the kept ones:
+    each kept score is the base plus score()'s total, its explanation score()'s, and the order
+    is the one of those totals."""
+    from hopweave.search.features import context, score, with_features
+    from hopweave.search.fusion import fuse
+    from hopweave.search.lexical import Tokenizer
+
+    w = FeatureWeights(doc_type={"policy": 0.3, "faq": -0.05}, doc_type_default=0.01, recency=0.07,
+                       recency_half_life_days=200, section_heading=0.11, section_number=0.13, scope=0.05)
+    lex = [(f"c{i:03d}", float(60 - i) / 9) for i in range(40)]
+    sem = [(f"c{i:03d}", 1.0 - i / 70) for i in range(0, 60, 2)]
+    pays = {f"c{i:03d}": {"doc_type": ["policy", "faq", None, "note"][i % 4],
+                          "valid_from": [f"202{i % 7}-0{1 + i % 9}-1{i % 10}", "bad", None][i % 3] or "",
+                          "heading": ["Late fee waiver", "", "Courtesy credit"][i % 3],
+                          "section": f"{1 + i % 4}.{1 + i % 3}", "product": ["Gold", "Silver"][i % 2]}
+            for i in range(60)}
+    pays.pop("c007")  # a candidate without a payload: every feature 0
+    profile = get_profile("hybrid_convex_v1")
+    q, scope, tok = "late fee waiver section 2.2", {"product": ["Gold", "Silver"]}, Tokenizer()
+    fused = fuse(profile, lex, sem)
+    out = with_features(w, fused, pays, q, tok, scope, 15)
+    ctx = context(q, tok, scope, [pays.get(f.chunk_id, {}) for f in fused])
+    want = sorted(((f.score + score(w, ctx, pays.get(f.chunk_id, {}), tok)[0], f.chunk_id,
+                    score(w, ctx, pays.get(f.chunk_id, {}), tok)[1]) for f in fused),
+                  key=lambda t: (-t[0], t[1]))[:15]
+    assert [(f.score.hex(), f.chunk_id, f.features) for f in out] == [(s.hex(), c, e) for s, c, e in want]
+    assert len(out) == 15 and all(len(f.features) == 5 for f in out)
