@@ -99,3 +99,20 @@ def test_freeze_warm_heap_only_after_a_frozen_heap() -> None:
         assert kept
     finally:
         gc.unfreeze()
+
+
+def test_precedent_terms_tokenize_once_with_the_same_scores() -> None:
+    from hopweave.engine.precedent import _doc_terms
+    from hopweave.search.lexical import Bm25Encoder, Bm25Params, average_length, bm25_reference
+
+    texts = ["Late fee waived for a Platinum customer, first waiver this year",
+             "Fraud claim on a card-not-present purchase; provisional credit issued",
+             "Late fee of $39 not waived: two waivers already used", ""]
+    case = "dispute a $39 late fee, Platinum tier, no waiver this year"
+    old = Bm25Encoder(Bm25Params(avg_len=average_length(Bm25Encoder(), ((t, "") for t in texts))))
+    expected = bm25_reference(old, [old.encode_document(t) for t in texts], old.encode_query(case))
+    terms = [_doc_terms(t) for t in texts]
+    assert terms[0] is _doc_terms(texts[0])  # cached
+    enc = Bm25Encoder(Bm25Params(avg_len=max(1.0, sum(len(x) for x in terms) / len(terms))))
+    assert enc.params == old.params
+    assert bm25_reference(enc, [enc.encode_terms(x) for x in terms], enc.encode_query(case)) == expected
