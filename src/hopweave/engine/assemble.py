@@ -39,7 +39,7 @@ from hopweave.engine.result import (
 )
 from hopweave.engine.tokens import TokenCounter, count_joined, default_counter
 from hopweave.models.common import PatternResult, Row
-from hopweave.models.filters import matches, parse_filter
+from hopweave.models.filters import matches, parse_filter_cached
 from hopweave.models.metagraph import Aggregate, Metric, SectionTemplate, pattern_node_id
 
 #: Jaccard similarity of word 3-shingles above which a chunk is a near-duplicate of a kept one.
@@ -96,30 +96,38 @@ def jaccard(a: str, b: str) -> float:
     sa, sb = shingles(a), shingles(b)
     if not sa or not sb:
         return 0.0
-    return len(sa & sb) / len(sa | sb)
+    both = len(sa & sb)  # |a ∪ b| = |a| + |b| - |a ∩ b|: no union set built
+    return both / (len(sa) + len(sb) - both)
 
 
 # ---------------------------------------------------------------------------- aggregates
 def _metric(metric: Metric, rows: Sequence[Row]) -> float | int | None:
-    where = parse_filter(metric.where) if metric.where else None
+    return metric_value(metric.fn, metric.property, metric.where, rows)
+
+
+def metric_value(fn: str, prop: str | None, where_data: Mapping[str, Any] | None,
+                 rows: Sequence[Row]) -> float | int | None:
+    """A :class:`Metric`'s value over ``rows`` (``fn``, ``property``, ``where``), without
+    building the model (case facts compute one per fact per request)."""
+    where = parse_filter_cached(where_data) if where_data else None
     picked = [r for r in rows if matches(where, r.properties)]
-    if metric.fn == "count":
+    if fn == "count":
         return len(picked)
-    if metric.fn == "percent":
+    if fn == "percent":
         return round(100 * len(picked) / len(rows)) if rows else None
     vals = [
-        float(r.properties[metric.property])  # type: ignore[index]
+        float(r.properties[prop])  # type: ignore[index]
         for r in picked
-        if isinstance(r.properties.get(metric.property or ""), (int, float))
-        and not isinstance(r.properties.get(metric.property or ""), bool)
+        if isinstance(r.properties.get(prop or ""), (int, float))
+        and not isinstance(r.properties.get(prop or ""), bool)
     ]
     if not vals:
         return None
-    if metric.fn == "sum":
+    if fn == "sum":
         return sum(vals)
-    if metric.fn == "min":
+    if fn == "min":
         return min(vals)
-    if metric.fn == "max":
+    if fn == "max":
         return max(vals)
     return sum(vals) / len(vals)
 
@@ -271,7 +279,7 @@ def _facts_section(
                              citation="; ".join(shown)))
         order += 1
     row_names = names if tpl.row_patterns is None else [n for n in tpl.row_patterns if n in names]
-    where = parse_filter(tpl.row_where) if tpl.row_where else None
+    where = parse_filter_cached(tpl.row_where) if tpl.row_where else None
     rows: list[tuple[str, Row]] = []
     seen: set[str] = set()
     for n in row_names:

@@ -314,6 +314,7 @@ class Engine:
         self.counter.count("warm up")
         self._goals()
         out["tokenizer_and_metagraph"] = _ms(t)
+        freeze_warm_heap()
         return {k: round(out[k], 1) for k in ("embedder", "understander", "vector_index", "tokenizer_and_metagraph")
                 if k in out}
 
@@ -733,6 +734,22 @@ class _Ticket:
 def _escalation(plan: Plan) -> str:
     policy = plan.goal.escalation if plan.goal is not None else None
     return policy.mode if policy is not None else "single"
+
+
+def freeze_warm_heap() -> bool:
+    """After a warm-up, move what it loaded (models, caches, pipelines) out of the cyclic GC's
+    reach too, when the process has already frozen its heap (the embedded store does at
+    ``FREEZE_THRESHOLD`` nodes): a full collection otherwise rescans those long-lived objects
+    in the middle of a retrieval (42 ms each, about twice per 200 requests at 50k chunks / 1M
+    nodes; 1.6 ms once frozen). One full collection first, so no garbage is frozen. Returns
+    whether it froze."""
+    import gc
+
+    if not gc.isenabled() or gc.get_freeze_count() == 0:
+        return False
+    gc.collect()
+    gc.freeze()
+    return True
 
 
 def _read_settings(store_dir: str | Path) -> "StoreSettings | None":

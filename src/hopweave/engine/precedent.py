@@ -14,6 +14,7 @@ after the request's ``as_of`` (a replay must not see the future).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Sequence
@@ -26,7 +27,7 @@ from hopweave.models.common import PatternResult, Row
 from hopweave.models.ranking import RankingProfile
 from hopweave.search.embedder import Embedder
 from hopweave.search.fusion import fuse
-from hopweave.search.lexical import Bm25Encoder, Bm25Params, average_length, bm25_reference
+from hopweave.search.lexical import Bm25Encoder, Bm25Params, bm25_reference
 
 #: Seed 004: hybrid at alpha = 0.8 (semantic weight), min-max normalised per channel.
 PRECEDENT_PROFILE = RankingProfile(
@@ -90,6 +91,15 @@ def candidates(
     return [out[k] for k in sorted(out)]
 
 
+_TERMS = Bm25Encoder()
+
+
+@lru_cache(maxsize=4096)  # pure; the same past traces are candidates of request after request
+def _doc_terms(text: str) -> tuple[str, ...]:
+    """A candidate's BM25 document terms (``Bm25Encoder().doc_terms``; no title)."""
+    return tuple(_TERMS.doc_terms(text))
+
+
 def rank(
     cands: Sequence[Candidate],
     case_text: str,
@@ -108,8 +118,9 @@ def rank(
         return []
     ids = [c.row.node_id for c in cands]
     texts = [c.text for c in cands]
-    enc = Bm25Encoder(Bm25Params(avg_len=average_length(Bm25Encoder(), ((t, "") for t in texts))))
-    lex_scores = bm25_reference(enc, [enc.encode_document(t) for t in texts], enc.encode_query(case_text))
+    terms = [_doc_terms(t) for t in texts]  # each text tokenized once (average length and vectors)
+    enc = Bm25Encoder(Bm25Params(avg_len=max(1.0, sum(len(x) for x in terms) / len(terms))))
+    lex_scores = bm25_reference(enc, [enc.encode_terms(x) for x in terms], enc.encode_query(case_text))
     lexical = [(i, s) for i, s in zip(ids, lex_scores) if s > 0]
     semantic: list[tuple[str, float]] = []
     if embedder is not None:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from hopweave.engine.assemble import _metric
+from hopweave.engine.assemble import metric_value
 from hopweave.errors import RuleExpressionError
 from hopweave.models.case import CaseFact, CaseSpec
 from hopweave.models.common import PatternResult, Row, Session
 from hopweave.models.expr import evaluate
-from hopweave.models.metagraph import Bind, Metric, TraversalPattern
+from hopweave.models.metagraph import Bind, TraversalPattern
 
 #: The entity type that carries the resolved case state into patterns (``entity.CaseState``).
 STATE_ENTITY = "CaseState"
@@ -42,7 +42,7 @@ def _fact_value(cf: CaseFact, by_pattern: Mapping[str, PatternResult], entities:
         return None
     if cf.fn == "first":
         return pr.rows[0].properties.get(cf.property or "") if pr.rows else None
-    v = _metric(Metric(fn=cf.fn, property=cf.property, where=cf.where), pr.rows)
+    v = metric_value(cf.fn, cf.property, cf.where, pr.rows)
     return int(v) if isinstance(v, float) and v.is_integer() else v
 
 

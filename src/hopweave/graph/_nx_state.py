@@ -51,17 +51,20 @@ class State:
     ) -> Iterator[str]:
         # Lazy: the walker reads a hub's adjacency in chunks and checks its deadline between them.
         # Most edges carry no properties: the test is made once for them.
-        bare = edge_ok is None or edge_ok({})
-
-        def ok(props: dict[str, Any] | None) -> bool:
-            if props is None:
-                return False
-            return bare if not props or edge_ok is None else edge_ok(props)
-
+        if edge_ok is None:  # every edge of the type
+            if direction in ("out", "both"):
+                yield from (v for v, kd in (self.succ.get(node_id) or {}).items() if kd.get(rel_type) is not None)
+            if direction in ("in", "both"):
+                yield from (u for u, kd in (self.pred.get(node_id) or {}).items() if kd.get(rel_type) is not None)
+            return
+        ok, bare = edge_ok, edge_ok({})
+        # (inline, no call per edge: a hub's adjacency is thousands of edges, most without properties)
         if direction in ("out", "both"):
-            yield from (v for v, kd in (self.succ.get(node_id) or {}).items() if ok(kd.get(rel_type)))
+            yield from (v for v, kd in (self.succ.get(node_id) or {}).items()
+                        if (p := kd.get(rel_type)) is not None and (ok(p) if p else bare))
         if direction in ("in", "both"):
-            yield from (u for u, kd in (self.pred.get(node_id) or {}).items() if ok(kd.get(rel_type)))
+            yield from (u for u, kd in (self.pred.get(node_id) or {}).items()
+                        if (p := kd.get(rel_type)) is not None and (ok(p) if p else bare))
 
     # ---- indexes -------------------------------------------------------------------------
     def index(self, label: str, key: str) -> dict[Any, set[str]]:

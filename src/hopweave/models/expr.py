@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import date, datetime
 from typing import Any, Mapping, Union
 
@@ -247,6 +248,13 @@ class _Parser:
 def parse(text: str) -> Expr:
     """Parse ``text``. Returns the expression tree; raises RuleExpressionError (with the position
     and what was expected) for anything outside the grammar."""
+    if not isinstance(text, str):
+        return _Parser(text).parse()  # (raises: an expression must be a string)
+    return _parse_cached(text)
+
+
+@lru_cache(maxsize=4096)  # the trees are immutable; a rule's condition is parsed once, not per request
+def _parse_cached(text: str) -> Expr:
     return _Parser(text).parse()
 
 

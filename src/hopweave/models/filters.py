@@ -15,6 +15,7 @@ any other strings lexicographically.
 
 from __future__ import annotations
 
+import json
 import operator
 from datetime import date, datetime, timezone
 from functools import lru_cache
@@ -105,6 +106,26 @@ def parse_filter(data: Any) -> FilterTree:
         return _Holder(tree=data).tree
     except Exception as exc:  # pydantic.ValidationError
         raise FilterError(f"malformed filter tree: {exc}") from exc
+
+
+#: Trees parsed by :func:`parse_filter_cached`, by canonical JSON of their data (bounded).
+_PARSED: dict[str, FilterTree] = {}
+_PARSED_MAX = 4096
+
+
+def parse_filter_cached(data: Any) -> FilterTree:
+    """:func:`parse_filter` of pack data parsed again and again (a metric's or a section's
+    ``where``): the tree is parsed once per distinct data (trees are frozen). Raises FilterError."""
+    try:
+        key = json.dumps(data, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):  # not plain JSON data (e.g. a date): parsed every time
+        return parse_filter(data)
+    tree = _PARSED.get(key)
+    if tree is None:
+        tree = parse_filter(data)
+        if len(_PARSED) < _PARSED_MAX:
+            _PARSED[key] = tree
+    return tree
 
 
 def fields(tree: FilterTree) -> set[str]:
