@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -88,66 +89,168 @@ def _dumps(obj: Any) -> tuple[bytes, bool]:
 
 
 # ---- writing ------------------------------------------------------------------------------------
-def encode(node: dict[str, dict[str, Any]], succ: dict[str, dict[str, dict[str, dict[str, Any]]]]
-           ) -> tuple[list[bytes], dict[str, list[int]], str]:
-    """The payload of ``node``/``succ`` (the eager dicts) as a list of byte strings to write in
-    order, the ``sections`` header entry and the payload's sha256. Raises StoreError when the
-    graph exceeds the format's limits (2**31 nodes, 65,536 labels or relationship types)."""
-    ids = list(node)
-    pos = {nid: i for i, nid in enumerate(ids)}
-    if len(ids) >= 2 ** 31:
-        raise StoreError("snapshot format 3 holds at most 2**31 - 1 nodes")  # pragma: no cover
-    lcode: dict[str, int] = {}
-    tcode: dict[str, int] = {}
-    labels, tenants, blobs, offs, exact = [], [], [], [0], []
-    total = 0
-    for i, attrs in enumerate(node.values()):
-        labels.append(lcode.setdefault(attrs[_LABEL], len(lcode)))
-        tenant = attrs.get("tenant_id")
-        if type(tenant) is not str:  # pragma: no cover - every stored node carries one
-            raise StoreError(f"node {ids[i]!r} has no tenant_id")
-        tenants.append(tcode.setdefault(tenant, len(tcode)))
-        raw, slow = _dumps(attrs)
+#: Where a node object starts in orjson's output of a list of node dicts whose first key is
+#: "label": a ``{`` directly before an unescaped quote cannot lie inside a JSON string (a quote
+#: inside a string is written ``\"``), and node properties hold no nested objects.
+_NODE_START = re.compile(rb'\{"label":')
+
+
+def _node_blobs(objs: list[dict[str, Any]]) -> tuple[bytes, np.ndarray, list[int]]:
+    """(blob, start and end offset of each object's JSON in the blob, indexes written by the
+    json module). One orjson call for all the objects when it can (a call per object costs
+    ~10x more: seconds at a million nodes); else one call per object."""
+    if _orjson is not None and objs:
+        try:
+            blob = _orjson.dumps(objs)
+        except TypeError:  # integers beyond 64 bits somewhere: per object below
+            blob = b""
+        if blob:
+            starts = np.fromiter((m.start() for m in _NODE_START.finditer(blob)), dtype=np.int64)
+            if len(starts) == len(objs) and (not len(starts) or starts[0] == 1):
+                ends = np.empty(len(objs), dtype=np.int64)
+                ends[:-1] = starts[1:] - 1  # the comma between two objects
+                ends[-1] = len(blob) - 1  # the closing bracket
+                return blob, np.stack([starts, ends]), []
+    raws, exact = [], []
+    for i, o in enumerate(objs):
+        raw, slow = _dumps(o)
+        raws.append(raw)
         if slow:
             exact.append(i)
-        blobs.append(raw)
-        total += len(raw)
-        offs.append(total)
-    rcode: dict[str, int] = {}
-    out_ptr, out_dst, out_rel, out_ep = [0], [], [], []
-    eprops: list[dict[str, Any]] = []
-    for nid in ids:
-        for dst, kd in (succ.get(nid) or _EMPTY).items():
-            d = pos[dst]
-            for rel, props in kd.items():
-                out_dst.append(d)
-                out_rel.append(rcode.setdefault(rel, len(rcode)))
+    lens = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
+    ends = np.cumsum(lens)
+    return b"".join(raws), np.stack([ends - lens, ends]), exact
+
+
+def _edges_of(succ: dict[str, dict[str, dict[str, dict[str, Any]]]], index: Callable[[str], int],
+              rcode: dict[str, int], eprops: list[dict[str, Any]]) -> tuple[np.ndarray, ...]:
+    """(source, target, type code, property index) arrays of the edges in ``succ``, in its order
+    (new types get codes in ``rcode``, non-empty properties are appended to ``eprops``)."""
+    src: list[int] = []
+    dst: list[int] = []
+    rel: list[int] = []
+    ep: list[int] = []
+    for u, nbrs in succ.items():
+        if not nbrs:
+            continue
+        ui = index(u)
+        for v, kd in nbrs.items():
+            vi = index(v)
+            for r, props in kd.items():
+                src.append(ui)
+                dst.append(vi)
+                rel.append(rcode.setdefault(r, len(rcode)))
                 if props:
-                    out_ep.append(len(eprops))
+                    ep.append(len(eprops))
                     eprops.append(props)
                 else:
-                    out_ep.append(-1)
-        out_ptr.append(len(out_dst))
+                    ep.append(-1)
+    return (np.asarray(src, dtype=np.int64), np.asarray(dst, dtype="<i4"), np.asarray(rel, dtype="<u2"),
+            np.asarray(ep, dtype="<i4"))
+
+
+def encode(node: dict[str, dict[str, Any]], succ: dict[str, dict[str, dict[str, dict[str, Any]]]],
+           base: "Columns | None" = None, edited: dict[int, dict[str, Any]] | None = None
+           ) -> tuple[list[Any], dict[str, list[int]], str]:
+    """The format-3 payload as a list of byte strings to write in order, the ``sections``
+    header entry and the payload's sha256.
+
+    Without ``base``: of the eager dicts ``node``/``succ``. With ``base``: of a columnar state
+    (``State``): the snapshot ``base`` plus ``node`` (the decoded and the newly written nodes),
+    ``succ`` (edges written since) and ``edited`` (updated snapshot edge properties by
+    position); nodes never decoded keep their bytes. Raises StoreError when the graph exceeds
+    the format's limits (2**31 nodes, 65,536 labels or relationship types)."""
+    node = dict(node)  # readers may decode nodes meanwhile (they add unchanged ones)
+    n0 = base.n if base is not None else 0
+    if base is not None:
+        new = [nid for nid in node if nid not in base.pos]
+        touched = sorted(base.pos[nid] for nid in node if nid in base.pos)
+        ids = base.ids + new
+        lcode = {lab: i for i, lab in enumerate(base.labels)}
+        tcode = {t: i for i, t in enumerate(base.tenants)}
+        rcode = {r: i for i, r in enumerate(base.rels)}
+    else:
+        new, touched, ids = list(node), [], list(node)
+        lcode, tcode, rcode = {}, {}, {}
+    if len(ids) >= 2 ** 31:
+        raise StoreError("snapshot format 3 holds at most 2**31 - 1 nodes")  # pragma: no cover
+    pos = {nid: n0 + k for k, nid in enumerate(new)}
+    objs = [node[ids[i]] for i in touched] + [node[nid] for nid in new]
+    for attrs in objs:
+        if type(attrs.get("tenant_id")) is not str:  # pragma: no cover - every stored node has one
+            raise StoreError(f"node with attributes {attrs!r} has no tenant_id")
+    codes = [(lcode.setdefault(a[_LABEL], len(lcode)), tcode.setdefault(a["tenant_id"], len(tcode))) for a in objs]
+    blob, spans, slow = _node_blobs(objs)
+    label = np.empty(len(ids), dtype="<u2")
+    tenant = np.empty(len(ids), dtype="<u4")
+    lens = np.empty(len(ids), dtype=np.int64)
+    k_new = len(touched)
+    if base is not None:
+        label[:n0], tenant[:n0] = base.label, base.tenant
+        lens[:n0] = np.diff(base.props_off)
+    at_obj = np.asarray(touched + list(range(n0, len(ids))), dtype=np.int64)
+    if len(at_obj):
+        label[at_obj] = [c[0] for c in codes]
+        tenant[at_obj] = [c[1] for c in codes]
+        lens[at_obj] = spans[1] - spans[0]
+    exact = sorted(({int(i) for i in base.exact} - set(touched) if base is not None else set())
+                   | {int(at_obj[k]) for k in slow})
+    # props: the snapshot's bytes between the re-encoded nodes, then the new nodes
+    view = memoryview(blob)
+    pieces: list[Any] = []
+    prev = 0
+    for k, i in enumerate(touched):
+        assert base is not None
+        pieces.append(base.props[int(base.props_off[prev]):int(base.props_off[i])])
+        pieces.append(view[int(spans[0][k]):int(spans[1][k])])
+        prev = i + 1
+    if base is not None:
+        pieces.append(base.props[int(base.props_off[prev]):int(base.props_off[n0])])
+    pieces.extend(view[int(a):int(b)] for a, b in zip(spans[0][k_new:], spans[1][k_new:]))
+    props_off = np.zeros(len(ids) + 1, dtype="<i8")
+    np.cumsum(lens, out=props_off[1:])
+    # edges: the snapshot's, then those written since (stable by source: each row keeps its order)
+    eprops: list[dict[str, Any]] = list(base.eprops) if base is not None else []
+
+    def index(nid: str) -> int:
+        i = base.pos.get(nid) if base is not None else None
+        return pos[nid] if i is None else i
+
+    src, dst, rel, ep = _edges_of(succ, index, rcode, eprops)
+    if base is not None:
+        base_ep = base.out_eprop.copy()
+        for p, props in sorted((edited or {}).items()):
+            base_ep[p] = len(eprops) if props else -1
+            if props:
+                eprops.append(props)
+        src = np.concatenate([np.repeat(np.arange(n0, dtype=np.int64), np.diff(base.out_ptr)), src])
+        dst = np.concatenate([base.out_dst, dst])
+        rel = np.concatenate([base.out_rel, rel])
+        ep = np.concatenate([base_ep, ep])
+    order = np.argsort(src, kind="stable")
+    src, dst, rel, ep = src[order], dst[order], rel[order], ep[order]
+    out_ptr = np.zeros(len(ids) + 1, dtype="<i8")
+    np.cumsum(np.bincount(src, minlength=len(ids)), out=out_ptr[1:])
     if len(lcode) > 65536 or len(rcode) > 65536:
         raise StoreError("snapshot format 3 holds at most 65,536 labels and relationship types")  # pragma: no cover
     ep_raw, ep_exact = _dumps(eprops)
     meta = {"labels": list(lcode), "rels": list(rcode), "tenants": list(tcode), "exact": exact,
             "eprops_exact": ep_exact}
-    parts: dict[str, bytes] = {
+    parts: dict[str, Any] = {
         "meta": _dumps(meta)[0],
         "ids": _dumps(ids)[0],
-        "label": np.asarray(labels, dtype="<u2").tobytes(),
-        "tenant": np.asarray(tenants, dtype="<u4").tobytes(),
-        "props_off": np.asarray(offs, dtype="<i8").tobytes(),
-        "props": b"".join(blobs),
-        "out_ptr": np.asarray(out_ptr, dtype="<i8").tobytes(),
-        "out_dst": np.asarray(out_dst, dtype="<i4").tobytes(),
-        "out_rel": np.asarray(out_rel, dtype="<u2").tobytes(),
-        "out_eprop": np.asarray(out_ep, dtype="<i4").tobytes(),
+        "label": label.tobytes(),
+        "tenant": tenant.tobytes(),
+        "props_off": props_off.tobytes(),
+        "props": b"".join(pieces),
+        "out_ptr": out_ptr.tobytes(),
+        "out_dst": dst.astype("<i4").tobytes(),
+        "out_rel": rel.astype("<u2").tobytes(),
+        "out_eprop": ep.astype("<i4").tobytes(),
         "eprops": ep_raw,
     }
-    del blobs
-    chunks: list[bytes] = []
+    del pieces, view, blob
+    chunks: list[Any] = []
     sections: dict[str, list[int]] = {}
     digest = hashlib.sha256()
     at = 0

@@ -4,7 +4,7 @@ Two forms. *Eager*: the networkx dicts (``node``, ``succ``, ``pred``) hold the w
 after a format-2 snapshot, a bulk load or :meth:`State.thaw`. *Columnar*: opened from a format-3
 snapshot (``_columns.Columns``), the snapshot's nodes and edges stay in arrays; ``node`` caches
 the dicts decoded so far plus nodes written since, ``succ``/``pred`` hold only edges written
-since (an update of a snapshot edge's properties goes to ``_edited``). Reads go through
+since (an update of a snapshot edge's properties goes to ``edited``). Reads go through
 :meth:`get`, :meth:`ids_of`, :meth:`neighbors`, which answer from both; :meth:`thaw` turns a
 columnar state into the eager one (for the networkx :attr:`g` and for a new snapshot).
 """
@@ -48,7 +48,7 @@ class State:
         self._added = 0
         self._added_by_label: Counter[str] = Counter()
         self._pending: dict[str, set[str]] = {}
-        self._edited: dict[int, dict[str, Any]] = {}
+        self.edited: dict[int, dict[str, Any]] = {}
         self._lazy = threading.Lock()
 
     def _bind(self, g: nx.MultiDiGraph) -> None:
@@ -144,7 +144,7 @@ class State:
             yield from (u for u, kd in (self.pred.get(node_id) or {}).items() if ok(kd.get(rel_type)))
 
     def _eprop(self, p: int) -> dict[str, Any]:
-        x = self._edited.get(p)
+        x = self.edited.get(p)
         if x is not None:
             return x
         assert self.cols is not None
@@ -157,7 +157,7 @@ class State:
         cols = self.cols
         if cols is None:
             return
-        node, succ = cols.thaw(self.node.get, self._edited)
+        node, succ = cols.thaw(self.node.get, self.edited)
         for nid, attrs in self.node.items():  # written since the snapshot, in write order
             node.setdefault(nid, attrs)
         for nid in node:
@@ -183,7 +183,7 @@ class State:
         self._g = nx.MultiDiGraph()
         self._bind(self._g)
         self.cols = None
-        self._edited = {}
+        self.edited = {}
         self._pending = {}
 
     # ---- indexes -------------------------------------------------------------------------
@@ -234,9 +234,9 @@ class State:
                 p = cols.find_edge(si, rel, di)
                 if p >= 0:  # a snapshot edge: only its properties can change
                     if props:
-                        cur = self._edited.get(p)
+                        cur = self.edited.get(p)
                         if cur is None:
-                            cur = self._edited[p] = dict(cols.eprop(p))
+                            cur = self.edited[p] = dict(cols.eprop(p))
                         cur.update(props)
                     return
         nbrs = self.succ.setdefault(src, {})

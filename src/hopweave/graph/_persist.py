@@ -210,19 +210,20 @@ class Snapshot:
 
 
 def write_snapshot(directory: Path, node: dict[str, Any], succ: dict[str, Any], header: dict[str, Any],
-                   fmt: int = FORMAT) -> None:
-    """Atomically replace the snapshot with ``node``/``succ`` (the eager dicts) under ``header``,
-    in format ``fmt`` (3: columns; 2: one JSON object, what older hopweave versions read).
+                   fmt: int = FORMAT, base: Columns | None = None, edited: dict[int, Any] | None = None) -> None:
+    """Atomically replace the snapshot with ``node``/``succ`` (the eager dicts; with ``base``,
+    a columnar state: see ``_columns.encode``) under ``header``, in format ``fmt`` (3: columns;
+    2: one JSON object, what older hopweave versions read; eager dicts only).
     Raises StoreIOError (the old snapshot is then untouched)."""
     with io_guard(directory, "creating"):
         directory.mkdir(parents=True, exist_ok=True)
         for stale in directory.glob(f".{SNAPSHOT}.*.tmp"):  # left by a killed writer (we hold the lock)
             stale.unlink(missing_ok=True)
     if fmt == FORMAT:
-        chunks, sections, digest = encode(node, succ)
+        chunks, sections, digest = encode(node, succ, base, edited)
         head = dict(header, magic=MAGIC, format=FORMAT, payload_len=sum(map(len, chunks)),
                     payload_sha256=digest, sections=sections)
-    elif fmt == JSON_FORMAT:
+    elif fmt == JSON_FORMAT and base is None:
         payload, fast = _dumps({"node": node, "succ": succ})
         chunks = [payload]
         head = dict(header, magic=MAGIC, format=JSON_FORMAT, payload_len=len(payload),

@@ -427,14 +427,12 @@ class NetworkxGraphStore(GraphStore):
 
     def _commit_snapshot(self) -> None:
         assert self.directory is not None
-        if self._st.cols is not None:  # a new snapshot is written from the eager dicts
-            with self._rw.write():
-                self._st.thaw()
         with self._rw.read():
-            header = {"last_seq": self._seq, "nodes": self._st.node_count, "edges": self._st.edge_count,
+            st = self._st
+            header = {"last_seq": self._seq, "nodes": st.node_count, "edges": st.edge_count,
                       "schema_version": self.schema.version}
-            with P.gc_paused():
-                P.write_snapshot(self.directory, self._st.node, self._st.succ, header)
+            with P.gc_paused():  # a columnar state: from its columns plus what was written since
+                P.write_snapshot(self.directory, st.node, st.succ, header, base=st.cols, edited=st.edited)
         P.reset_journal(self.directory)
         self._journal_offset = 0
         self._snap_sig = P.snapshot_signature(self.directory)
