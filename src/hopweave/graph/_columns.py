@@ -78,8 +78,9 @@ def _loads(raw: Any, exact: bool) -> Any:
         return json.loads(bytes(raw))
 
 
-def _dumps(obj: Any) -> tuple[bytes, bool]:
-    """(JSON bytes, whether the json module wrote them: integers beyond 64 bits)."""
+def dumps_json(obj: Any) -> tuple[bytes, bool]:
+    """(JSON bytes, whether the json module wrote them): orjson when it can; it does not write
+    integers beyond 64 bits, the json module does (its output is then read by the json module)."""
     if _orjson is not None:
         try:
             return _orjson.dumps(obj), False
@@ -113,7 +114,7 @@ def _node_blobs(objs: list[dict[str, Any]]) -> tuple[bytes, np.ndarray, list[int
                 return blob, np.stack([starts, ends]), []
     raws, exact = [], []
     for i, o in enumerate(objs):
-        raw, slow = _dumps(o)
+        raw, slow = dumps_json(o)
         raws.append(raw)
         if slow:
             exact.append(i)
@@ -233,12 +234,12 @@ def encode(node: dict[str, dict[str, Any]], succ: dict[str, dict[str, dict[str, 
     np.cumsum(np.bincount(src, minlength=len(ids)), out=out_ptr[1:])
     if len(lcode) > 65536 or len(rcode) > 65536:
         raise StoreError("snapshot format 3 holds at most 65,536 labels and relationship types")  # pragma: no cover
-    ep_raw, ep_exact = _dumps(eprops)
+    ep_raw, ep_exact = dumps_json(eprops)
     meta = {"labels": list(lcode), "rels": list(rcode), "tenants": list(tcode), "exact": exact,
             "eprops_exact": ep_exact}
     parts: dict[str, Any] = {
-        "meta": _dumps(meta)[0],
-        "ids": _dumps(ids)[0],
+        "meta": dumps_json(meta)[0],
+        "ids": dumps_json(ids)[0],
         "label": label.tobytes(),
         "tenant": tenant.tobytes(),
         "props_off": props_off.tobytes(),

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from hopweave.errors import StoreCorruptError, StoreError, StoreIOError
-from hopweave.graph._columns import RELOAD, STORED_TYPE, Columns, encode
+from hopweave.graph._columns import RELOAD, STORED_TYPE, Columns, dumps_json, encode
 from hopweave.graph._locks import file_lock
 from hopweave.models.common import _TENANT_RE
 from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
@@ -110,17 +110,6 @@ def fsync_dir(directory: Path) -> None:
 
     with io_guard(directory, "syncing"):
         fileio.fsync_dir(directory)
-
-
-def _dumps(obj: Any) -> tuple[bytes, bool]:
-    """(JSON bytes, whether orjson wrote them). orjson does not write integers beyond 64 bits;
-    the json module does, and the snapshot header then says so (see :func:`read_snapshot`)."""
-    if _orjson is not None:
-        try:
-            return _orjson.dumps(obj), True
-        except TypeError:
-            pass
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode(), False
 
 
 def loads_json(raw: bytes | str) -> Any:
@@ -224,11 +213,11 @@ def write_snapshot(directory: Path, node: dict[str, Any], succ: dict[str, Any], 
         head = dict(header, magic=MAGIC, format=FORMAT, payload_len=sum(map(len, chunks)),
                     payload_sha256=digest, sections=sections)
     elif fmt == JSON_FORMAT and base is None:
-        payload, fast = _dumps({"node": node, "succ": succ})
+        payload, slow = dumps_json({"node": node, "succ": succ})
         chunks = [payload]
         head = dict(header, magic=MAGIC, format=JSON_FORMAT, payload_len=len(payload),
                     payload_sha256=hashlib.sha256(payload).hexdigest())
-        if not fast:
+        if slow:
             head[_EXACT_KEY] = True  # integers beyond 64 bits: read with the json module
     else:
         raise StoreError(f"snapshot format {fmt!r} cannot be written (formats: {READ_FORMATS})")
