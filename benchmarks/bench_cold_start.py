@@ -12,7 +12,8 @@ child times, wall and CPU (``time.process_time``, the whole process: every threa
 - ``first_answer``: the first ``retrieve`` (not recorded, so the store is not changed).
 
 ``--store`` is not written to (nothing is recorded and the engine is not closed). Prints one JSON object with every run
-and the median of each phase.
+and the median of each phase, plus the
+child's peak RSS (``peak_rss_mib``, ``ru_maxrss``).
 
     PYTHONPATH=src python benchmarks/bench_cold_start.py --store /tmp/tp/s50k --runs 3
 """
@@ -38,7 +39,7 @@ SESSION = {"tenant_id": "deltabank", "customer_id": "CUST_4421", "region": "US",
 AS_OF = "2026-05-12"
 
 _CHILD = r"""
-import json, sys, time
+import json, resource, sys, time
 marks = []
 def mark(name):
     marks.append((name, time.perf_counter(), time.process_time()))
@@ -65,6 +66,7 @@ phases["graph_load"] = graph_load
 stats = eng.graph.stats()
 print(json.dumps({"phases": phases, "to_first_answer": {"wall_s": round(marks[-1][1] - marks[0][1], 3),
                   "cpu_s": round(marks[-1][2], 3)},
+                  "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                   "warmup_ms": warm, "goal": r.goal, "degraded": [d.stage for d in r.degraded],
                   "graph": {"nodes": stats["nodes"], "edges": stats["edges"], "journal_bytes": stats["journal_bytes"]}}))
 # no close: the store is left exactly as it was (close may compact a long journal)
@@ -92,6 +94,7 @@ def main() -> None:
         med[name] = {k: round(statistics.median(r["phases"][name][k] for r in runs), 2) for k in ("wall_s", "cpu_s")}
     med["to_first_answer"] = {k: round(statistics.median(r["to_first_answer"][k] for r in runs), 2)
                               for k in ("wall_s", "cpu_s")}
+    med["peak_rss_mib"] = round(statistics.median(r["peak_rss_mib"] for r in runs), 1)
     load = os.getloadavg()
     print(json.dumps({"machine": machine(), "load_average": [round(x, 2) for x in load], "store": str(args.store),
                       "graph": runs[0]["graph"], "median": med, "runs": runs}, indent=1))

@@ -5,10 +5,13 @@ Layout of a graph directory::
     LOCK            flock target: exclusive while writing/compacting (readers take none: they
                     re-read when the snapshot was replaced mid-read)
     graph.snapshot  line 1: JSON header {magic, format, last_seq, nodes, edges, schema_version,
-                    payload_len, payload_sha256[, json_ints]}; then the payload: one JSON object
-                    {"node": {id: {"label": L, prop: value, ...}}, "succ": {src: {dst: {rel: props}}}}
-                    (``json_ints``: true when the payload holds integers beyond 64 bits, which
-                    orjson would read as floats: the json module then reads it)
+                    payload_len, payload_sha256[, json_ints][, sections]}; then the payload.
+                    Format 3 (written): columns, see ``_columns`` (``sections``: where each
+                    array lies in the payload). Format 2 (read; rewritten as format 3 by the
+                    next compaction): one JSON object {"node": {id: {"label": L, prop: value,
+                    ...}}, "succ": {src: {dst: {rel: props}}}} (``json_ints``: true when the
+                    payload holds integers beyond 64 bits, which orjson would read as floats:
+                    the json module then reads it)
     journal.jsonl   one JSON object per committed write: {"seq", "t", "n", "e"}; fsync'd
 
 Both files are parsed by orjson, with exactly the values the json module reads (see
@@ -17,9 +20,10 @@ The store compacts the journal into the snapshot when it closes once the journal
 threshold (``networkx_store.AUTO_COMPACT_BYTES``): replaying a record costs more than decoding it
 from the snapshot.
 
-Nothing read from a store directory is executable: the snapshot and the journal are JSON, the
-snapshot is checked against its length and sha256 and then against the schema (labels, tenant
-ids, relationship types and endpoints) while it is decoded; journal records are checked for
+Nothing read from a store directory is executable: the snapshot is JSON and arrays of fixed
+dtypes (format 3, never unpickled) and the journal is JSON; the snapshot is checked against its
+length and sha256 and then against the schema (labels, tenant ids, relationship types and
+endpoints; in format 3 a node's own properties when it is first decoded); journal records are checked for
 shape here and against the schema by the store when replayed. A pre-format-2 ``snapshot.pkl``
 (a pickle) is refused, never read.
 
@@ -47,6 +51,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from hopweave.errors import StoreCorruptError, StoreError, StoreIOError
+from hopweave.graph._columns import RELOAD, STORED_TYPE, Columns, dumps_json, encode
 from hopweave.graph._locks import file_lock
 from hopweave.models.common import _TENANT_RE
 from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
@@ -61,16 +66,16 @@ LEGACY_SNAPSHOT = "snapshot.pkl"
 JOURNAL = "journal.jsonl"
 LOCK = "LOCK"
 MAGIC = "hopweave-networkx-snapshot"
-FORMAT = 2
+#: The snapshot format written: 3, columns (``_columns``). Format 2 (one JSON object) is still
+#: read, and rewritten as format 3 by the next compaction.
+FORMAT = 3
+JSON_FORMAT = 2
+READ_FORMATS = (JSON_FORMAT, FORMAT)
 _HEADER_MAX = 4096
 #: Header flag of a snapshot the json module wrote (it holds integers beyond 64 bits).
 _EXACT_KEY = "json_ints"
 _LABEL = "label"
 _RECORD_KEYS = frozenset({"seq", "t", "n", "e"})
-#: The Python type a stored property value has for each schema type (see graph.write_rules).
-_STORED_TYPE: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool, "date": str,
-                                 "datetime": str, "list[str]": list, "json": str}
-_RELOAD = "restore a backup of the store directory or rebuild it with `hopweave load`"
 
 _ERRNO_HINT = {
     _errno.ENOSPC: "the disk is full: free space and retry",
@@ -105,17 +110,6 @@ def fsync_dir(directory: Path) -> None:
 
     with io_guard(directory, "syncing"):
         fileio.fsync_dir(directory)
-
-
-def _dumps(obj: Any) -> tuple[bytes, bool]:
-    """(JSON bytes, whether orjson wrote them). orjson does not write integers beyond 64 bits;
-    the json module does, and the snapshot header then says so (see :func:`read_snapshot`)."""
-    if _orjson is not None:
-        try:
-            return _orjson.dumps(obj), True
-        except TypeError:
-            pass
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode(), False
 
 
 def loads_json(raw: bytes | str) -> Any:
@@ -204,18 +198,29 @@ class Snapshot:
     edge_count: int
 
 
-def write_snapshot(directory: Path, node: dict[str, Any], succ: dict[str, Any], header: dict[str, Any]) -> None:
-    """Atomically replace the snapshot with ``node``/``succ`` (JSON) under ``header``.
+def write_snapshot(directory: Path, node: dict[str, Any], succ: dict[str, Any], header: dict[str, Any],
+                   fmt: int = FORMAT, base: Columns | None = None, edited: dict[int, Any] | None = None) -> None:
+    """Atomically replace the snapshot with ``node``/``succ`` (the eager dicts; with ``base``,
+    a columnar state: see ``_columns.encode``) under ``header``, in format ``fmt`` (3: columns;
+    2: one JSON object, what older hopweave versions read; eager dicts only).
     Raises StoreIOError (the old snapshot is then untouched)."""
     with io_guard(directory, "creating"):
         directory.mkdir(parents=True, exist_ok=True)
         for stale in directory.glob(f".{SNAPSHOT}.*.tmp"):  # left by a killed writer (we hold the lock)
             stale.unlink(missing_ok=True)
-    payload, fast = _dumps({"node": node, "succ": succ})
-    head = dict(header, magic=MAGIC, format=FORMAT, payload_len=len(payload),
-                payload_sha256=hashlib.sha256(payload).hexdigest())
-    if not fast:
-        head[_EXACT_KEY] = True  # integers beyond 64 bits: read with the json module
+    if fmt == FORMAT:
+        chunks, sections, digest = encode(node, succ, base, edited)
+        head = dict(header, magic=MAGIC, format=FORMAT, payload_len=sum(map(len, chunks)),
+                    payload_sha256=digest, sections=sections)
+    elif fmt == JSON_FORMAT and base is None:
+        payload, slow = dumps_json({"node": node, "succ": succ})
+        chunks = [payload]
+        head = dict(header, magic=MAGIC, format=JSON_FORMAT, payload_len=len(payload),
+                    payload_sha256=hashlib.sha256(payload).hexdigest())
+        if slow:
+            head[_EXACT_KEY] = True  # integers beyond 64 bits: read with the json module
+    else:
+        raise StoreError(f"snapshot format {fmt!r} cannot be written (formats: {READ_FORMATS})")
     raw = json.dumps(head, sort_keys=True).encode() + b"\n"
     if len(raw) > _HEADER_MAX:
         raise StoreError("snapshot header too large")  # pragma: no cover
@@ -224,7 +229,8 @@ def write_snapshot(directory: Path, node: dict[str, Any], succ: dict[str, Any], 
         with io_guard(tmp, "writing the snapshot"):
             with open(tmp, "wb") as f:
                 f.write(raw)
-                f.write(payload)
+                for chunk in chunks:
+                    f.write(chunk)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, directory / SNAPSHOT)
@@ -247,8 +253,9 @@ def snapshot_signature(directory: Path) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def read_snapshot(directory: Path, schema: GraphSchema) -> Snapshot | None:
-    """The validated snapshot, None when there is none.
+def read_snapshot(directory: Path, schema: GraphSchema) -> Snapshot | Columns | None:
+    """The validated snapshot (format 2: the decoded dicts; format 3: the checked columns),
+    None when there is none.
 
     Raises StoreCorruptError (bad header, length, checksum, JSON or content; a legacy pickle
     snapshot) naming the file and what to do, StoreIOError when it cannot be read."""
@@ -270,14 +277,17 @@ def read_snapshot(directory: Path, schema: GraphSchema) -> Snapshot | None:
         payload = f.read(int(header["payload_len"]) + 1)
     if len(payload) != header["payload_len"]:
         raise StoreCorruptError(f"{path}: payload is {len(payload)} bytes, header says "
-                                f"{header['payload_len']} (truncated or appended to); {_RELOAD}")
+                                f"{header['payload_len']} (truncated or appended to); {RELOAD}")
     if hashlib.sha256(payload).hexdigest() != header["payload_sha256"]:
-        raise StoreCorruptError(f"{path}: payload checksum mismatch (the file was altered or damaged); {_RELOAD}")
+        raise StoreCorruptError(f"{path}: payload checksum mismatch (the file was altered or damaged); {RELOAD}")
+    if header["format"] == FORMAT:
+        with gc_paused():
+            return Columns(path, header, payload, schema)
     with gc_paused():
         try:
             data = json.loads(payload) if header.get(_EXACT_KEY) is True else loads_json(payload)
         except ValueError as exc:
-            raise StoreCorruptError(f"{path}: payload is not valid JSON ({exc}); {_RELOAD}") from exc
+            raise StoreCorruptError(f"{path}: payload is not valid JSON ({exc}); {RELOAD}") from exc
         del payload
         return _decode(path, header, data, schema)
 
@@ -287,15 +297,16 @@ def _read_header(f: Any, path: Path) -> dict[str, Any]:
     try:
         header = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise StoreCorruptError(f"{path}: unreadable snapshot header ({exc}); {_RELOAD}") from exc
+        raise StoreCorruptError(f"{path}: unreadable snapshot header ({exc}); {RELOAD}") from exc
     if not isinstance(header, dict) or header.get("magic") != MAGIC:
-        raise StoreCorruptError(f"{path}: not a hopweave networkx snapshot; {_RELOAD}")
-    if header.get("format") != FORMAT:
+        raise StoreCorruptError(f"{path}: not a hopweave networkx snapshot; {RELOAD}")
+    if header.get("format") not in READ_FORMATS:
         raise StoreCorruptError(f"{path}: snapshot format {header.get('format')!r}, this hopweave reads "
-                                f"format {FORMAT}; rebuild the store with `hopweave load`")
+                                f"formats {JSON_FORMAT} and {FORMAT}; rebuild the store with `hopweave load` "
+                                "(or open it with the hopweave version that wrote it)")
     plen, digest = header.get("payload_len"), header.get("payload_sha256")
     if not isinstance(plen, int) or plen < 0 or not isinstance(digest, str) or not isinstance(header.get("last_seq"), int):
-        raise StoreCorruptError(f"{path}: snapshot header lacks payload_len/payload_sha256/last_seq; {_RELOAD}")
+        raise StoreCorruptError(f"{path}: snapshot header lacks payload_len/payload_sha256/last_seq; {RELOAD}")
     return header
 
 
@@ -303,7 +314,7 @@ def _decode(path: Path, header: dict[str, Any], data: Any, schema: GraphSchema) 
     """Check the decoded payload against the schema and build the networkx dicts (pred shares
     the edge dicts of succ, as networkx does). Raises StoreCorruptError naming the first fault."""
     def fail(what: str) -> StoreCorruptError:
-        return StoreCorruptError(f"{path}: {what}; {_RELOAD}")
+        return StoreCorruptError(f"{path}: {what}; {RELOAD}")
 
     if not isinstance(data, dict) or not isinstance(data.get("node"), dict) or not isinstance(data.get("succ"), dict):
         raise fail("payload lacks the node/succ objects")
@@ -351,7 +362,7 @@ def _check_nodes(node: dict[str, Any], schema: GraphSchema, fail: Any) -> dict[s
     stored types, and a tenant_id valid for the label (``_global`` for shared labels, a
     well-formed tenant id otherwise). Returns label -> ids."""
     shared = {lab.name: lab.shared for lab in schema.labels}
-    stored = {lab.name: {**{n: _STORED_TYPE[p.type] for n, p in lab.props.items() if n != "id"},
+    stored = {lab.name: {**{n: STORED_TYPE[p.type] for n, p in lab.props.items() if n != "id"},
                          _LABEL: str, "tenant_id": str} for lab in schema.labels}
     by_label: dict[str, set[str]] = {name: set() for name in shared}
     tenants: set[Any] = set()
@@ -430,7 +441,7 @@ def _parse_record(path: Path, at: int, line: bytes) -> dict[str, Any]:
             pass
         return check_record(path, at, json.loads(line))
     except ValueError as exc:
-        raise StoreCorruptError(f"{path}: journal record at byte {at} is not JSON ({exc}); {_RELOAD}") from exc
+        raise StoreCorruptError(f"{path}: journal record at byte {at} is not JSON ({exc}); {RELOAD}") from exc
 
 
 def _exact(rec: dict[str, Any]) -> dict[str, Any]:
@@ -443,7 +454,7 @@ def check_record(path: Path, at: int, rec: Any) -> dict[str, Any]:
     """A journal record's shape: {"seq": int, "t": tenant, "n": [[id, label, props, removed]],
     "e": [[src, type, dst, props]]}. Returns it; raises StoreCorruptError naming the byte."""
     def bad(what: str) -> StoreCorruptError:
-        return StoreCorruptError(f"{path}: journal record at byte {at} {what}; {_RELOAD}")
+        return StoreCorruptError(f"{path}: journal record at byte {at} {what}; {RELOAD}")
 
     if not isinstance(rec, dict) or not set(rec) <= _RECORD_KEYS:
         raise bad("is not a journal record object")

@@ -1,6 +1,8 @@
 """The embedded default GraphStore: a networkx MultiDiGraph, persistent in a directory.
 
-- Storage: ``<directory>/graph.snapshot`` + ``journal.jsonl``, JSON + sha256 (see ``_persist``). Each
+- Storage: ``<directory>/graph.snapshot`` + ``journal.jsonl``, columns / JSON + sha256 (see
+  ``_persist``, ``_columns``): opening reads the snapshot's arrays and decodes a node's dict the first
+  time it is read; the networkx graph (:attr:`graph`) is built when asked for. Each
   :meth:`write` appends one fsync'd journal line (a DecisionTrace per retrieval does not rewrite a
   million-node snapshot); :meth:`compact` rewrites the snapshot atomically and empties the
   journal; :meth:`bulk` loads millions of items in memory and commits them as one snapshot. A
@@ -131,7 +133,7 @@ class NetworkxGraphStore(GraphStore):
             else:
                 self._read_consistent()
             self._loaded = True
-            if len(self._st.node) >= FREEZE_THRESHOLD:
+            if self._st.node_count >= FREEZE_THRESHOLD:
                 # No gc.collect() first: decoding makes no reference cycles, and a full collection
                 # would walk the millions of dicts just created (about 1 s at a million nodes).
                 gc.freeze()
@@ -262,18 +264,23 @@ class NetworkxGraphStore(GraphStore):
     # ---- introspection -------------------------------------------------------------------
     @property
     def graph(self) -> nx.MultiDiGraph:
-        """The underlying networkx graph (read-only use)."""
+        """The underlying networkx graph (read-only use). A store opened from a format-3
+        snapshot builds it on first use (every node and edge as networkx dicts: seconds at a
+        million nodes); writes keep it current from then on."""
         self._ensure()
-        return self._st.g
+        if self._st.cols is None:
+            return self._st.g
+        with self._wlock, self._rw.write():
+            return self._st.g
 
     def stats(self) -> dict[str, Any]:
         """Node and edge counts, counts by label, journal size."""
         self._ensure()
         with self._rw.read():
             return {
-                "nodes": len(self._st.node),
+                "nodes": self._st.node_count,
                 "edges": self._st.edge_count,
-                "labels": {k: len(v) for k, v in sorted(self._st.by_label.items())},
+                "labels": dict(sorted(self._st.label_counts().items())),
                 "journal_bytes": self._journal_offset,
                 "last_seq": self._seq,
             }
@@ -282,7 +289,7 @@ class NetworkxGraphStore(GraphStore):
     def _get_node(self, tenant_id: str, node_id: str) -> Node | None:
         self._ensure()
         with self._rw.read():
-            attrs = self._st.node.get(node_id)
+            attrs = self._st.get(node_id)
             if attrs is None or not visible(tenant_id, attrs.get("tenant_id")):
                 return None
             return _to_node(node_id, attrs)
@@ -293,7 +300,7 @@ class NetworkxGraphStore(GraphStore):
         self._ensure()
         with self._rw.read():
             st = self._st
-            ids: Iterable[str] = st.by_label.get(label, ())
+            ids: Iterable[str] = st.ids_of(label)
             eqs = [c for c in (where.clauses if isinstance(where, And) else (where,)) if isinstance(c, Eq)]
             for eq in eqs[:1]:
                 if eq.field == "id":
@@ -307,7 +314,8 @@ class NetworkxGraphStore(GraphStore):
                         ids = []
             out: list[Node] = []
             for nid in sorted(ids):
-                attrs = st.node[nid]
+                attrs = st.get(nid)
+                assert attrs is not None
                 if not visible(tenant_id, attrs.get("tenant_id")):
                     continue
                 if where is not None and not matches(where, {**attrs, "id": nid}):
@@ -345,7 +353,7 @@ class NetworkxGraphStore(GraphStore):
         pending: dict[str, dict[str, Any]] = {}
         nrec: list[list[Any]] = []
         for n in nodes:
-            existing = pending.get(n.id) or st.node.get(n.id)
+            existing = pending.get(n.id) or st.get(n.id)
             props, removed = self._validator.node(tenant_id, n, existing)
             merged = dict(existing or {LABEL_KEY: n.label})
             merged.update(props)
@@ -353,8 +361,8 @@ class NetworkxGraphStore(GraphStore):
             nrec.append([n.id, n.label, props, removed])
         erec: list[list[Any]] = []
         for e in edges:
-            src = pending.get(e.src) or st.node.get(e.src)
-            dst = pending.get(e.dst) or st.node.get(e.dst)
+            src = pending.get(e.src) or st.get(e.src)
+            dst = pending.get(e.dst) or st.get(e.dst)
             props = self._validator.edge(tenant_id, e, src, dst)
             erec.append([e.src, e.type, e.dst, props])
         return nrec, erec
@@ -420,10 +428,11 @@ class NetworkxGraphStore(GraphStore):
     def _commit_snapshot(self) -> None:
         assert self.directory is not None
         with self._rw.read():
-            header = {"last_seq": self._seq, "nodes": len(self._st.node), "edges": self._st.edge_count,
+            st = self._st
+            header = {"last_seq": self._seq, "nodes": st.node_count, "edges": st.edge_count,
                       "schema_version": self.schema.version}
-            with P.gc_paused():
-                P.write_snapshot(self.directory, self._st.node, self._st.succ, header)
+            with P.gc_paused():  # a columnar state: from its columns plus what was written since
+                P.write_snapshot(self.directory, st.node, st.succ, header, base=st.cols, edited=st.edited)
         P.reset_journal(self.directory)
         self._journal_offset = 0
         self._snap_sig = P.snapshot_signature(self.directory)
@@ -447,6 +456,8 @@ class NetworkxGraphStore(GraphStore):
                 with self._rw.write():
                     if replace:
                         self._st = State()
+                    else:
+                        self._st.thaw()
                     writer = BulkWriter(self)
                     with P.gc_paused():
                         try:
@@ -464,7 +475,7 @@ class NetworkxGraphStore(GraphStore):
                                 self._read_directory()
                             self._meta_version += 1
                             raise
-        if len(self._st.node) >= FREEZE_THRESHOLD:
+        if self._st.node_count >= FREEZE_THRESHOLD:
             gc.collect()
             gc.freeze()
 
@@ -486,8 +497,9 @@ class NetworkxGraphStore(GraphStore):
             rows: dict[str, list[tuple[str, Any, Any]]] = {}
             for label in ("GoalType", "TraversalPattern"):
                 rows[label] = []
-                for nid in sorted(st.by_label.get(label, ())):
-                    attrs = st.node[nid]
+                for nid in sorted(st.ids_of(label)):
+                    attrs = st.get(nid)
+                    assert attrs is not None
                     if attrs.get("tenant_id") != GLOBAL_TENANT or not attrs.get("definition"):
                         continue
                     rows[label].append((nid, attrs.get("name"), attrs["definition"]))
@@ -533,10 +545,10 @@ class BulkWriter:
         n = 0
         for item in items:
             if isinstance(item, Node):
-                props, removed = val.node(tenant_id, item, st.node.get(item.id))
+                props, removed = val.node(tenant_id, item, st.get(item.id))
                 st.upsert_node(item.id, item.label, props, removed)
             elif isinstance(item, Edge):
-                props = val.edge(tenant_id, item, st.node.get(item.src), st.node.get(item.dst))
+                props = val.edge(tenant_id, item, st.get(item.src), st.get(item.dst))
                 st.upsert_edge(item.src, item.type, item.dst, props)
             else:
                 raise InputError(f"bulk items must be Node or Edge, got {type(item).__name__}")

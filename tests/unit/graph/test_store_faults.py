@@ -24,6 +24,7 @@ from domains import SCHEMA_FILE
 from graph_helpers import small_graph
 from hopweave.errors import StoreBusyError, StoreCorruptError, StoreError, StoreIOError
 from hopweave.graph import _persist as P
+from hopweave.graph._columns import SECTIONS
 from hopweave.graph.base import Edge, Node
 from hopweave.graph.networkx_store import NetworkxGraphStore
 
@@ -200,6 +201,15 @@ def test_write_waiting_on_another_thread_times_out(tmp_path, schema):
 
 
 # ---- corrupt or forged snapshot -----------------------------------------------------------------
+def _to_json_format(d: Path, schema: Any) -> None:
+    """Rewrite the store's snapshot in format 2 (one JSON object), as older versions wrote it."""
+    s = _open(d, schema, read_only=True)
+    g, stats = s.graph, s.stats()
+    header = {"last_seq": stats["last_seq"], "nodes": stats["nodes"], "edges": stats["edges"]}
+    P.write_snapshot(d, g._node, g._succ, header, fmt=P.JSON_FORMAT)
+    s.close()
+
+
 def _rewrite_snapshot(d: Path, mutate: Any, fix_checksum: bool = True) -> None:
     raw = (d / P.SNAPSHOT).read_bytes()
     head, payload = raw.split(b"\n", 1)
@@ -242,6 +252,7 @@ def _dangling(data: dict[str, Any]) -> None:
 ])
 def test_snapshot_failing_the_schema_is_refused(tmp_path, schema, mutate, needle):
     d = _built(tmp_path, schema)
+    _to_json_format(d, schema)
     _rewrite_snapshot(d, mutate)
     with pytest.raises(StoreCorruptError, match=needle) as ei:
         _open(d, schema)
@@ -258,7 +269,7 @@ def test_snapshot_damage_is_refused(tmp_path, schema):
         "truncated": good[: len(good) - 10],
         "header": b"{not json\n" + good.split(b"\n", 1)[1],
         "magic": good.replace(P.MAGIC.encode(), b"someone-elses-format", 1),
-        "format": good.replace(b'"format": 2', b'"format": 9', 1),
+        "format": good.replace(b'"format": 3', b'"format": 9', 1),
         "empty": b"",
     }
     for name, raw in cases.items():
@@ -292,9 +303,15 @@ def test_a_pickle_store_file_is_refused_and_never_executed(tmp_path, schema):
     with pytest.raises(StoreCorruptError, match="pickle"):
         _open(d, schema)
     # the pickle under the new name with a forged, self-consistent header
-    forged = {"magic": P.MAGIC, "format": P.FORMAT, "last_seq": 0, "payload_len": len(payload),
+    forged = {"magic": P.MAGIC, "format": P.JSON_FORMAT, "last_seq": 0, "payload_len": len(payload),
               "payload_sha256": hashlib.sha256(payload).hexdigest()}
     (d / P.SNAPSHOT).write_bytes(json.dumps(forged).encode() + b"\n" + payload)
+    with pytest.raises(StoreCorruptError, match="not valid JSON"):
+        _open(d, schema)
+    # ... and as every section of a format-3 snapshot (the dtypes are hopweave's, not the file's)
+    sections = {name: [0, len(payload)] for name in SECTIONS}
+    forged3 = dict(forged, format=P.FORMAT, nodes=0, edges=0, sections=sections)
+    (d / P.SNAPSHOT).write_bytes(json.dumps(forged3).encode() + b"\n" + payload)
     with pytest.raises(StoreCorruptError, match="not valid JSON"):
         _open(d, schema)
     # ... and as a journal line
