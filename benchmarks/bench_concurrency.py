@@ -40,6 +40,7 @@ import maria_measure as mm  # noqa: E402
 from machine import machine  # noqa: E402
 
 BUDGET_MS = 800
+TOOL_BUDGET_MS = 200  # EngineConfig.tool_budget_ms (seed 003's p99)
 
 
 def scenarios_of(pack: str) -> list[Any]:
@@ -316,7 +317,7 @@ def http_burst(store: Path, reqs: list[dict[str, Any]], tool_reqs: list[dict[str
         tres, twall = asyncio.run(fire("/v1/tool/retrieve", [
             {"session": body(r)["session"], "query": r["utterance"], "mode": "hybrid", "top_k": 10}
             for r in tool_reqs]))
-        out_tool = http_stats(tres, twall)
+        out_tool = http_stats(tres, twall, TOOL_BUDGET_MS)
         # the HTTP stack's own floor: the same number of GET /healthz at once (no engine work)
         cpu0 = tree_cpu_s(proc.pid)
 
@@ -365,7 +366,7 @@ def tree_cpu_s(root: int) -> float:
     return sum(stats[p][1] for p in tree if p in stats)
 
 
-def http_stats(res: list[tuple[float, Any]], wall: float) -> dict[str, Any]:
+def http_stats(res: list[tuple[float, Any]], wall: float, budget_ms: int = BUDGET_MS) -> dict[str, Any]:
     lat = [ms for ms, _ in res]
     codes: dict[str, int] = {}
     degraded = 0
@@ -381,7 +382,32 @@ def http_stats(res: list[tuple[float, Any]], wall: float) -> dict[str, Any]:
         if w:
             by_worker[w] = by_worker.get(w, 0) + 1
     return {**mm.summary(lat), "wall_s": round(wall, 2), "rps": round(len(lat) / wall, 1), "status": codes,
-            "degraded": degraded, "answered_by_worker": sorted(by_worker.values(), reverse=True)}
+            "degraded": degraded, "answered_by_worker": sorted(by_worker.values(), reverse=True),
+            **server_timing(res, budget_ms)}
+
+
+def server_timing(res: list[tuple[float, Any]], budget_ms: int) -> dict[str, Any]:
+    """Where the answered requests' time went, from the server's ``Server-Timing`` header (absent
+    before issue 13's deadline work): arrival to handler (``queue``), engine, serialisation,
+    server total, and the rest of the client's latency (``outside``: the client, the kernel and
+    uvicorn before the request's task ran); ``server_late``: server total over the budget."""
+    phases: dict[str, list[float]] = {}
+    for ms, r in res:
+        head = getattr(r, "headers", {}).get("server-timing") if hasattr(r, "headers") else None
+        if not head:
+            continue
+        got = {}
+        for part in head.split(","):
+            name, _, dur = part.strip().partition(";dur=")
+            got[name] = float(dur)
+        got["outside"] = ms - got.get("total", 0.0)
+        for k, v in got.items():
+            phases.setdefault(k, []).append(v)
+    if not phases:
+        return {}
+    over = [t - budget_ms for t in phases.get("total", []) if t > budget_ms]
+    return {"server_timing_ms": {k: mm.summary(v) for k, v in phases.items()},
+            "server_late": len(over), "server_late_max_over_ms": round(max(over), 1) if over else 0.0}
 
 
 # ---- the run -------------------------------------------------------------------------------------

@@ -16,6 +16,14 @@ callers in front of this service puts the authenticated session there. Errors ar
 ``{"error": <type>, "message": ...}``: 400 InputError (and subclasses), 403 TenantError, 503
 OverloadedError / StoreUnavailableError, 500 otherwise.
 
+Deadlines: a request's budget runs from its arrival (an outer ASGI middleware stamps it before
+the body is read and validated), so time queued in the server counts. A request answers by its
+deadline plus a small margin (docs/serve.md, "Deadlines"): degraded and flagged when the work
+did not fit; refused with 503 and ``Retry-After`` when it cannot even start in time (its budget
+was spent before the handler ran, or it got no engine slot before its deadline). Every answer
+carries a ``Server-Timing`` header: ``queue`` (arrival to handler), ``engine``, ``serialise``,
+``total`` (ms, server side).
+
 Load shedding: at most ``max_inflight`` requests are admitted at once (running or waiting for
 the engine); one more is answered at once with 503 and ``Retry-After`` instead of joining an
 unbounded queue. Graceful shutdown (SIGTERM/SIGINT via uvicorn): readiness turns 503, requests
@@ -25,9 +33,11 @@ in flight finish, queued decision traces are written, the stores close.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import os
 import threading
+import time
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Literal, Optional, TypeVar
 
@@ -53,6 +63,33 @@ if TYPE_CHECKING:  # pragma: no cover
 T = TypeVar("T")
 #: Response header naming the server process that answered (``hopweave serve --workers N``).
 WORKER_HEADER = "x-hopweave-worker"
+#: A request's arrival (``time.perf_counter()``), stamped by :class:`_Arrival` in the request's task.
+_ARRIVED: contextvars.ContextVar[float] = contextvars.ContextVar("hopweave_arrived")
+
+
+class _Arrival:
+    """Outermost ASGI middleware: stamps each HTTP request's arrival in its scope, before the body
+    is read, parsed and validated, so its budget covers all of that and any queueing."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            _ARRIVED.set(time.perf_counter())  # the endpoint runs in this task: it reads it back
+        await self.app(scope, receive, send)
+
+
+def _arrived() -> float:
+    return _ARRIVED.get(None) or time.perf_counter()
+
+
+def _timing(arrived: float, started: float, engine_done: float, serialised: float) -> dict[str, str]:
+    """The ``Server-Timing`` header of an answer (ms): arrival to handler, engine, serialisation, total."""
+    def ms(a: float, b: float) -> str:
+        return f"{(b - a) * 1000:.1f}"
+    return {"Server-Timing": f"queue;dur={ms(arrived, started)}, engine;dur={ms(started, engine_done)}, "
+                             f"serialise;dur={ms(engine_done, serialised)}, total;dur={ms(arrived, serialised)}"}
 __all__ = ["RetrieveBody", "ToolBody", "create_app"]
 
 
@@ -90,6 +127,7 @@ class _Gate:
         self.limit = limit
         self.inflight = 0
         self.shed = 0
+        self.late = 0  # shed because they could not start within their budget
 
     def enter(self) -> None:
         """Raises OverloadedError when ``limit`` requests are already in."""
@@ -163,6 +201,7 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
 
     app = FastAPI(title="hopweave", version="1", lifespan=lifespan,
                   description="Compositional retrieval for AI agents (see docs/serve.md).")
+    app.add_middleware(_Arrival)  # added last: the outermost layer, before the body is read
 
     @app.exception_handler(HopweaveError)
     async def _typed(_: Request, exc: HopweaveError) -> JSONResponse:
@@ -181,28 +220,51 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
         finally:
             gate.leave()
 
+    def check_start(arrived: float, budget_ms: Optional[int], kept_ms: float) -> float:
+        """Now, or OverloadedError (503) when the request's budget, less ``kept_ms`` to answer, was
+        spent before its handler ran (queued in the server): it cannot start in time."""
+        now = time.perf_counter()
+        budget = (budget_ms or engine.config.budget_ms) / 1000.0
+        if now - arrived >= budget - kept_ms / 1000.0:
+            gate.late += 1
+            raise OverloadedError(f"the request waited {round((now - arrived) * 1000)} ms in the server before it "
+                                  f"could start (budget {round(budget * 1000)} ms): shed without an answer; retry shortly")
+        return now
+
     @app.post("/v1/retrieve", response_model=RetrievalResult, response_model_exclude_none=False)
     async def retrieve(body: RetrieveBody) -> Any:
-        """One retrieval (``Engine.aretrieve``); degraded stages are listed in ``degraded``."""
+        """One retrieval (``Engine.aretrieve``); degraded stages are listed in ``degraded``. The
+        budget runs from the request's arrival; 503 + Retry-After when it cannot start in time."""
+        arrived = _arrived()
+        budget_ms = body.budget_ms or engine.config.budget_ms
+        started = check_start(arrived, body.budget_ms, engine.finish_reserve_ms(budget_ms))
         result = await admitted(lambda: engine.aretrieve(
             body.utterance, session=body.session, as_of=body.as_of, budget_ms=body.budget_ms, profile=body.profile,
-            token_budget=body.token_budget, record=body.record))
+            token_budget=body.token_budget, record=body.record, arrived=arrived, shed=True))
+        done = time.perf_counter()
         # serialised by pydantic-core in one call (FastAPI's re-validation + jsonable_encoder of a
         # result costs tens of ms on the event loop: 100 at once would queue for seconds)
-        return Response(result.model_dump_json(), media_type="application/json", headers=worker_header)
+        payload = result.model_dump_json()
+        return Response(payload, media_type="application/json",
+                        headers={**worker_header, **_timing(arrived, started, done, time.perf_counter())})
 
     @app.post("/v1/tool/retrieve")
     async def tool(body: ToolBody) -> Any:
-        """Seed 003's ``retrieve(query, mode, filters, top_k)`` for the session's tenant."""
+        """Seed 003's ``retrieve(query, mode, filters, top_k)`` for the session's tenant, within
+        the engine's ``tool_budget_ms`` from arrival (503 + Retry-After when it cannot fit)."""
+        arrived = _arrived()
+        started = check_start(arrived, engine.config.tool_budget_ms, 0.0)
         tool_ = RetrieveTool(engine, body.session)
         loop = asyncio.get_running_loop()
 
         async def run() -> Response:
             results = await loop.run_in_executor(
                 engine._request_pool, lambda: tool_(body.query, mode=body.mode, filters=body.filters,
-                                                    top_k=body.top_k))
-            return Response(json.dumps({"results": results}, default=str), media_type="application/json",
-                            headers=worker_header)
+                                                    top_k=body.top_k, arrived=arrived))
+            done = time.perf_counter()
+            payload = json.dumps({"results": results}, default=str)
+            return Response(payload, media_type="application/json",
+                            headers={**worker_header, **_timing(arrived, started, done, time.perf_counter())})
 
         return await admitted(run)
 
@@ -216,6 +278,7 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
         """200 when warm and not shutting down; 503 (with the reason) otherwise."""
         ok = bool(state["ready"]) and not state["stopping"]
         body = {"ready": ok, "inflight": gate.inflight, "max_inflight": gate.limit, "shed": gate.shed,
+                "shed_late": gate.late,
                 "stopping": state["stopping"], "warm_error": state["warm_error"], **ident}
         if refresher.errors:
             body["graph_refresh_errors"], body["graph_refresh_last_error"] = refresher.errors, refresher.last_error
