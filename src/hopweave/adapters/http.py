@@ -58,6 +58,8 @@ from hopweave.errors import (
 if TYPE_CHECKING:  # pragma: no cover
     from fastapi import FastAPI
 
+    from hopweave.adapters.pool import EnginePool
+
     from hopweave.engine.engine import Engine
 
 T = TypeVar("T")
@@ -89,7 +91,7 @@ def _timing(arrived: float, started: float, engine_done: float, serialised: floa
     def ms(a: float, b: float) -> str:
         return f"{(b - a) * 1000:.1f}"
     return {"Server-Timing": f"queue;dur={ms(arrived, started)}, engine;dur={ms(started, engine_done)}, "
-                             f"serialise;dur={ms(engine_done, serialised)}, total;dur={ms(arrived, serialised)}"}
+                             f"serialise;dur={ms(engine_done, serialised)}, total;dur={ms(arrived, serialised)}, arrived;desc=\"{arrived:.6f}\""}
 __all__ = ["RetrieveBody", "ToolBody", "create_app"]
 
 
@@ -140,7 +142,7 @@ class _Gate:
         self.inflight -= 1
 
 
-def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int = 1, warm: bool = True,
+def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_after_s: int = 1, warm: bool = True,
                close: bool = True, warm_first: bool = False, graph_refresh_s: float = 0.0,
                on_shutdown: Optional[Callable[[], None]] = None, worker: Optional[dict[str, Any]] = None) -> "FastAPI":
     """The ASGI app serving ``engine``. ``warm`` warms the engine at startup: in the background
@@ -149,29 +151,35 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
     engine on shutdown (else only its trace queue is drained); ``on_shutdown`` runs after that
     (a worker deletes its private vectors copy). ``graph_refresh_s`` > 0 catches the graph store
     up with other processes' commits that often (:class:`~hopweave.adapters.serve_workers.GraphRefresher`).
-    ``worker`` is shown by ``/healthz`` and ``/readyz`` (with the process id). Raises
-    MissingDependencyError without the ``serve`` extra."""
+    ``worker`` is shown by ``/healthz`` and ``/readyz`` (with the process id). ``engine`` may be an
+    :class:`~hopweave.adapters.pool.EnginePool` (``hopweave serve --engine-processes N``): this
+    process then only serves HTTP and hands each request to an engine process, so its event loop
+    never waits for the GIL behind engine work (its workers are warm when the pool is open; it
+    closes on shutdown). Raises MissingDependencyError without the ``serve`` extra."""
     try:
         from fastapi import FastAPI, Request
         from fastapi.responses import JSONResponse, Response
     except ModuleNotFoundError as exc:  # pragma: no cover - depends on the extra
         raise MissingDependencyError(exc.name or "fastapi", "serve", "hopweave serve") from exc
     from hopweave.adapters.agent_tool import RetrieveTool
+    from hopweave.adapters.pool import EnginePool
     from hopweave.engine.result import RetrievalResult
 
+    pool = engine if isinstance(engine, EnginePool) else None
     gate = _Gate(max_inflight)
     state: dict[str, Any] = {"ready": False, "stopping": False, "warm_error": None}
 
     def warm_up() -> None:
         try:
-            engine.warmup()
+            if pool is None:
+                engine.warmup()
             state["ready"] = True
         except Exception as exc:  # readiness says why
             state["warm_error"] = f"{type(exc).__name__}: {exc}"
 
     from hopweave.adapters.serve_workers import GraphRefresher
 
-    refresher = GraphRefresher(engine.graph, graph_refresh_s)
+    refresher = GraphRefresher(engine.graph if pool is None else None, graph_refresh_s if pool is None else 0.0)
     ident = {"pid": os.getpid(), **(worker or {})}
     worker_header = {WORKER_HEADER: str(ident["pid"])}  # which worker answered (several share one socket)
 
@@ -192,7 +200,8 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
         finally:
             state["stopping"] = True
             refresher.stop()
-            drain = engine.close if close else engine.trace_writer.close  # close drains the trace queue too
+            # close drains the trace queue too (a pool's workers drain theirs as they stop)
+            drain = engine.close if close or pool is not None else engine.trace_writer.close
             try:
                 await loop.run_in_executor(None, drain)
             finally:
@@ -208,6 +217,9 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
         status, headers = _status(exc), {}
         if status == 503:
             headers["Retry-After"] = str(retry_after_s)
+        arrived = _ARRIVED.get(None)
+        if arrived is not None:
+            headers["Server-Timing"] = f"total;dur={(time.perf_counter() - arrived) * 1000:.1f}"
         return JSONResponse({"error": type(exc).__name__, "message": str(exc)}, status_code=status,
                             headers=headers)
 
@@ -238,13 +250,17 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
         arrived = _arrived()
         budget_ms = body.budget_ms or engine.config.budget_ms
         started = check_start(arrived, body.budget_ms, engine.finish_reserve_ms(budget_ms))
-        result = await admitted(lambda: engine.aretrieve(
-            body.utterance, session=body.session, as_of=body.as_of, budget_ms=body.budget_ms, profile=body.profile,
-            token_budget=body.token_budget, record=body.record, arrived=arrived, shed=True))
-        done = time.perf_counter()
-        # serialised by pydantic-core in one call (FastAPI's re-validation + jsonable_encoder of a
-        # result costs tens of ms on the event loop: 100 at once would queue for seconds)
-        payload = result.model_dump_json()
+        args = dict(session=body.session, as_of=body.as_of, budget_ms=body.budget_ms, profile=body.profile,
+                    token_budget=body.token_budget, record=body.record, arrived=arrived, shed=True)
+        if pool is not None:  # the worker's RetrievalResult JSON, passed on as it is
+            payload: Any = await admitted(lambda: pool.aretrieve_json(body.utterance, **args))
+            done = time.perf_counter()
+        else:
+            result = await admitted(lambda: engine.aretrieve(body.utterance, **args))
+            done = time.perf_counter()
+            # serialised by pydantic-core in one call (FastAPI's re-validation + jsonable_encoder of
+            # a result costs tens of ms on the event loop: 100 at once would queue for seconds)
+            payload = result.model_dump_json()
         return Response(payload, media_type="application/json",
                         headers={**worker_header, **_timing(arrived, started, done, time.perf_counter())})
 
@@ -254,15 +270,21 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
         the engine's ``tool_budget_ms`` from arrival (503 + Retry-After when it cannot fit)."""
         arrived = _arrived()
         started = check_start(arrived, engine.config.tool_budget_ms, 0.0)
-        tool_ = RetrieveTool(engine, body.session)
         loop = asyncio.get_running_loop()
 
         async def run() -> Response:
-            results = await loop.run_in_executor(
-                engine._request_pool, lambda: tool_(body.query, mode=body.mode, filters=body.filters,
-                                                    top_k=body.top_k, arrived=arrived))
-            done = time.perf_counter()
-            payload = json.dumps({"results": results}, default=str)
+            if pool is not None:
+                got = await pool.atool_json(body.session, body.query, mode=body.mode, filters=body.filters,
+                                            top_k=body.top_k, arrived=arrived)
+                done = time.perf_counter()
+                payload = b'{"results":' + got + b"}"
+            else:
+                tool_ = RetrieveTool(engine, body.session)
+                results = await loop.run_in_executor(
+                    engine._request_pool, lambda: tool_(body.query, mode=body.mode, filters=body.filters,
+                                                        top_k=body.top_k, arrived=arrived))
+                done = time.perf_counter()
+                payload = json.dumps({"results": results}, default=str).encode()
             return Response(payload, media_type="application/json",
                             headers={**worker_header, **_timing(arrived, started, done, time.perf_counter())})
 
@@ -292,7 +314,7 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
 SERVE_ENV = {"store": "HOPWEAVE_SERVE_STORE", "vectors": "HOPWEAVE_SERVE_VECTORS", "budget_ms": "HOPWEAVE_SERVE_BUDGET_MS",
              "max_inflight": "HOPWEAVE_SERVE_MAX_INFLIGHT", "workers": "HOPWEAVE_SERVE_WORKERS",
              "switch_interval_ms": "HOPWEAVE_SERVE_SWITCH_INTERVAL_MS", "graph_refresh_s": "HOPWEAVE_SERVE_GRAPH_REFRESH_S",
-             "max_active": "HOPWEAVE_SERVE_MAX_ACTIVE"}
+             "max_active": "HOPWEAVE_SERVE_MAX_ACTIVE", "engine_processes": "HOPWEAVE_SERVE_ENGINE_PROCESSES"}
 
 
 def app_from_env() -> "FastAPI":
@@ -304,7 +326,9 @@ def app_from_env() -> "FastAPI":
     :mod:`hopweave.adapters.serve_workers`), warms up before accepting connections and catches the
     graph up with the other workers' commits every ``HOPWEAVE_SERVE_GRAPH_REFRESH_S`` (default 1), and
     its engine works on ``EngineConfig.max_active`` / N requests at once unless
-    ``HOPWEAVE_SERVE_MAX_ACTIVE`` says otherwise.
+    ``HOPWEAVE_SERVE_MAX_ACTIVE`` says otherwise. With ``HOPWEAVE_SERVE_ENGINE_PROCESSES`` = N > 0
+    (one server process) the engines run in an :class:`~hopweave.adapters.pool.EnginePool` of N
+    processes and this one only serves HTTP.
     Raises InputError without a store or with a malformed setting, StoreError for an unreadable
     store or a shard another process holds."""
     import sys
@@ -328,8 +352,20 @@ def app_from_env() -> "FastAPI":
         # shared among the workers: N workers x 8 on the same cores cost more CPU per request
         # and raised p99 (docs/BENCHMARKS.md, issue 13, serve --workers)
         max_active = max(1, -(-EngineConfig().max_active // workers))
+    engine_processes = _env_number(SERVE_ENV["engine_processes"], int, 0)
+    if max_active is None and engine_processes > 1:
+        max_active = max(1, -(-EngineConfig().max_active // engine_processes))  # as for workers, below
     settings: dict[str, Any] = {k: v for k, v in (("budget_ms", budget), ("max_active", max_active)) if v}
     config = EngineConfig(**settings) if settings else None
+    if engine_processes > 0:
+        from hopweave.adapters.pool import EnginePool
+
+        if workers > 1:
+            raise InputError("serve: use either several server processes (--workers) or --engine-processes, not both")
+        pool = EnginePool.open(store, vectors=vectors, config=config, workers=engine_processes,
+                               grace_ms=POOL_GRACE_MS, refresh_s=refresh_s)
+        return create_app(pool, max_inflight=_env_number(SERVE_ENV["max_inflight"], int, 128), warm=False,
+                          worker={"workers": 1, "engine_processes": engine_processes})
     if workers > 1:
         engine, private = open_worker_engine(store, vectors, config)
     else:
@@ -338,6 +374,11 @@ def app_from_env() -> "FastAPI":
                       graph_refresh_s=refresh_s if workers > 1 else 0.0,
                       on_shutdown=(lambda: remove_private(private)) if private is not None else None,
                       worker={"workers": workers})
+
+
+#: With ``--engine-processes``: how long past a request's deadline the front waits for an engine
+#: process's answer before it answers 503 itself (the pool's ``grace_ms``; the stated margin).
+POOL_GRACE_MS = 50
 
 
 def _env_number(name: str, kind: type, default: Any) -> Any:

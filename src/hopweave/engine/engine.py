@@ -132,6 +132,8 @@ class Engine:
         self._active = threading.BoundedSemaphore(self.config.max_active)
         self._inflight = 0
         self._finish_clock = _FinishClock()
+        self._hold_clock = _FinishClock()  # how long requests hold a slot (expected_wait_ms)
+        self._waiting = 0  # requests waiting for a slot
         self._block_clocks: dict[str, _FinishClock] = {}  # admitted(kind=...): each kind's time in a slot
         self._goal_cache: tuple[str, dict[str, GoalType], dict[str, list[TraversalPattern]]] | None = None
         self._trace_vectors = precedent.TraceVectorCache(
@@ -441,11 +443,12 @@ class Engine:
         then is answered degraded (or shed) so that it still lands by its deadline."""
         return min(max(float(self.config.deadline_reserve_ms), self._finish_clock.recent_max_ms()), budget_ms * 0.1)
 
-    def retrieve_request(self, req: Request, t0: float) -> RetrievalResult:
+    def retrieve_request(self, req: Request, t0: float, shed: bool = False) -> RetrievalResult:
         """:meth:`retrieve` of a request already checked (:func:`~hopweave.engine.boundary.check_request`)
         whose budget runs from ``t0`` (``time.perf_counter()`` clock): a request that waited
-        elsewhere first, e.g. in an engine pool's hand-off (:mod:`hopweave.adapters.pool`)."""
-        return self._retrieve(req, t0)
+        elsewhere first, e.g. in an engine pool's hand-off (:mod:`hopweave.adapters.pool`).
+        ``shed``: OverloadedError when no request slot freed up before the deadline."""
+        return self._retrieve(req, t0, shed)
 
     def _retrieve(self, req: Request, t0: float | None = None, shed: bool = False) -> RetrievalResult:
         """One request: split into parts when it carries several intents
@@ -457,11 +460,11 @@ class Engine:
             return self._retrieve_one(req, t0, shed)
         if self._ensure_warm() is not None or t0 is None:  # warm-up is outside budgets
             t0 = time.perf_counter()
-        parts = self._split(req, t0)
+        parts = self._split(req, t0, shed)
         # the parts share the request's one budget, which runs from the call
         return retrieve_parts(self, req, parts, t0) if parts else self._retrieve_one(req, t0, shed)
 
-    def _split(self, req: Request, t0: float) -> Any:
+    def _split(self, req: Request, t0: float, shed: bool = False) -> Any:
         """The request's intents (:func:`~hopweave.engine.multi_intent.split_intents`), worked
         out under one of the request slots like any stage (its encoder pass is not run by a
         burst all at once). None (one part) when no slot frees up before the deadline's reserve:
@@ -471,8 +474,14 @@ class Engine:
         budget_s = (req.budget_ms or self.config.budget_ms) / 1000.0
         reserve_s = min(self.config.deadline_reserve_ms / 1000.0, budget_s * 0.1)
         wait = t0 + budget_s - reserve_s - time.perf_counter()
-        if wait <= 0 or not self._active.acquire(timeout=wait):
+        if wait <= 0:
             return None
+        if not self._active.acquire(blocking=False):
+            if shed and self.expected_wait_ms() / 1000.0 > wait:  # as _admit: refused at once, not at the deadline
+                raise self._overloaded(req, f"the expected wait for a request slot ({self.expected_wait_ms():.0f} "
+                                            "ms) is past the request's deadline")
+            if not self._active.acquire(timeout=wait):
+                return None
         try:
             return split_intents(self, req)
         finally:
@@ -487,15 +496,17 @@ class Engine:
         with self._lock:
             self._inflight += 1
         try:
-            admitted = self._admit(run)
+            admitted = self._admit(run, shed)
             if not admitted and shed:
                 raise self._overloaded(req, "no request slot freed up before the deadline")
+            held = time.perf_counter()
             try:
                 plan = self._plan(run)
                 chunks, prof, facts, prec_items = self._search_and_traverse(run, plan)
             finally:
                 if admitted:
                     self._active.release()
+                    self._hold_clock.add(_ms(held))
             return self._finish(run, plan, chunks, prof, facts, prec_items, warm_ms)
         finally:
             with self._lock:
@@ -535,21 +546,41 @@ class Engine:
         base = min(float(self.config.deadline_reserve_ms), run.budget_ms * 0.1)
         return base + min(self.config.reserve_per_request_ms * self._inflight, run.budget_ms * 0.4)
 
-    def _admit(self, run: Run) -> bool:
+    def _admit(self, run: Run, shed: bool = False) -> bool:
         """Wait for one of ``config.max_active`` request slots, until ``deadline_reserve_ms``
         before the deadline. Returns True with a slot held; False when the budget ran out
         first: the run is then out of time (every stage is skipped and flagged), so a burst far
         beyond capacity gets degraded answers within budget instead of late ones (a few busy
-        threads share the GIL fairly; a hundred runnable ones do not)."""
+        threads share the GIL fairly; a hundred runnable ones do not). With ``shed``, a request
+        that would wait past that point by the expected wait (:meth:`expected_wait_ms`) is refused
+        at once: OverloadedError, not a wait of its whole budget for nothing."""
         wait = run.remaining(self._reserve_ms(run))
-        if wait > 0 and self._active.acquire(timeout=wait):
+        if wait > 0 and self._active.acquire(blocking=False):
             return True
+        if shed and self.expected_wait_ms() / 1000.0 > wait:
+            raise self._overloaded(run.req, f"the expected wait for a request slot ({self.expected_wait_ms():.0f} ms) "
+                                            "is past the request's deadline")
+        with self._lock:
+            self._waiting += 1
+        try:
+            if wait > 0 and self._active.acquire(timeout=wait):
+                return True
+        finally:
+            with self._lock:
+                self._waiting -= 1
         run.budget_ms = max(int((time.perf_counter() - run.t_start) * 1000), 0)
         run.degraded.append(Degradation(
             stage="engine", what="request capacity",
             reason=f"the engine was at capacity ({self.config.max_active} requests in progress) until the "
                    "budget was spent", fallback=_UNDERSTAND_FALLBACK))
         return False
+
+    def expected_wait_ms(self) -> float:
+        """How long a request arriving now would wait for a request slot: the requests already
+        waiting plus it, ``max_active`` at a time, each round the median of the last slot holds
+        (0 before any was measured: a cold estimate admits, it never sheds)."""
+        rounds = (self._waiting + 1 + self.config.max_active - 1) // self.config.max_active
+        return rounds * self._hold_clock.quantile_ms(0.5)
 
     @contextmanager
     def admitted(self, budget_ms: int | None = None, *, arrived: float | None = None,
