@@ -166,20 +166,21 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
     from hopweave.engine.result import RetrievalResult
 
     pool = engine if isinstance(engine, EnginePool) else None
+    plain: Any = engine  # an Engine wherever pool is None
     gate = _Gate(max_inflight)
     state: dict[str, Any] = {"ready": False, "stopping": False, "warm_error": None}
 
     def warm_up() -> None:
         try:
             if pool is None:
-                engine.warmup()
+                plain.warmup()
             state["ready"] = True
         except Exception as exc:  # readiness says why
             state["warm_error"] = f"{type(exc).__name__}: {exc}"
 
     from hopweave.adapters.serve_workers import GraphRefresher
 
-    refresher = GraphRefresher(engine.graph if pool is None else None, graph_refresh_s if pool is None else 0.0)
+    refresher = GraphRefresher(plain.graph if pool is None else None, graph_refresh_s if pool is None else 0.0)
     ident = {"pid": os.getpid(), **(worker or {})}
     worker_header = {WORKER_HEADER: str(ident["pid"])}  # which worker answered (several share one socket)
 
@@ -201,7 +202,7 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
             state["stopping"] = True
             refresher.stop()
             # close drains the trace queue too (a pool's workers drain theirs as they stop)
-            drain = engine.close if close or pool is not None else engine.trace_writer.close
+            drain = engine.close if close or pool is not None else plain.trace_writer.close
             try:
                 await loop.run_in_executor(None, drain)
             finally:
@@ -250,13 +251,13 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
         arrived = _arrived()
         budget_ms = body.budget_ms or engine.config.budget_ms
         started = check_start(arrived, body.budget_ms, engine.finish_reserve_ms(budget_ms))
-        args = dict(session=body.session, as_of=body.as_of, budget_ms=body.budget_ms, profile=body.profile,
+        args: dict[str, Any] = dict(session=body.session, as_of=body.as_of, budget_ms=body.budget_ms, profile=body.profile,
                     token_budget=body.token_budget, record=body.record, arrived=arrived, shed=True)
         if pool is not None:  # the worker's RetrievalResult JSON, passed on as it is
             payload: Any = await admitted(lambda: pool.aretrieve_json(body.utterance, **args))
             done = time.perf_counter()
         else:
-            result = await admitted(lambda: engine.aretrieve(body.utterance, **args))
+            result = await admitted(lambda: plain.aretrieve(body.utterance, **args))
             done = time.perf_counter()
             # serialised by pydantic-core in one call (FastAPI's re-validation + jsonable_encoder of
             # a result costs tens of ms on the event loop: 100 at once would queue for seconds)
@@ -279,9 +280,9 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
                 done = time.perf_counter()
                 payload = b'{"results":' + got + b"}"
             else:
-                tool_ = RetrieveTool(engine, body.session)
+                tool_ = RetrieveTool(plain, body.session)
                 results = await loop.run_in_executor(
-                    engine._request_pool, lambda: tool_(body.query, mode=body.mode, filters=body.filters,
+                    plain._request_pool, lambda: tool_(body.query, mode=body.mode, filters=body.filters,
                                                         top_k=body.top_k, arrived=arrived))
                 done = time.perf_counter()
                 payload = json.dumps({"results": results}, default=str).encode()
