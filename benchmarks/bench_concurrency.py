@@ -40,6 +40,7 @@ import maria_measure as mm  # noqa: E402
 from machine import machine  # noqa: E402
 
 BUDGET_MS = 800
+TOOL_BUDGET_MS = 200  # EngineConfig.tool_budget_ms (seed 003's p99)
 
 
 def scenarios_of(pack: str) -> list[Any]:
@@ -249,7 +250,7 @@ def langchain_burst(engine: Any, reqs: list[dict[str, Any]], tenant: str) -> dic
 
 # ---- over HTTP ---------------------------------------------------------------------------------------
 def http_burst(store: Path, reqs: list[dict[str, Any]], tool_reqs: list[dict[str, Any]], port: int,
-               workers: int = 1) -> dict[str, Any]:
+               workers: int = 1, engine_processes: bool = False) -> dict[str, Any]:
     """Start ``hopweave serve --workers N`` (its own processes), wait for readiness, send the
     requests at once from this process over loopback, then SIGTERM it (graceful shutdown timed).
     With several workers, readiness waits until every worker has answered ``/readyz`` (a worker
@@ -258,9 +259,12 @@ def http_burst(store: Path, reqs: list[dict[str, Any]], tool_reqs: list[dict[str
 
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     t0 = time.perf_counter()
+    how = ["--workers", "1", "--engine-processes", str(workers)] if engine_processes else ["--workers", str(workers)]
     proc = subprocess.Popen([sys.executable, "-c", "from hopweave.cli import app; app()", "serve", "--store", str(store), "--port",
-                             str(port), "--workers", str(workers)], env=env, stdout=subprocess.DEVNULL,
+                             str(port), *how], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
+    if engine_processes:
+        workers = 1  # one HTTP process answers /readyz (ready once every engine process is)
     url = f"http://127.0.0.1:{port}"
     try:
         ready_s = None
@@ -316,7 +320,7 @@ def http_burst(store: Path, reqs: list[dict[str, Any]], tool_reqs: list[dict[str
         tres, twall = asyncio.run(fire("/v1/tool/retrieve", [
             {"session": body(r)["session"], "query": r["utterance"], "mode": "hybrid", "top_k": 10}
             for r in tool_reqs]))
-        out_tool = http_stats(tres, twall)
+        out_tool = http_stats(tres, twall, TOOL_BUDGET_MS)
         # the HTTP stack's own floor: the same number of GET /healthz at once (no engine work)
         cpu0 = tree_cpu_s(proc.pid)
 
@@ -333,7 +337,8 @@ def http_burst(store: Path, reqs: list[dict[str, Any]], tool_reqs: list[dict[str
         hres, hwall = asyncio.run(pings())
         out["healthz_burst"] = {**{k: v for k, v in http_stats(hres, hwall).items() if k != "degraded"},
                                 "server_cpu_ms_per_request": round((tree_cpu_s(proc.pid) - cpu0) * 1000 / len(reqs), 1)}
-        return {"workers": workers, "ready_s": round(ready_s, 2), "retrieve": out, "tool": out_tool}
+        return {"workers": workers, "engine_processes": engine_processes, "ready_s": round(ready_s, 2),
+                "retrieve": out, "tool": out_tool}
     finally:
         t = time.perf_counter()
         proc.send_signal(signal.SIGTERM)
@@ -365,7 +370,7 @@ def tree_cpu_s(root: int) -> float:
     return sum(stats[p][1] for p in tree if p in stats)
 
 
-def http_stats(res: list[tuple[float, Any]], wall: float) -> dict[str, Any]:
+def http_stats(res: list[tuple[float, Any]], wall: float, budget_ms: int = BUDGET_MS) -> dict[str, Any]:
     lat = [ms for ms, _ in res]
     codes: dict[str, int] = {}
     degraded = 0
@@ -381,7 +386,32 @@ def http_stats(res: list[tuple[float, Any]], wall: float) -> dict[str, Any]:
         if w:
             by_worker[w] = by_worker.get(w, 0) + 1
     return {**mm.summary(lat), "wall_s": round(wall, 2), "rps": round(len(lat) / wall, 1), "status": codes,
-            "degraded": degraded, "answered_by_worker": sorted(by_worker.values(), reverse=True)}
+            "degraded": degraded, "answered_by_worker": sorted(by_worker.values(), reverse=True),
+            **server_timing(res, budget_ms)}
+
+
+def server_timing(res: list[tuple[float, Any]], budget_ms: int) -> dict[str, Any]:
+    """Where the answered requests' time went, from the server's ``Server-Timing`` header (absent
+    before issue 13's deadline work): arrival to handler (``queue``), engine, serialisation,
+    server total, and the rest of the client's latency (``outside``: the client, the kernel and
+    uvicorn before the request's task ran); ``server_late``: server total over the budget."""
+    phases: dict[str, list[float]] = {}
+    for ms, r in res:
+        head = getattr(r, "headers", {}).get("server-timing") if hasattr(r, "headers") else None
+        if not head:
+            continue
+        got = {}
+        for part in head.split(","):
+            name, _, dur = part.strip().partition(";dur=")
+            got[name] = float(dur)
+        got["outside"] = ms - got.get("total", 0.0)
+        for k, v in got.items():
+            phases.setdefault(k, []).append(v)
+    if not phases:
+        return {}
+    over = [t - budget_ms for t in phases.get("total", []) if t > budget_ms]
+    return {"server_timing_ms": {k: mm.summary(v) for k, v in phases.items()},
+            "server_late": len(over), "server_late_max_over_ms": round(max(over), 1) if over else 0.0}
 
 
 # ---- the run -------------------------------------------------------------------------------------
@@ -531,11 +561,15 @@ def http_runs(args: argparse.Namespace, res: dict[str, Any], store: Path, db: li
     def log(m: str) -> None:
         print(m, file=sys.stderr, flush=True)
 
-    for i, w in enumerate(int(x) for x in str(args.workers).split(",")):
-        log(f"hopweave serve --workers {w} over loopback ...")
-        out = http_burst(store, requests(db, n, "h"), requests(db, n, "hk"), args.port + i, workers=w)
+    for i, spec in enumerate(str(args.workers).split(",")):
+        # "N": --workers N; "pN": one HTTP process and --engine-processes N
+        pooled = spec.startswith("p")
+        w = int(spec[1:] if pooled else spec)
+        log(f"hopweave serve {'--engine-processes' if pooled else '--workers'} {w} over loopback ...")
+        out = http_burst(store, requests(db, n, "h"), requests(db, n, "hk"), args.port + i, workers=w,
+                         engine_processes=pooled)
         out["load_avg_after"] = round(os.getloadavg()[0], 2)
-        res[f"http_workers_{w}"] = out
+        res[f"http_engine_processes_{w}" if pooled else f"http_workers_{w}"] = out
         res.setdefault("http", out)
 
 
@@ -551,7 +585,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--port", type=int, default=8797)
     ap.add_argument("--no-http", action="store_true")
     ap.add_argument("--workers", default="1,2",
-                    help="hopweave serve --workers values to measure, one run each (e.g. 1,2)")
+                    help="hopweave serve --workers values to measure, one run each (e.g. 1,2); pN: one HTTP "
+                         "process in front of --engine-processes N (e.g. 2,p2)")
     ap.add_argument("--http-only", action="store_true", help="measure only the hopweave serve runs")
     ap.add_argument("--no-langchain", action="store_true")
     ap.add_argument("--pool-workers", type=int, nargs="*", default=[],

@@ -91,8 +91,9 @@ class RetrieveTool:
     def __init__(self, engine: "Engine", session: Session | Mapping[str, Any], as_of: Any = None,
                  budget_ms: int | None = None) -> None:
         """``as_of`` (optional): search the documents in force then, not today's current revisions.
-        ``budget_ms``: how long a call may wait for one of the engine's request slots (default the
-        engine's budget); calls go through the same admission as ``Engine.retrieve``.
+        ``budget_ms``: a call's wall-clock budget (default the engine's ``tool_budget_ms``, 200):
+        calls go through the same request slots as ``Engine.retrieve`` and one that cannot get
+        a slot in time to finish within it is shed (OverloadedError), never answered late.
         Raises InputError / TenantError for a malformed session or as_of (the engine's boundary)."""
         from hopweave.models.common import to_datetime
 
@@ -105,11 +106,12 @@ class RetrieveTool:
         self.as_of = to_datetime(as_of) if as_of is not None else None
 
     def __call__(self, query: str, mode: Mode = "hybrid", filters: Mapping[str, Any] | None = None,
-                 top_k: int = 10) -> list[dict[str, Any]]:
+                 top_k: int = 10, *, arrived: float | None = None) -> list[dict[str, Any]]:
         """Ranked passages as dicts (chunk_id, document, revision, version, section, text, score,
-        channels). Raises InputError for a bad mode / top_k / filter, FilterError for an unknown
-        field, StoreError when the index is unavailable, OverloadedError when the engine had no
-        free request slot within the budget (retry)."""
+        channels). ``arrived``: when the call arrived (``time.perf_counter()``; default now), the
+        start of its budget. Raises InputError for a bad mode / top_k / filter, FilterError for an
+        unknown field, StoreError when the index is unavailable, OverloadedError when the engine
+        had no free request slot in time to answer within the budget (retry)."""
         from hopweave.search.profiles import get_profile
 
         check_utterance_input(query)
@@ -126,7 +128,8 @@ class RetrieveTool:
         # Engine.retrieve applies them: one code path (hopweave.engine.scope).
         where = scoped(self.engine.graph, self.session, tree, self.as_of)
         prof = get_profile(MODE_PROFILES[mode])
-        with self.engine.admitted(self.budget_ms):  # the engine's request slots: no pile-up
+        budget = self.budget_ms or self.engine.config.tool_budget_ms
+        with self.engine.admitted(budget, arrived=arrived, kind="tool"):  # the engine's request slots
             vec = space = None
             if prof.uses_semantic:
                 vec = self.engine.embedder.embed([query])[0]

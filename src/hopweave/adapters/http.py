@@ -16,6 +16,14 @@ callers in front of this service puts the authenticated session there. Errors ar
 ``{"error": <type>, "message": ...}``: 400 InputError (and subclasses), 403 TenantError, 503
 OverloadedError / StoreUnavailableError, 500 otherwise.
 
+Deadlines: a request's budget runs from its arrival (an outer ASGI middleware stamps it before
+the body is read and validated), so time queued in the server counts. A request answers by its
+deadline plus a small margin (docs/serve.md, "Deadlines"): degraded and flagged when the work
+did not fit; refused with 503 and ``Retry-After`` when it cannot even start in time (its budget
+was spent before the handler ran, or it got no engine slot before its deadline). Every answer
+carries a ``Server-Timing`` header: ``queue`` (arrival to handler), ``engine``, ``serialise``,
+``total`` (ms, server side).
+
 Load shedding: at most ``max_inflight`` requests are admitted at once (running or waiting for
 the engine); one more is answered at once with 503 and ``Retry-After`` instead of joining an
 unbounded queue. Graceful shutdown (SIGTERM/SIGINT via uvicorn): readiness turns 503, requests
@@ -25,9 +33,11 @@ in flight finish, queued decision traces are written, the stores close.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import os
 import threading
+import time
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Literal, Optional, TypeVar
 
@@ -48,11 +58,40 @@ from hopweave.errors import (
 if TYPE_CHECKING:  # pragma: no cover
     from fastapi import FastAPI
 
+    from hopweave.adapters.pool import EnginePool
+
     from hopweave.engine.engine import Engine
 
 T = TypeVar("T")
 #: Response header naming the server process that answered (``hopweave serve --workers N``).
 WORKER_HEADER = "x-hopweave-worker"
+#: A request's arrival (``time.perf_counter()``), stamped by :class:`_Arrival` in the request's task.
+_ARRIVED: contextvars.ContextVar[float] = contextvars.ContextVar("hopweave_arrived")
+
+
+class _Arrival:
+    """Outermost ASGI middleware: stamps each HTTP request's arrival in its scope, before the body
+    is read, parsed and validated, so its budget covers all of that and any queueing."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            _ARRIVED.set(time.perf_counter())  # the endpoint runs in this task: it reads it back
+        await self.app(scope, receive, send)
+
+
+def _arrived() -> float:
+    return _ARRIVED.get(None) or time.perf_counter()
+
+
+def _timing(arrived: float, started: float, engine_done: float, serialised: float) -> dict[str, str]:
+    """The ``Server-Timing`` header of an answer (ms): arrival to handler, engine, serialisation, total."""
+    def ms(a: float, b: float) -> str:
+        return f"{(b - a) * 1000:.1f}"
+    return {"Server-Timing": f"queue;dur={ms(arrived, started)}, engine;dur={ms(started, engine_done)}, "
+                             f"serialise;dur={ms(engine_done, serialised)}, total;dur={ms(arrived, serialised)}, arrived;desc=\"{arrived:.6f}\""}
 __all__ = ["RetrieveBody", "ToolBody", "create_app"]
 
 
@@ -90,6 +129,7 @@ class _Gate:
         self.limit = limit
         self.inflight = 0
         self.shed = 0
+        self.late = 0  # shed because they could not start within their budget
 
     def enter(self) -> None:
         """Raises OverloadedError when ``limit`` requests are already in."""
@@ -102,7 +142,7 @@ class _Gate:
         self.inflight -= 1
 
 
-def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int = 1, warm: bool = True,
+def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_after_s: int = 1, warm: bool = True,
                close: bool = True, warm_first: bool = False, graph_refresh_s: float = 0.0,
                on_shutdown: Optional[Callable[[], None]] = None, worker: Optional[dict[str, Any]] = None) -> "FastAPI":
     """The ASGI app serving ``engine``. ``warm`` warms the engine at startup: in the background
@@ -111,29 +151,36 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
     engine on shutdown (else only its trace queue is drained); ``on_shutdown`` runs after that
     (a worker deletes its private vectors copy). ``graph_refresh_s`` > 0 catches the graph store
     up with other processes' commits that often (:class:`~hopweave.adapters.serve_workers.GraphRefresher`).
-    ``worker`` is shown by ``/healthz`` and ``/readyz`` (with the process id). Raises
-    MissingDependencyError without the ``serve`` extra."""
+    ``worker`` is shown by ``/healthz`` and ``/readyz`` (with the process id). ``engine`` may be an
+    :class:`~hopweave.adapters.pool.EnginePool` (``hopweave serve --engine-processes N``): this
+    process then only serves HTTP and hands each request to an engine process, so its event loop
+    never waits for the GIL behind engine work (its workers are warm when the pool is open; it
+    closes on shutdown). Raises MissingDependencyError without the ``serve`` extra."""
     try:
         from fastapi import FastAPI, Request
         from fastapi.responses import JSONResponse, Response
     except ModuleNotFoundError as exc:  # pragma: no cover - depends on the extra
         raise MissingDependencyError(exc.name or "fastapi", "serve", "hopweave serve") from exc
     from hopweave.adapters.agent_tool import RetrieveTool
+    from hopweave.adapters.pool import EnginePool
     from hopweave.engine.result import RetrievalResult
 
+    pool = engine if isinstance(engine, EnginePool) else None
+    plain: Any = engine  # an Engine wherever pool is None
     gate = _Gate(max_inflight)
     state: dict[str, Any] = {"ready": False, "stopping": False, "warm_error": None}
 
     def warm_up() -> None:
         try:
-            engine.warmup()
+            if pool is None:
+                plain.warmup()
             state["ready"] = True
         except Exception as exc:  # readiness says why
             state["warm_error"] = f"{type(exc).__name__}: {exc}"
 
     from hopweave.adapters.serve_workers import GraphRefresher
 
-    refresher = GraphRefresher(engine.graph, graph_refresh_s)
+    refresher = GraphRefresher(plain.graph if pool is None else None, graph_refresh_s if pool is None else 0.0)
     ident = {"pid": os.getpid(), **(worker or {})}
     worker_header = {WORKER_HEADER: str(ident["pid"])}  # which worker answered (several share one socket)
 
@@ -154,7 +201,8 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
         finally:
             state["stopping"] = True
             refresher.stop()
-            drain = engine.close if close else engine.trace_writer.close  # close drains the trace queue too
+            # close drains the trace queue too (a pool's workers drain theirs as they stop)
+            drain = engine.close if close or pool is not None else plain.trace_writer.close
             try:
                 await loop.run_in_executor(None, drain)
             finally:
@@ -163,12 +211,16 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
 
     app = FastAPI(title="hopweave", version="1", lifespan=lifespan,
                   description="Compositional retrieval for AI agents (see docs/serve.md).")
+    app.add_middleware(_Arrival)  # added last: the outermost layer, before the body is read
 
     @app.exception_handler(HopweaveError)
     async def _typed(_: Request, exc: HopweaveError) -> JSONResponse:
         status, headers = _status(exc), {}
         if status == 503:
             headers["Retry-After"] = str(retry_after_s)
+        arrived = _ARRIVED.get(None)
+        if arrived is not None:
+            headers["Server-Timing"] = f"total;dur={(time.perf_counter() - arrived) * 1000:.1f}"
         return JSONResponse({"error": type(exc).__name__, "message": str(exc)}, status_code=status,
                             headers=headers)
 
@@ -181,28 +233,61 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
         finally:
             gate.leave()
 
+    def check_start(arrived: float, budget_ms: Optional[int], kept_ms: float) -> float:
+        """Now, or OverloadedError (503) when the request's budget, less ``kept_ms`` to answer, was
+        spent before its handler ran (queued in the server): it cannot start in time."""
+        now = time.perf_counter()
+        budget = (budget_ms or engine.config.budget_ms) / 1000.0
+        if now - arrived >= budget - kept_ms / 1000.0:
+            gate.late += 1
+            raise OverloadedError(f"the request waited {round((now - arrived) * 1000)} ms in the server before it "
+                                  f"could start (budget {round(budget * 1000)} ms): shed without an answer; retry shortly")
+        return now
+
     @app.post("/v1/retrieve", response_model=RetrievalResult, response_model_exclude_none=False)
     async def retrieve(body: RetrieveBody) -> Any:
-        """One retrieval (``Engine.aretrieve``); degraded stages are listed in ``degraded``."""
-        result = await admitted(lambda: engine.aretrieve(
-            body.utterance, session=body.session, as_of=body.as_of, budget_ms=body.budget_ms, profile=body.profile,
-            token_budget=body.token_budget, record=body.record))
-        # serialised by pydantic-core in one call (FastAPI's re-validation + jsonable_encoder of a
-        # result costs tens of ms on the event loop: 100 at once would queue for seconds)
-        return Response(result.model_dump_json(), media_type="application/json", headers=worker_header)
+        """One retrieval (``Engine.aretrieve``); degraded stages are listed in ``degraded``. The
+        budget runs from the request's arrival; 503 + Retry-After when it cannot start in time."""
+        arrived = _arrived()
+        budget_ms = body.budget_ms or engine.config.budget_ms
+        started = check_start(arrived, body.budget_ms, engine.finish_reserve_ms(budget_ms))
+        args: dict[str, Any] = dict(session=body.session, as_of=body.as_of, budget_ms=body.budget_ms, profile=body.profile,
+                    token_budget=body.token_budget, record=body.record, arrived=arrived, shed=True)
+        if pool is not None:  # the worker's RetrievalResult JSON, passed on as it is
+            payload: Any = await admitted(lambda: pool.aretrieve_json(body.utterance, **args))
+            done = time.perf_counter()
+        else:
+            result = await admitted(lambda: plain.aretrieve(body.utterance, **args))
+            done = time.perf_counter()
+            # serialised by pydantic-core in one call (FastAPI's re-validation + jsonable_encoder of
+            # a result costs tens of ms on the event loop: 100 at once would queue for seconds)
+            payload = result.model_dump_json()
+        return Response(payload, media_type="application/json",
+                        headers={**worker_header, **_timing(arrived, started, done, time.perf_counter())})
 
     @app.post("/v1/tool/retrieve")
     async def tool(body: ToolBody) -> Any:
-        """Seed 003's ``retrieve(query, mode, filters, top_k)`` for the session's tenant."""
-        tool_ = RetrieveTool(engine, body.session)
+        """Seed 003's ``retrieve(query, mode, filters, top_k)`` for the session's tenant, within
+        the engine's ``tool_budget_ms`` from arrival (503 + Retry-After when it cannot fit)."""
+        arrived = _arrived()
+        started = check_start(arrived, engine.config.tool_budget_ms, 0.0)
         loop = asyncio.get_running_loop()
 
         async def run() -> Response:
-            results = await loop.run_in_executor(
-                engine._request_pool, lambda: tool_(body.query, mode=body.mode, filters=body.filters,
-                                                    top_k=body.top_k))
-            return Response(json.dumps({"results": results}, default=str), media_type="application/json",
-                            headers=worker_header)
+            if pool is not None:
+                got = await pool.atool_json(body.session, body.query, mode=body.mode, filters=body.filters,
+                                            top_k=body.top_k, arrived=arrived)
+                done = time.perf_counter()
+                payload = b'{"results":' + got + b"}"
+            else:
+                tool_ = RetrieveTool(plain, body.session)
+                results = await loop.run_in_executor(
+                    plain._request_pool, lambda: tool_(body.query, mode=body.mode, filters=body.filters,
+                                                        top_k=body.top_k, arrived=arrived))
+                done = time.perf_counter()
+                payload = json.dumps({"results": results}, default=str).encode()
+            return Response(payload, media_type="application/json",
+                            headers={**worker_header, **_timing(arrived, started, done, time.perf_counter())})
 
         return await admitted(run)
 
@@ -216,6 +301,7 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
         """200 when warm and not shutting down; 503 (with the reason) otherwise."""
         ok = bool(state["ready"]) and not state["stopping"]
         body = {"ready": ok, "inflight": gate.inflight, "max_inflight": gate.limit, "shed": gate.shed,
+                "shed_late": gate.late,
                 "stopping": state["stopping"], "warm_error": state["warm_error"], **ident}
         if refresher.errors:
             body["graph_refresh_errors"], body["graph_refresh_last_error"] = refresher.errors, refresher.last_error
@@ -229,7 +315,7 @@ def create_app(engine: "Engine", *, max_inflight: int = 128, retry_after_s: int 
 SERVE_ENV = {"store": "HOPWEAVE_SERVE_STORE", "vectors": "HOPWEAVE_SERVE_VECTORS", "budget_ms": "HOPWEAVE_SERVE_BUDGET_MS",
              "max_inflight": "HOPWEAVE_SERVE_MAX_INFLIGHT", "workers": "HOPWEAVE_SERVE_WORKERS",
              "switch_interval_ms": "HOPWEAVE_SERVE_SWITCH_INTERVAL_MS", "graph_refresh_s": "HOPWEAVE_SERVE_GRAPH_REFRESH_S",
-             "max_active": "HOPWEAVE_SERVE_MAX_ACTIVE"}
+             "max_active": "HOPWEAVE_SERVE_MAX_ACTIVE", "engine_processes": "HOPWEAVE_SERVE_ENGINE_PROCESSES"}
 
 
 def app_from_env() -> "FastAPI":
@@ -241,7 +327,9 @@ def app_from_env() -> "FastAPI":
     :mod:`hopweave.adapters.serve_workers`), warms up before accepting connections and catches the
     graph up with the other workers' commits every ``HOPWEAVE_SERVE_GRAPH_REFRESH_S`` (default 1), and
     its engine works on ``EngineConfig.max_active`` / N requests at once unless
-    ``HOPWEAVE_SERVE_MAX_ACTIVE`` says otherwise.
+    ``HOPWEAVE_SERVE_MAX_ACTIVE`` says otherwise. With ``HOPWEAVE_SERVE_ENGINE_PROCESSES`` = N > 0
+    (one server process) the engines run in an :class:`~hopweave.adapters.pool.EnginePool` of N
+    processes and this one only serves HTTP.
     Raises InputError without a store or with a malformed setting, StoreError for an unreadable
     store or a shard another process holds."""
     import sys
@@ -265,8 +353,20 @@ def app_from_env() -> "FastAPI":
         # shared among the workers: N workers x 8 on the same cores cost more CPU per request
         # and raised p99 (docs/BENCHMARKS.md, issue 13, serve --workers)
         max_active = max(1, -(-EngineConfig().max_active // workers))
+    engine_processes = _env_number(SERVE_ENV["engine_processes"], int, 0)
+    if max_active is None and engine_processes > 1:
+        max_active = max(1, -(-EngineConfig().max_active // engine_processes))  # as for workers, below
     settings: dict[str, Any] = {k: v for k, v in (("budget_ms", budget), ("max_active", max_active)) if v}
     config = EngineConfig(**settings) if settings else None
+    if engine_processes > 0:
+        from hopweave.adapters.pool import EnginePool
+
+        if workers > 1:
+            raise InputError("serve: use either several server processes (--workers) or --engine-processes, not both")
+        pool = EnginePool.open(store, vectors=vectors, config=config, workers=engine_processes,
+                               grace_ms=POOL_GRACE_MS, refresh_s=refresh_s)
+        return create_app(pool, max_inflight=_env_number(SERVE_ENV["max_inflight"], int, 128), warm=False,
+                          worker={"workers": 1, "engine_processes": engine_processes})
     if workers > 1:
         engine, private = open_worker_engine(store, vectors, config)
     else:
@@ -275,6 +375,11 @@ def app_from_env() -> "FastAPI":
                       graph_refresh_s=refresh_s if workers > 1 else 0.0,
                       on_shutdown=(lambda: remove_private(private)) if private is not None else None,
                       worker={"workers": workers})
+
+
+#: With ``--engine-processes``: how long past a request's deadline the front waits for an engine
+#: process's answer before it answers 503 itself (the pool's ``grace_ms``; the stated margin).
+POOL_GRACE_MS = 50
 
 
 def _env_number(name: str, kind: type, default: Any) -> Any:

@@ -230,9 +230,10 @@ class _Worker:
         if self._start_error is not None:
             raise self._start_error
 
-    def submit(self, rid: int, req: dict[str, Any], t0_mono: float) -> Future[bytes]:
+    def submit(self, rid: int, req: dict[str, Any], t0_mono: float, kind: str = "retrieve",
+               extra: Mapping[str, Any] | None = None) -> Future[bytes]:
         fut: Future[bytes] = Future()
-        data = _frame({"kind": "retrieve", "id": rid, "t0": t0_mono, "req": req})
+        data = _frame({"kind": kind, "id": rid, "t0": t0_mono, "req": req, **(extra or {})})
         with self.pool._lock:
             if self.state != "ready" or self.sock is None:
                 raise WorkerError(f"{self.name} is {self.state}")
@@ -502,18 +503,21 @@ class EnginePool:
                     return None
                 self._cond.wait(min(left, 0.05))
 
-    def _send(self, req: Request, t0: float) -> tuple[_Worker, int, Future[bytes], float]:
-        budget_s = (req.budget_ms or self.config.budget_ms) / 1000.0
+    def _send(self, req: Request | None, t0: float, *, budget_ms: int | None = None, kind: str = "retrieve",
+              payload: Mapping[str, Any] | None = None,
+              extra: Mapping[str, Any] | None = None) -> tuple[_Worker, int, Future[bytes], float]:
+        budget_s = (budget_ms or (req.budget_ms if req is not None else None) or self.config.budget_ms) / 1000.0
         w = self._pick(t0 + budget_s)
         if w is None:
             raise OverloadedError(f"no engine pool worker was ready within the request's budget "
                                   f"({round(budget_s * 1000)} ms): {self._describe()}; retry shortly")
         rid = next(self._ids)
-        return w, rid, w.submit(rid, request_json(req), t0), t0 + budget_s + self.grace_ms / 1000.0
+        body = request_json(req) if req is not None else dict(payload or {})
+        return w, rid, w.submit(rid, body, t0, kind, extra), t0 + budget_s + self.grace_ms / 1000.0
 
-    def _late(self, w: _Worker, rid: int, req: Request) -> OverloadedError:
+    def _late(self, w: _Worker, rid: int, budget_ms: int | None) -> OverloadedError:
         w.forget(rid)
-        budget = req.budget_ms or self.config.budget_ms
+        budget = budget_ms or self.config.budget_ms
         return OverloadedError(f"{w.name} did not answer within the request's budget ({budget} ms) + "
                                f"{self.grace_ms} ms grace (busy or hung); retry shortly")
 
@@ -543,27 +547,67 @@ class EnginePool:
         try:
             body = fut.result(timeout=max(until - time.monotonic(), 0.0))
         except FutureTimeout:
-            raise self._late(w, rid, req) from None
+            raise self._late(w, rid, req.budget_ms) from None
         return _parse(body, w)
 
-    async def aretrieve(self, utterance: str, **kwargs: Any) -> RetrievalResult:
+    async def aretrieve(self, utterance: str, *, arrived: float | None = None, shed: bool = False,
+                        **kwargs: Any) -> RetrievalResult:
         """Async :meth:`retrieve` (the event loop never blocks: a request waits for its answer
-        as an awaitable, at most budget + ``grace_ms``)."""
-        t0 = time.monotonic()
-        req = check_request(utterance, **kwargs)
-        budget_s = (req.budget_ms or self.config.budget_ms) / 1000.0
+        as an awaitable, at most budget + ``grace_ms``). ``arrived`` and ``shed`` as for
+        :meth:`Engine.aretrieve <hopweave.engine.engine.Engine.aretrieve>`."""
+        body, w = await self._aretrieve_bytes(utterance, arrived, shed, kwargs)
+        return _parse(body, w)
+
+    async def aretrieve_json(self, utterance: str, *, arrived: float | None = None, shed: bool = False,
+                             **kwargs: Any) -> bytes:
+        """:meth:`aretrieve`'s result as the worker's ``RetrievalResult`` JSON bytes, not parsed
+        (an HTTP front passes them on as they are)."""
+        return (await self._aretrieve_bytes(utterance, arrived, shed, kwargs))[0]
+
+    async def atool_json(self, session: Mapping[str, Any], query: str, *, mode: str = "hybrid",
+                         filters: Mapping[str, Any] | None = None, top_k: int = 10, as_of: str | None = None,
+                         budget_ms: int | None = None, arrived: float | None = None) -> bytes:
+        """The agent tool (:class:`~hopweave.adapters.agent_tool.RetrieveTool`) on the least-loaded
+        worker: its results list as JSON bytes. Its budget (default ``config.tool_budget_ms``) runs
+        from ``arrived`` (``time.perf_counter()``; default now). Raises what the tool raises
+        (InputError, FilterError, TenantError, OverloadedError...), OverloadedError when no answer
+        came within budget + ``grace_ms``, WorkerError when the worker died."""
+        budget = budget_ms or self.config.tool_budget_ms
+        t0 = _mono(arrived)
+        await self._await_ready(t0, budget / 1000.0)
+        payload = {"session": dict(session), "query": query, "mode": mode,
+                   "filters": dict(filters) if filters is not None else None, "top_k": top_k, "as_of": as_of,
+                   "budget_ms": budget}
+        w, rid, fut, until = self._send(None, t0, budget_ms=budget, kind="tool", payload=payload)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(fut), timeout=max(until - time.monotonic(), 0.0))
+        except TimeoutError:
+            raise self._late(w, rid, budget) from None
+
+    async def _await_ready(self, t0: float, budget_s: float) -> None:
         while True:  # no worker ready: wait for one without blocking the loop
             with self._lock:
                 any_ready = any(w.state == "ready" for w in self._workers) or self._closed
             if any_ready or time.monotonic() >= t0 + budget_s:
-                break
+                return
             await asyncio.sleep(0.02)
-        w, rid, fut, until = self._send(req, t0)
+
+    async def _aretrieve_bytes(self, utterance: str, arrived: float | None, shed: bool,
+                               kwargs: dict[str, Any]) -> tuple[bytes, _Worker]:
+        t0 = _mono(arrived)
+        req = check_request(utterance, **kwargs)
+        await self._await_ready(t0, (req.budget_ms or self.config.budget_ms) / 1000.0)
+        w, rid, fut, until = self._send(req, t0, extra={"shed": True} if shed else None)
         try:
             body = await asyncio.wait_for(asyncio.wrap_future(fut), timeout=max(until - time.monotonic(), 0.0))
         except TimeoutError:
-            raise self._late(w, rid, req) from None
-        return _parse(body, w)
+            raise self._late(w, rid, req.budget_ms) from None
+        return body, w
+
+    def finish_reserve_ms(self, budget_ms: float) -> float:
+        """What the front keeps to answer (the hand-off back, the grace): a request that has less
+        than this left when it could be sent is shed at once."""
+        return min(float(self.config.deadline_reserve_ms), budget_ms * 0.1)
 
     # ---- lifecycle -----------------------------------------------------------------------
     def close(self) -> None:
@@ -643,11 +687,14 @@ def _serve(engine: Any, sock: socket.socket, out: "queue.SimpleQueue[bytes | Non
     def one(head: dict[str, Any]) -> None:
         rid = int(head["id"])
         try:
-            req = request_from_json(head["req"])
             # the budget runs from the caller's call (the system-wide monotonic clock), less the
             # time kept for the answer's way back
             t0 = time.perf_counter() - max(time.monotonic() - float(head["t0"]), 0.0) - handoff_s
-            result = engine.retrieve_request(req, t0)
+            if head.get("kind") == "tool":
+                out.put(_frame({"kind": "result", "id": rid}, _tool(engine, head["req"], t0)))
+                return
+            req = request_from_json(head["req"])
+            result = engine.retrieve_request(req, t0, shed=bool(head.get("shed")))
             out.put(_frame({"kind": "result", "id": rid}, result.model_dump_json().encode()))
         except Exception as exc:
             out.put(_frame({"kind": "error", "id": rid, "error": error_json(exc)}))
@@ -660,10 +707,27 @@ def _serve(engine: Any, sock: socket.socket, out: "queue.SimpleQueue[bytes | Non
                 break
             if head.get("kind") == "close":
                 break
-            if head.get("kind") == "retrieve":
+            if head.get("kind") in ("retrieve", "tool"):
                 requests.submit(one, head)
     finally:
         requests.shutdown(wait=True)
+
+
+def _tool(engine: Any, call: Mapping[str, Any], t0: float) -> bytes:
+    """One agent-tool call in a worker: the results list as JSON bytes."""
+    from hopweave.adapters.agent_tool import RetrieveTool
+
+    tool = RetrieveTool(engine, call["session"], as_of=call.get("as_of"), budget_ms=call.get("budget_ms"))
+    results = tool(call["query"], mode=call.get("mode", "hybrid"), filters=call.get("filters"),
+                   top_k=int(call.get("top_k", 10)), arrived=t0)
+    return json.dumps(results, default=str).encode()
+
+
+def _mono(arrived: float | None) -> float:
+    """A ``time.perf_counter()`` instant on the ``time.monotonic()`` clock the workers get (now
+    when None)."""
+    now = time.monotonic()
+    return now if arrived is None else now - max(time.perf_counter() - arrived, 0.0)
 
 
 def _worker_cleanup(engine: Any, refresher: Any, copy: Path | None) -> None:

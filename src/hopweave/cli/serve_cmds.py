@@ -34,6 +34,11 @@ def serve(
         None, "--workers", help="Server processes behind the one listening socket (default: the CPUs this process "
         "may use). Several: each serves a private copy of an embedded vector index (made at its start in $TMPDIR, "
         "deleted at shutdown) and warms up before taking requests. 1: one process, as before."),
+    engine_processes: int = typer.Option(
+        0, "--engine-processes", help="Run the engines in N processes of their own (an EnginePool) behind one HTTP "
+        "process that only serves HTTP: its event loop never waits behind engine work for the GIL, so a request's "
+        "budget starts when it arrives and 503s are immediate (docs/serve.md, Deadlines). 0: the engine runs in "
+        "the server process(es) (--workers). Not with --workers > 1."),
     graph_refresh_s: float = typer.Option(
         1.0, "--graph-refresh-s", help="With several workers: how often each catches up with what the others (and "
         "other processes) wrote to an embedded graph store, e.g. decision traces (0: only when it writes itself)."),
@@ -61,10 +66,14 @@ def serve(
         raise InputError("--budget-ms must be >= 1")
     from hopweave.adapters.serve_workers import check_workers, worker_count
 
+    if engine_processes < 0:
+        raise InputError("--engine-processes must be >= 0")
     if workers is None:
-        workers = worker_count()
+        workers = 1 if engine_processes else worker_count()
     if workers < 1:
         raise InputError("--workers must be >= 1")
+    if engine_processes and workers > 1:
+        raise InputError("use either --workers N (engines in the server processes) or --engine-processes N, not both")
     check_workers(graph, vectors, workers)  # fail here, not in N workers at once
     if graph_refresh_s < 0:
         raise InputError("--graph-refresh-s must be >= 0")
@@ -82,6 +91,7 @@ def serve(
             raise InputError("--max-active must be >= 1")
         os.environ["HOPWEAVE_SERVE_MAX_ACTIVE"] = str(max_active)
     os.environ["HOPWEAVE_SERVE_WORKERS"] = str(workers)
+    os.environ["HOPWEAVE_SERVE_ENGINE_PROCESSES"] = str(engine_processes)
     os.environ["HOPWEAVE_SERVE_SWITCH_INTERVAL_MS"] = str(switch_interval_ms)
     os.environ["HOPWEAVE_SERVE_GRAPH_REFRESH_S"] = str(graph_refresh_s)
     # workers > 1: uvicorn's supervisor binds the socket, starts the workers (each builds the app

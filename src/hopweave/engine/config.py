@@ -56,6 +56,10 @@ class EngineConfig:
     deadline_reserve_ms: int = 40
     #: Added to that reserve per request in flight (a burst wakes together near its deadline).
     reserve_per_request_ms: float = 1.5
+    #: Wall-clock budget of one agent-tool call (a hybrid search: one encoder pass + the search;
+    #: seed 003's 200 ms p99 for a tool agents can live with). A call that cannot get a request
+    #: slot in time to finish within it is shed (OverloadedError / HTTP 503 + Retry-After).
+    tool_budget_ms: int = 200
 
 
 @dataclass

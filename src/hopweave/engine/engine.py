@@ -31,6 +31,7 @@ attributes...) come from the :class:`~hopweave.models.domain.DomainRegistry` per
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import threading
 import time
@@ -130,6 +131,10 @@ class Engine:
         self._lock = threading.Lock()
         self._active = threading.BoundedSemaphore(self.config.max_active)
         self._inflight = 0
+        self._finish_clock = _FinishClock()
+        self._hold_clock = _FinishClock()  # how long requests hold a slot (expected_wait_ms)
+        self._waiting = 0  # requests waiting for a slot
+        self._block_clocks: dict[str, _FinishClock] = {}  # admitted(kind=...): each kind's time in a slot
         self._goal_cache: tuple[str, dict[str, GoalType], dict[str, list[TraversalPattern]]] | None = None
         self._trace_vectors = precedent.TraceVectorCache(
             vectors_dir(self.store_dir) if self.store_dir is not None else None)
@@ -401,44 +406,66 @@ class Engine:
                             token_budget=token_budget, record=record, pattern_overrides=pattern_overrides)
         return self._retrieve(req, t0)
 
-    async def aretrieve(self, utterance: str, **kwargs: Any) -> RetrievalResult:
+    async def aretrieve(self, utterance: str, *, arrived: float | None = None, shed: bool = False,
+                        **kwargs: Any) -> RetrievalResult:
         """Async :meth:`retrieve` (same boundary and core, run on the engine's request pool). The
-        budget runs from this call: time spent queued for a worker counts, so a burst returns
-        degraded results within budget rather than late ones."""
-        t0 = time.perf_counter()
+        budget runs from this call, or from ``arrived`` (a ``time.perf_counter()`` instant: when
+        the caller's request arrived, e.g. at an HTTP server): time spent queued counts, so a
+        burst returns degraded results within budget rather than late ones. A request still
+        queued for a worker when only its finish reserve (:meth:`finish_reserve_ms`) is left is
+        answered degraded at once, or, with ``shed``, refused: OverloadedError, as is a request
+        that got no request slot before its deadline (nothing is recorded for it; the caller
+        retries). Other errors as :meth:`retrieve`."""
+        t0 = time.perf_counter() if arrived is None else arrived
         req = check_request(utterance, **kwargs)
         loop = asyncio.get_running_loop()
         ticket = _Ticket()
-        work = loop.run_in_executor(self._request_pool, ticket.wrap(functools.partial(self._retrieve, req, t0)))
+        work = loop.run_in_executor(self._request_pool, ticket.wrap(functools.partial(self._retrieve, req, t0, shed)))
         if self._warm:  # (the first request warms the engine, outside any budget)
-            wait = (req.budget_ms or self.config.budget_ms) / 1000.0 - (time.perf_counter() - t0)
+            budget_s = (req.budget_ms or self.config.budget_ms) / 1000.0
+            wait = budget_s - self.finish_reserve_ms(budget_s * 1000) / 1000.0 - (time.perf_counter() - t0)
             done, _ = await asyncio.wait({work}, timeout=max(wait, 0.0))
-            if not done and ticket.abandon():  # still queued for a worker: answer degraded, now
+            if not done and ticket.abandon():  # still queued for a worker: answer degraded (or shed), now
+                if shed:
+                    raise self._overloaded(req, "no worker took the request before its deadline")
                 return self._retrieve(req, t0)
         result = await work  # started: its stages end at its deadline
         assert result is not None  # only an abandoned ticket returns None, and that was not awaited
         return result
 
-    def retrieve_request(self, req: Request, t0: float) -> RetrievalResult:
+    def _overloaded(self, req: Request, why: str) -> OverloadedError:
+        return OverloadedError(f"{why} ({self.config.max_active} requests in progress, budget "
+                               f"{req.budget_ms or self.config.budget_ms} ms): shed without an answer; retry shortly")
+
+    def finish_reserve_ms(self, budget_ms: float) -> float:
+        """The end of a budget kept for finishing a request that did no work (assembly, result,
+        trace hand-off): the slowest of the last finishes measured (:class:`_FinishClock`), at
+        least ``deadline_reserve_ms`` and at most 10% of the budget. A request not started by
+        then is answered degraded (or shed) so that it still lands by its deadline."""
+        return min(max(float(self.config.deadline_reserve_ms), self._finish_clock.recent_max_ms()), budget_ms * 0.1)
+
+    def retrieve_request(self, req: Request, t0: float, shed: bool = False) -> RetrievalResult:
         """:meth:`retrieve` of a request already checked (:func:`~hopweave.engine.boundary.check_request`)
         whose budget runs from ``t0`` (``time.perf_counter()`` clock): a request that waited
-        elsewhere first, e.g. in an engine pool's hand-off (:mod:`hopweave.adapters.pool`)."""
-        return self._retrieve(req, t0)
+        elsewhere first, e.g. in an engine pool's hand-off (:mod:`hopweave.adapters.pool`).
+        ``shed``: OverloadedError when no request slot freed up before the deadline."""
+        return self._retrieve(req, t0, shed)
 
-    def _retrieve(self, req: Request, t0: float | None = None) -> RetrievalResult:
+    def _retrieve(self, req: Request, t0: float | None = None, shed: bool = False) -> RetrievalResult:
         """One request: split into parts when it carries several intents
-        (:mod:`hopweave.engine.multi_intent`), else one run of the pipeline."""
+        (:mod:`hopweave.engine.multi_intent`), else one run of the pipeline. ``shed``: raise
+        OverloadedError rather than answer when no request slot freed up before the deadline."""
         from hopweave.engine.multi_intent import may_split, retrieve_parts
 
         if self.single_pass or not may_split(req.utterance):
-            return self._retrieve_one(req, t0)
+            return self._retrieve_one(req, t0, shed)
         if self._ensure_warm() is not None or t0 is None:  # warm-up is outside budgets
             t0 = time.perf_counter()
-        parts = self._split(req, t0)
+        parts = self._split(req, t0, shed)
         # the parts share the request's one budget, which runs from the call
-        return retrieve_parts(self, req, parts, t0) if parts else self._retrieve_one(req, t0)
+        return retrieve_parts(self, req, parts, t0) if parts else self._retrieve_one(req, t0, shed)
 
-    def _split(self, req: Request, t0: float) -> Any:
+    def _split(self, req: Request, t0: float, shed: bool = False) -> Any:
         """The request's intents (:func:`~hopweave.engine.multi_intent.split_intents`), worked
         out under one of the request slots like any stage (its encoder pass is not run by a
         burst all at once). None (one part) when no slot frees up before the deadline's reserve:
@@ -448,14 +475,20 @@ class Engine:
         budget_s = (req.budget_ms or self.config.budget_ms) / 1000.0
         reserve_s = min(self.config.deadline_reserve_ms / 1000.0, budget_s * 0.1)
         wait = t0 + budget_s - reserve_s - time.perf_counter()
-        if wait <= 0 or not self._active.acquire(timeout=wait):
+        if wait <= 0:
             return None
+        if not self._active.acquire(blocking=False):
+            if shed and self.expected_wait_ms() / 1000.0 > wait:  # as _admit: refused at once, not at the deadline
+                raise self._overloaded(req, f"the expected wait for a request slot ({self.expected_wait_ms():.0f} "
+                                            "ms) is past the request's deadline")
+            if not self._active.acquire(timeout=wait):
+                return None
         try:
             return split_intents(self, req)
         finally:
             self._active.release()
 
-    def _retrieve_one(self, req: Request, t0: float | None = None) -> RetrievalResult:
+    def _retrieve_one(self, req: Request, t0: float | None = None, shed: bool = False) -> RetrievalResult:
         settings = self.settings_for(req.session.tenant_id)
         check_session_attributes(req.session, settings)
         warm_ms = self._ensure_warm()
@@ -464,13 +497,17 @@ class Engine:
         with self._lock:
             self._inflight += 1
         try:
-            admitted = self._admit(run)
+            admitted = self._admit(run, shed)
+            if not admitted and shed:
+                raise self._overloaded(req, "no request slot freed up before the deadline")
+            held = time.perf_counter()
             try:
                 plan = self._plan(run)
                 chunks, prof, facts, prec_items = self._search_and_traverse(run, plan)
             finally:
                 if admitted:
                     self._active.release()
+                    self._hold_clock.add(_ms(held))
             return self._finish(run, plan, chunks, prof, facts, prec_items, warm_ms)
         finally:
             with self._lock:
@@ -481,7 +518,7 @@ class Engine:
                 warm_ms: float | None) -> RetrievalResult:
         """Assemble, make the result, hand the trace to the group commit."""
         req = run.req
-        t = time.perf_counter()
+        t = t_finish = time.perf_counter()
         facts, template_values = case_for(self, run, plan, facts)  # the procedure applied to the case
         chunks, rounds, round_notes = self._rounds(run, plan, chunks, facts)
         chunks = rerank_chunks(self, run, plan, chunks)
@@ -496,6 +533,7 @@ class Engine:
         recorded = self._record(run, result) if (self.config.record if req.record is None else req.record) else False
         run.timings["record"] = _ms(t)
         run.timings["total"] = _ms(run.t_start)
+        self._finish_clock.add(_ms(t_finish))
         if warm_ms is not None:
             run.timings["warmup"] = warm_ms
         return result.model_copy(update={"timings_ms": {k: round(v, 3) for k, v in run.timings.items()},
@@ -509,15 +547,28 @@ class Engine:
         base = min(float(self.config.deadline_reserve_ms), run.budget_ms * 0.1)
         return base + min(self.config.reserve_per_request_ms * self._inflight, run.budget_ms * 0.4)
 
-    def _admit(self, run: Run) -> bool:
+    def _admit(self, run: Run, shed: bool = False) -> bool:
         """Wait for one of ``config.max_active`` request slots, until ``deadline_reserve_ms``
         before the deadline. Returns True with a slot held; False when the budget ran out
         first: the run is then out of time (every stage is skipped and flagged), so a burst far
         beyond capacity gets degraded answers within budget instead of late ones (a few busy
-        threads share the GIL fairly; a hundred runnable ones do not)."""
+        threads share the GIL fairly; a hundred runnable ones do not). With ``shed``, a request
+        that would wait past that point by the expected wait (:meth:`expected_wait_ms`) is refused
+        at once: OverloadedError, not a wait of its whole budget for nothing."""
         wait = run.remaining(self._reserve_ms(run))
-        if wait > 0 and self._active.acquire(timeout=wait):
+        if wait > 0 and self._active.acquire(blocking=False):
             return True
+        if shed and self.expected_wait_ms() / 1000.0 > wait:
+            raise self._overloaded(run.req, f"the expected wait for a request slot ({self.expected_wait_ms():.0f} ms) "
+                                            "is past the request's deadline")
+        with self._lock:
+            self._waiting += 1
+        try:
+            if wait > 0 and self._active.acquire(timeout=wait):
+                return True
+        finally:
+            with self._lock:
+                self._waiting -= 1
         run.budget_ms = max(int((time.perf_counter() - run.t_start) * 1000), 0)
         run.degraded.append(Degradation(
             stage="engine", what="request capacity",
@@ -525,24 +576,41 @@ class Engine:
                    "budget was spent", fallback=_UNDERSTAND_FALLBACK))
         return False
 
+    def expected_wait_ms(self) -> float:
+        """How long a request arriving now would wait for a request slot: the requests already
+        waiting plus it, ``max_active`` at a time, each round the median of the last slot holds
+        (0 before any was measured: a cold estimate admits, it never sheds)."""
+        rounds = (self._waiting + 1 + self.config.max_active - 1) // self.config.max_active
+        return rounds * self._hold_clock.quantile_ms(0.5)
+
     @contextmanager
-    def admitted(self, budget_ms: int | None = None) -> Iterator[float]:
+    def admitted(self, budget_ms: int | None = None, *, arrived: float | None = None,
+                 kind: str = "call") -> Iterator[float]:
         """One of the ``config.max_active`` request slots for work outside :meth:`retrieve` (the
-        agent tool's search), under the same admission: wait for a slot at most the budget (less
-        ``deadline_reserve_ms``), then hold it for the block. Yields the call's deadline
-        (``time.perf_counter()`` clock). Raises OverloadedError when no slot freed up in time
-        (the caller retries; nothing waits in an unbounded queue)."""
-        t0 = time.perf_counter()
-        self._ensure_warm()  # a cold engine warms outside any budget, as retrieve does
+        agent tool's search), under the same admission: wait for a slot until the budget (which
+        runs from ``arrived``, a ``time.perf_counter()`` instant, default now) less what the work
+        is expected to take once it has the slot (the 90th percentile of the last blocks of the same
+        ``kind``, at least ``deadline_reserve_ms``, at most half the budget), then hold it for the
+        block. Yields the call's deadline (``time.perf_counter()`` clock). Raises OverloadedError
+        when no slot freed up in time (the caller retries; nothing waits in an unbounded queue)."""
+        t0 = time.perf_counter() if arrived is None else arrived
+        if self._ensure_warm() is not None:  # a cold engine warms outside any budget, as retrieve does
+            t0 = time.perf_counter()
         budget = (budget_ms or self.config.budget_ms) / 1000.0
-        wait = budget - min(self.config.deadline_reserve_ms / 1000.0, budget * 0.1) - (time.perf_counter() - t0)
+        clock = self._block_clocks.setdefault(kind, _FinishClock())
+        keep = min(max(clock.quantile_ms(0.9) / 1000.0, min(self.config.deadline_reserve_ms / 1000.0, budget * 0.1)),
+                   budget * 0.5)
+        wait = budget - keep - (time.perf_counter() - t0)
         if wait <= 0 or not self._active.acquire(timeout=wait):
             raise OverloadedError(f"the engine was at capacity ({self.config.max_active} requests in progress) "
-                                  f"for the call's whole budget ({round(budget * 1000)} ms); retry shortly")
+                                  f"for the call's budget ({round(budget * 1000)} ms, {round(keep * 1000)} ms of "
+                                  "it kept for the work itself); retry shortly")
+        t = time.perf_counter()
         try:
             yield t0 + budget
         finally:
             self._active.release()
+            clock.add(_ms(t))
 
     def _run_stage(self, degraded: list[Degradation], stage: Stage, work: Callable[[], T] | Future[T], *,
                    default: D, what: str, fallback: str, timeout: float | None = None,
@@ -704,6 +772,25 @@ def _started(result: RetrievalResult | None) -> RetrievalResult:
     if result is None:
         raise RuntimeError("an abandoned request was awaited")
     return result
+
+
+class _FinishClock:
+    """The last ``n`` measured finish times (assembly, result, trace hand-off; ms), whose maximum
+    is the reserve a queued request keeps to still answer by its deadline: it grows when finishing
+    slows under load and falls back when it stops. Thread-safe enough: appends to a bounded deque."""
+
+    def __init__(self, n: int = 64) -> None:
+        self._ms: collections.deque[float] = collections.deque(maxlen=n)
+
+    def add(self, ms: float) -> None:
+        self._ms.append(ms)
+
+    def recent_max_ms(self) -> float:
+        return max(tuple(self._ms), default=0.0)
+
+    def quantile_ms(self, q: float) -> float:
+        xs = sorted(self._ms)
+        return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0.0
 
 
 class _Ticket:

@@ -103,3 +103,51 @@ def test_the_uvicorn_factory_needs_a_store(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.delenv(SERVE_ENV["store"], raising=False)
     with pytest.raises(InputError, match=SERVE_ENV["store"]):
         app_from_env()
+
+
+def test_a_request_whose_budget_was_spent_queued_in_the_server_is_shed_with_503(
+        client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    import hopweave.adapters.http as http_mod
+
+    # the budget runs from arrival: a request that arrived 10 s ago cannot start in time
+    monkeypatch.setattr(http_mod, "_arrived", lambda: time.perf_counter() - 10.0)
+    body = {"utterance": UTTERANCE, "session": MARIA, "as_of": AS_OF, "record": False, "budget_ms": 800}
+    for path, b in (("/v1/retrieve", body), ("/v1/tool/retrieve", {"session": MARIA, "query": "late fee"})):
+        res = client.post(path, json=b)
+        assert res.status_code == 503, res.text
+        assert res.headers["Retry-After"] == "1" and "waited" in res.json()["message"]
+    assert client.get("/readyz").json()["shed_late"] == 2
+
+
+def test_answers_carry_server_timing_from_arrival(client: TestClient) -> None:
+    body = {"utterance": UTTERANCE, "session": MARIA, "as_of": AS_OF, "record": False}
+    res = client.post("/v1/retrieve", json=body)
+    assert res.status_code == 200
+    names = [p.strip().split(";")[0] for p in res.headers["Server-Timing"].split(",")]
+    assert names[:4] == ["queue", "engine", "serialise", "total"]
+
+
+def test_no_slot_before_the_deadline_sheds_or_degrades(engine: Engine) -> None:
+    import time
+
+    from hopweave.engine.boundary import check_request
+    from hopweave.errors import OverloadedError
+
+    sib = engine.sibling(index=engine.index, understander=None)
+    sib.warmup()
+    req = check_request(UTTERANCE, session=MARIA, as_of=AS_OF, record=False)
+    held = 0
+    while sib._active.acquire(blocking=False):  # every request slot taken
+        held += 1
+    try:
+        spent = time.perf_counter() - 10.0  # its budget ran out while it queued
+        with pytest.raises(OverloadedError):
+            sib.retrieve_request(req, spent, shed=True)
+        out = sib.retrieve_request(req, spent)  # in-process: answered, degraded and flagged
+        assert any(d.what == "request capacity" for d in out.degraded)
+    finally:
+        for _ in range(held):
+            sib._active.release()
+        sib.close_pools()
