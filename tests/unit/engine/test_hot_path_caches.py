@@ -81,7 +81,11 @@ def test_jaccard_equals_the_set_formula(a: str, b: str) -> None:
     assert jaccard(a, b) == expected
 
 
-def test_freeze_warm_heap_only_after_a_frozen_heap() -> None:
+def test_freeze_warm_heap_only_after_a_frozen_heap(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The collector's on/off state is process-wide and a store thread left over from another
+    # test may pause it for a moment (gc_paused): the test decides it instead of reading it.
+    collector_on = [True]
+    monkeypatch.setattr(gc, "isenabled", lambda: collector_on[0])
     gc.unfreeze()
     try:
         assert freeze_warm_heap() is False  # nothing frozen yet (no large embedded graph): left alone
@@ -91,11 +95,8 @@ def test_freeze_warm_heap_only_after_a_frozen_heap() -> None:
         kept = [date(2026, 1, 1), {"x": [1]}]  # long-lived objects made after the first freeze
         assert freeze_warm_heap() is True
         assert gc.get_freeze_count() > before
-        gc.disable()
-        try:
-            assert freeze_warm_heap() is False  # the collector is off: not touched
-        finally:
-            gc.enable()
+        collector_on[0] = False
+        assert freeze_warm_heap() is False  # the collector is off: not touched
         assert kept
     finally:
         gc.unfreeze()
