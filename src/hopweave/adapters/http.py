@@ -91,7 +91,9 @@ def _timing(arrived: float, started: float, engine_done: float, serialised: floa
     def ms(a: float, b: float) -> str:
         return f"{(b - a) * 1000:.1f}"
     return {"Server-Timing": f"queue;dur={ms(arrived, started)}, engine;dur={ms(started, engine_done)}, "
-                             f"serialise;dur={ms(engine_done, serialised)}, total;dur={ms(arrived, serialised)}, arrived;desc=\"{arrived:.6f}\""}
+                             f"serialise;dur={ms(engine_done, serialised)}, total;dur={ms(arrived, serialised)}"}
+
+
 __all__ = ["RetrieveBody", "ToolBody", "create_app"]
 
 
