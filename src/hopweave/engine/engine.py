@@ -172,7 +172,9 @@ class Engine:
         pack when no ``domains`` are given."""
         from hopweave.errors import StoreNotLoadedError
         from hopweave.stores.front import Stores, open_stores
+        from hopweave.understand.text import prefetch_spacy
 
+        prefetch_spacy()  # its import (pure Python) overlaps the stores' reads and hashing
         if isinstance(graph, GraphStore):
             if isinstance(stores, Stores):
                 raise InputError("Engine.open: give either a Stores or a GraphStore instance, not both")

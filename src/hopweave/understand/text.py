@@ -169,25 +169,47 @@ class _Unused(importlib.abc.MetaPathFinder):
         return None
 
 
+def prefetch_spacy() -> None:
+    """Start importing spaCy in a background thread (once per process), so that its import
+    overlaps other start-up work; :func:`import_spacy` then waits for it (the import lock)."""
+    global _PREFETCHED
+    with _SPACY_LOCK:
+        if _PREFETCHED or _SPACY is not None:
+            return
+        _PREFETCHED = True
+    threading.Thread(target=_prefetch, name="hopweave-spacy-import", daemon=True).start()
+
+
+def _prefetch() -> None:
+    try:
+        import_spacy()
+    except Exception:  # noqa: BLE001 - reported by the caller's own import_spacy()
+        pass
+
+
+_PREFETCHED = False
+_SPACY: ModuleType | None = None
+
+
 def import_spacy() -> ModuleType:
     """``spacy``, imported without torch (or another array backend) when none is loaded yet:
     thinc treats a missing backend as absent, and the blank English pipeline with span rulers
     never needs one (cold start: about 5 s less). Another thread importing torch meanwhile is
-    not affected."""
-    if "spacy" in sys.modules:
-        return sys.modules["spacy"]
+    not affected. Waits for an import under way in another thread (:func:`prefetch_spacy`)."""
+    global _SPACY
+    if _SPACY is not None:
+        return _SPACY
     with _SPACY_LOCK:
-        if "spacy" in sys.modules:
-            return sys.modules["spacy"]
-        if any(b in sys.modules for b in _SPACY_UNUSED_BACKENDS):
-            import spacy
-
-            return spacy
-        blocker = _Unused()
-        sys.meta_path.insert(0, blocker)
-        try:
-            import spacy
-        finally:
-            sys.meta_path.remove(blocker)
-        return spacy
+        if _SPACY is None:
+            if "spacy" in sys.modules or any(b in sys.modules for b in _SPACY_UNUSED_BACKENDS):
+                import spacy
+            else:
+                blocker = _Unused()
+                sys.meta_path.insert(0, blocker)
+                try:
+                    import spacy
+                finally:
+                    sys.meta_path.remove(blocker)
+            _SPACY = spacy
+        return _SPACY
 

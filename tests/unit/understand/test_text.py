@@ -15,3 +15,20 @@ def test_spacy_is_imported_without_torch() -> None:
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_spacy_prefetched_in_a_thread_is_complete_for_every_caller() -> None:
+    """Engine.open starts spaCy's import in a thread (it overlaps the stores' reads): a caller
+    arriving mid-import waits for the whole module, never a half-initialised one, and the
+    prefetch thread still keeps torch out."""
+    import subprocess
+    import sys
+
+    code = ("import sys, threading; from hopweave.understand import text; text.prefetch_spacy(); "
+            "got = []; ts = [threading.Thread(target=lambda: got.append(text.import_spacy())) for _ in range(4)]; "
+            "[t.start() for t in ts]; [t.join(60) for t in ts]; "
+            "assert len(got) == 4 and all(m is got[0] for m in got); "
+            "nlp = got[0].blank('en'); nlp.add_pipe('span_ruler'); nlp('a late fee'); "
+            "text.prefetch_spacy(); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.strip() == "False"
