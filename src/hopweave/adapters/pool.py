@@ -26,7 +26,9 @@ own ``retrieve`` / ``aretrieve``::
 * **Deadlines.** The budget runs from the caller's call: the worker receives the call's start
   (the system-wide monotonic clock) so the queueing and the hand-off count against it, and the
   caller waits at most ``budget + grace_ms`` for the answer; past that it gets OverloadedError
-  (the late answer is dropped). With no worker ready (all restarting) a request waits for one
+  (the late answer is dropped). A worker whose callers time out gets work only when every
+  worker's did; one that sends nothing for ``hung_after_s`` while it has requests is killed and
+  restarted (its requests fail with WorkerError). With no worker ready (all restarting) a request waits for one
   within its budget, then raises OverloadedError.
 * **Errors.** A HopweaveError raised in a worker (InputError, TenantError, ...) is raised in the
   caller as the same class with the same message and attributes. A worker that dies fails its
@@ -183,6 +185,11 @@ class _Worker:
         self.restarts = 0
         self.last_exit: str | None = None
         self.warm_ms: float | None = None
+        #: when the worker last showed life while it had work: its last frame, or the request
+        #: that gave an idle worker work (monotonic)
+        self.last_heard = time.monotonic()
+        #: requests in a row whose callers stopped waiting (reset by any frame from the worker)
+        self.late_streak = 0
         self._out: queue.SimpleQueue[tuple[int | None, bytes] | None] = queue.SimpleQueue()
         self._reader: threading.Thread | None = None
         self._writer: threading.Thread | None = None
@@ -210,6 +217,7 @@ class _Worker:
             child.close()
         self.sock = parent
         self.state = "starting"
+        self.last_heard, self.late_streak = time.monotonic(), 0
         self._ready = Future()
         self._start_error = None
         # a writer thread per worker: a caller never blocks on the socket (a worker that stops
@@ -238,6 +246,8 @@ class _Worker:
             if self.state != "ready" or self.sock is None:
                 raise WorkerError(f"{self.name} is {self.state}")
             self.pending[rid] = fut
+            if self.inflight == 0:
+                self.last_heard = time.monotonic()
             self.inflight += 1
             self._out.put((rid, data))
         return fut
@@ -269,6 +279,8 @@ class _Worker:
         try:
             while True:
                 head, body = _read_frame(sock)
+                with self.pool._lock:
+                    self.last_heard, self.late_streak = time.monotonic(), 0
                 kind = head.get("kind")
                 if kind == "ready":
                     self.warm_ms = head.get("warm_ms")
@@ -364,8 +376,9 @@ class EnginePool:
     (see the module docstring). Open it with :meth:`open`; close it (or use ``with``)."""
 
     def __init__(self, spec: dict[str, Any], workers: int, *, config: EngineConfig, grace_ms: int,
-                 start_timeout_s: float, close_timeout_s: float) -> None:
+                 start_timeout_s: float, close_timeout_s: float, hung_after_s: float = 15.0) -> None:
         self._spec = spec
+        self.hung_after_s = hung_after_s
         self.config = config
         self.grace_ms = grace_ms
         self.start_timeout_s = start_timeout_s
@@ -391,6 +404,7 @@ class EnginePool:
         switch_interval_ms: float | None = None,
         start_timeout_s: float = 300.0,
         close_timeout_s: float = 30.0,
+        hung_after_s: float = 15.0,
     ) -> "EnginePool":
         """Start ``workers`` engine processes (default: the CPUs this process may use) on the
         stores named as for :meth:`Engine.open <hopweave.engine.engine.Engine.open>` (a store
@@ -404,7 +418,10 @@ class EnginePool:
         workers' thread switch interval (``sys.setswitchinterval``; None keeps Python's 5 ms: in
         a burst of 100, 1 ms cost a worker about 45% more CPU per retrieval, docs/BENCHMARKS.md). Raises InputError for bad arguments, the store errors
         of ``Engine.open`` as raised in the first worker that failed, WorkerError when a worker
-        exits or is not ready within ``start_timeout_s``."""
+        exits or is not ready within ``start_timeout_s``. ``hung_after_s``: a worker that sent
+        nothing for this long while it had requests (its callers timing out) is killed and
+        restarted; until then, a worker whose last callers timed out gets work only when every
+        worker did."""
         from hopweave.adapters.serve_workers import check_workers, worker_count
         from hopweave.stores.uri import default_graph_uri, parse_graph_uri
 
@@ -412,10 +429,10 @@ class EnginePool:
             workers = worker_count()
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InputError(f"EnginePool.open: workers must be an int >= 1, not {workers!r}")
-        if min(grace_ms, handoff_ms, refresh_s) < 0 or min(start_timeout_s, close_timeout_s,
+        if min(grace_ms, handoff_ms, refresh_s) < 0 or min(start_timeout_s, close_timeout_s, hung_after_s,
                                                            switch_interval_ms or 1.0) <= 0:
-            raise InputError("EnginePool.open: grace_ms, handoff_ms and refresh_s must be >= 0, the timeouts and "
-                             "switch_interval_ms > 0")
+            raise InputError("EnginePool.open: grace_ms, handoff_ms and refresh_s must be >= 0, the timeouts "
+                             "(start_timeout_s, close_timeout_s, hung_after_s) and switch_interval_ms > 0")
         if stores is not None and graph is not None:
             raise InputError(f"EnginePool.open: give the graph once (got {stores!r} and graph={graph!r})")
         target = graph if graph is not None else stores
@@ -434,7 +451,7 @@ class EnginePool:
                 "config": dataclasses.asdict(config), "refresh_s": refresh_s,
                 "handoff_ms": handoff_ms, "switch_interval_ms": switch_interval_ms}
         pool = cls(spec, workers, config=config, grace_ms=grace_ms, start_timeout_s=start_timeout_s,
-                   close_timeout_s=close_timeout_s)
+                   close_timeout_s=close_timeout_s, hung_after_s=hung_after_s)
         try:
             # one worker first: it makes the store's first-use caches (vectors on disk...) the
             # others then read, and a bad store fails once, not N times
@@ -488,6 +505,19 @@ class EnginePool:
         t.daemon = True
         t.start()
 
+    def _kill_hung(self) -> None:
+        """(Holding the lock.) Kill each ready worker that left callers waiting and has sent
+        nothing for ``hung_after_s`` since it last had work: a busy worker still answers, late,
+        which clears its streak; this one is hung. Its reader then sees it gone, fails what it
+        still holds with WorkerError and restarts it."""
+        now = time.monotonic()
+        for w in self._workers:
+            if w.state == "ready" and w.late_streak and now - w.last_heard > self.hung_after_s and w.proc is not None:
+                log.warning("%s sent nothing for %.1f s after its callers timed out (hung_after_s=%.1f): killing it "
+                            "(it is restarted)", w.name, now - w.last_heard, self.hung_after_s)
+                w.late_streak, w.state = 0, "dead"  # no new request goes to it
+                w.proc.kill()
+
     def _pick(self, deadline: float) -> _Worker | None:
         """The ready worker with the fewest requests in flight (ties: fewest served), waiting for
         one until ``deadline`` (monotonic) when none is ready."""
@@ -495,9 +525,11 @@ class EnginePool:
             while True:
                 if self._closed:
                     raise WorkerError("the engine pool is closed")
+                self._kill_hung()
                 ready = [w for w in self._workers if w.state == "ready"]
                 if ready:
-                    return min(ready, key=lambda w: (w.inflight, w.served, w.slot))
+                    # a worker that left its last callers waiting gets work only when all did
+                    return min(ready, key=lambda w: (w.late_streak > 0, w.inflight, w.served, w.slot))
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return None
@@ -517,6 +549,9 @@ class EnginePool:
 
     def _late(self, w: _Worker, rid: int, budget_ms: int | None) -> OverloadedError:
         w.forget(rid)
+        with self._lock:
+            w.late_streak += 1
+            self._kill_hung()
         budget = budget_ms or self.config.budget_ms
         return OverloadedError(f"{w.name} did not answer within the request's budget ({budget} ms) + "
                                f"{self.grace_ms} ms grace (busy or hung); retry shortly")

@@ -230,9 +230,44 @@ def test_a_worker_that_dies_fails_its_requests_and_is_restarted(pool: EnginePool
     assert r.goal == "LateFeeDispute"
 
 
-def _try(pool: EnginePool) -> Any:
+def test_a_hung_worker_is_avoided_then_killed_and_restarted(pool: EnginePool) -> None:
+    """A worker that stops answering (SIGSTOP) costs one caller its budget: then requests go to
+    the other worker, and once it has sent nothing for ``hung_after_s`` it is killed and
+    restarted, so the pool's capacity comes back."""
+    pool.hung_after_s = 1.0
+    victim = pool.stats()[0]
+    os.kill(victim["pid"], signal.SIGSTOP)
     try:
-        return pool.retrieve(UTTERANCE, session=MARIA, as_of=AS_OF, budget_ms=60_000, record=False)
+        both: list[Any] = []
+        callers = [threading.Thread(target=lambda: both.append(_try(pool, budget_ms=300))) for _ in range(2)]
+        for c in callers:  # one request for each worker (the fewest in flight)
+            c.start()
+        for c in callers:
+            c.join(30)
+        assert sorted(type(x).__name__ for x in both) == ["OverloadedError", "RetrievalResult"], both
+        after = [_try(pool, budget_ms=2000) for _ in range(3)]
+        assert all(getattr(x, "goal", None) == "LateFeeDispute" for x in after), after  # the live worker
+        time.sleep(1.2)
+        assert getattr(_try(pool, budget_ms=2000), "goal", None) == "LateFeeDispute"  # and the hung one is killed
+        deadline = time.monotonic() + 240
+        slot = pool.stats()[0]
+        while time.monotonic() < deadline and not (slot["state"] == "ready" and slot["pid"] != victim["pid"]):
+            time.sleep(0.2)
+            slot = pool.stats()[0]
+        assert slot["state"] == "ready" and slot["pid"] != victim["pid"] and "exit status -9" in slot["last_exit"]
+    finally:
+        pool.hung_after_s = 15.0
+        try:
+            os.kill(victim["pid"], signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    r = pool.retrieve(UTTERANCE, session=MARIA, as_of=AS_OF, record=False)
+    assert r.goal == "LateFeeDispute"
+
+
+def _try(pool: EnginePool, budget_ms: int = 60_000) -> Any:
+    try:
+        return pool.retrieve(UTTERANCE, session=MARIA, as_of=AS_OF, budget_ms=budget_ms, record=False)
     except Exception as exc:
         return exc
 
