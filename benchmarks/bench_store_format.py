@@ -82,21 +82,24 @@ elif kind == "json":
     from hopweave.graph import _persist as P
     from hopweave.graph._nx_state import State
     from hopweave.models.schema import GraphSchema
-    import deltabank_pack
-    schema = deltabank_pack.schema()
+    schema = GraphSchema.load(Path(sys.argv[3]) / "schema.yaml")  # the DeltaBank pack's (Tier, Customer, ...)
     t = time.perf_counter(); c = time.process_time()
     st = State(P.read_snapshot(path.parent, schema))
     n = len(st.node)
 else:
     from hopweave.graph.networkx_store import NetworkxGraphStore
+    from hopweave.models.schema import GraphSchema
+    schema = GraphSchema.load(Path(sys.argv[3]) / "schema.yaml")
     t = time.perf_counter(); c = time.process_time()
-    n = NetworkxGraphStore.open(path.parent).stats()["nodes"]
+    n = NetworkxGraphStore.open(path.parent, schema=schema).stats()["nodes"]
 print(json.dumps({"wall_s": round(time.perf_counter() - t, 2), "cpu_s": round(time.process_time() - c, 2), "nodes": n}))
 """
 
 
 def read(kind: str, path: Path) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-c", _READ, kind, str(path)], check=True, capture_output=True, text=True)
+    pack = Path(__file__).resolve().parents[1] / "examples" / "deltabank"
+    out = subprocess.run([sys.executable, "-c", _READ, kind, str(path), str(pack)], check=True, capture_output=True,
+                         text=True)
     return json.loads(out.stdout)
 
 
