@@ -336,7 +336,7 @@ def app_from_env() -> "FastAPI":
     store or a shard another process holds."""
     import sys
 
-    from hopweave.adapters.serve_workers import open_worker_engine, remove_private
+    from hopweave.adapters.serve_workers import open_worker_engine, remove_private, shared_max_active
     from hopweave.engine.engine import Engine, EngineConfig
 
     store = os.environ.get(SERVE_ENV["store"])
@@ -350,14 +350,9 @@ def app_from_env() -> "FastAPI":
         sys.setswitchinterval(switch_ms / 1000.0)  # a worker is a fresh interpreter: the CLI's setting is not inherited
     vectors = os.environ.get(SERVE_ENV["vectors"]) or None
     max_active = _env_number(SERVE_ENV["max_active"], int, None)
-    if max_active is None and workers > 1:
-        # the engine's default number of requests at work (tuned for one process on the machine)
-        # shared among the workers: N workers x 8 on the same cores cost more CPU per request
-        # and raised p99 (docs/BENCHMARKS.md, issue 13, serve --workers)
-        max_active = max(1, -(-EngineConfig().max_active // workers))
     engine_processes = _env_number(SERVE_ENV["engine_processes"], int, 0)
-    if max_active is None and engine_processes > 1:
-        max_active = max(1, -(-EngineConfig().max_active // engine_processes))  # as for workers, below
+    if max_active is None and max(workers, engine_processes) > 1:
+        max_active = shared_max_active(max(workers, engine_processes))
     settings: dict[str, Any] = {k: v for k, v in (("budget_ms", budget), ("max_active", max_active)) if v}
     config = EngineConfig(**settings) if settings else None
     if engine_processes > 0:

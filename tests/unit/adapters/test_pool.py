@@ -6,6 +6,7 @@ Every wait is bounded (budgets, the pool's own timeouts, pytest-timeout)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -87,6 +88,18 @@ def test_open_checks_its_arguments() -> None:
         EnginePool.open(":memory:", workers=1)
     with pytest.raises(InputError, match="once"):
         EnginePool.open("a", graph="b", workers=1)
+
+
+def test_the_default_config_shares_the_request_slots_among_the_workers(store: Path) -> None:
+    from hopweave.adapters.serve_workers import shared_max_active
+    from hopweave.engine.config import EngineConfig
+
+    assert [shared_max_active(n) for n in (1, 2, 3, 16)] == [EngineConfig().max_active, 4, 3, 1]
+    with EnginePool.open(store, workers=2) as two:
+        assert two._spec["config"]["max_active"] == shared_max_active(2)
+    given = dataclasses.replace(REPLAY_CONFIG, max_active=5)  # a config given is every worker's as is
+    with EnginePool.open(store, workers=1, config=given) as p:
+        assert p._spec["config"]["max_active"] == 5
 
 
 def test_a_worker_that_cannot_open_the_store_fails_open_with_its_typed_error(tmp_path: Path) -> None:
