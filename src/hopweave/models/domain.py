@@ -189,8 +189,9 @@ class DomainRegistry:
         if name is None:
             from hopweave.errors import TenantError
 
-            raise TenantError(f"tenant {tenant_id!r} is not served by any domain in this store "
-                              f"(served: {sorted(self._by_tenant)}); load its pack with `hopweave load PACK`")
+            # the other tenants are not named: this message reaches callers (HTTP, agent tools)
+            raise TenantError(f"tenant {tenant_id!r} is not served by any domain in this store; load its pack "
+                              "with `hopweave load PACK` (`hopweave doctor` lists the tenants a store serves)")
         return self._by_name[name]
 
     def domain_of(self, tenant_id: str) -> str:

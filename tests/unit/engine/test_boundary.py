@@ -81,8 +81,9 @@ def test_bad_session(engine: Engine, session) -> None:  # type: ignore[no-untype
 
 
 def test_unserved_tenant_and_missing_domains(engine: Engine) -> None:
-    with pytest.raises(TenantError, match="not served"):
+    with pytest.raises(TenantError, match="not served") as err:
         engine.retrieve(UTTERANCE, session={"tenant_id": "acme"}, as_of=AS_OF, record=False)
+    assert "deltabank" not in str(err.value) and "northbank" not in str(err.value)  # no other tenant named
     bare = Engine(engine.graph, engine.index, config=engine.config)
     try:
         with pytest.raises(ConfigError, match="domain settings"):
