@@ -18,6 +18,7 @@ atomically (:mod:`hopweave.search.staging`), so a crash leaves the previous comp
 from __future__ import annotations
 
 import fcntl
+import itertools
 import json
 import os
 import threading
@@ -353,7 +354,8 @@ class CandidatePayloads:
     Payload dicts are shared between requests: callers read them, never modify them.
     """
 
-    #: Most points kept (about 1 KB each); the cache is emptied when it would grow past this.
+    #: Most points kept (about 1 KB each); past it, the oldest half is dropped (not the whole
+    #: cache: at 500,000 points an emptied cache made the next ~20 requests read payloads again).
     MAX_POINTS = 50_000
 
     def __init__(self) -> None:
@@ -386,8 +388,11 @@ class CandidatePayloads:
                 out[pid] = payload
             with self._lock:
                 if self._generation == generation and index._generation == generation:
-                    if len(self._points) + len(missing) > self.MAX_POINTS:
-                        self._points = {}
+                    over = len(self._points) + len(missing) - self.MAX_POINTS
+                    if over > 0:  # the oldest first (insertion order), down to half
+                        drop = min(len(self._points), over + self.MAX_POINTS // 2)
+                        for old in list(itertools.islice(self._points, drop)):
+                            del self._points[old]
                     for pid in missing:
                         if pid in out:
                             self._points[pid] = (want, out[pid])

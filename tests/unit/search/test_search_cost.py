@@ -108,6 +108,28 @@ def test_payload_cache_reads_missing_fields_and_unknown_points(tmp_path, schema,
     idx.close()
 
 
+def test_payload_cache_past_its_size_drops_the_oldest_half(tmp_path, schema, hash_embedder, monkeypatch):
+    import uuid
+
+    from hopweave.search.index_types import point_id
+
+    idx = make_index("edge", tmp_path, schema, hash_embedder)
+    load(idx, _payloads(), hash_embedder)
+    assert isinstance(idx, EdgeIndex)
+    monkeypatch.setattr(CandidatePayloads, "MAX_POINTS", 6)
+    cache = CandidatePayloads()
+    ids = [uuid.UUID(point_id(f"c{i:04d}")).int for i in range(8)]
+    fields = ("chunk_id", "tenant_id")
+    for pid in ids[:6]:
+        cache.get(idx, idx._generation, [pid], fields)
+    assert list(cache._points) == ids[:6]  # full
+    cache.get(idx, idx._generation, ids[6:8], fields)  # two more: over by 2, down to half
+    assert list(cache._points) == ids[5:8]  # the newest kept, not everything dropped
+    got = cache.get(idx, idx._generation, ids, fields)
+    assert [got[p]["chunk_id"] for p in ids] == [f"c{i:04d}" for i in range(8)]  # answers never change
+    idx.close()
+
+
 def test_one_engine_batch_per_search(tmp_path, schema, hash_embedder, monkeypatch):
     """Both channels and the authority prefetches go to the engine together (after the IDF
     cache's first-use probes)."""
