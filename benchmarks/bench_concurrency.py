@@ -250,11 +250,12 @@ def langchain_burst(engine: Any, reqs: list[dict[str, Any]], tenant: str) -> dic
 
 # ---- over HTTP ---------------------------------------------------------------------------------------
 def http_burst(store: Path, reqs: list[dict[str, Any]], tool_reqs: list[dict[str, Any]], port: int,
-               workers: int = 1, engine_processes: bool = False) -> dict[str, Any]:
+               workers: int = 1, engine_processes: bool = False, warm: int = 3) -> dict[str, Any]:
     """Start ``hopweave serve --workers N`` (its own processes), wait for readiness, send the
     requests at once from this process over loopback, then SIGTERM it (graceful shutdown timed).
     With several workers, readiness waits until every worker has answered ``/readyz`` (a worker
-    accepts connections only once warm)."""
+    accepts connections only once warm). ``warm`` distinct requests go first, one at a time (3: a
+    server just started; its search caches fill during its first ~40 requests)."""
     import httpx
 
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
@@ -308,8 +309,9 @@ def http_burst(store: Path, reqs: list[dict[str, Any]], tool_reqs: list[dict[str
                 res = await asyncio.gather(*(one(b) for b in bodies))
                 return list(res), time.perf_counter() - t1
 
-        warm = [body(r) for r in reqs[:3]]
-        asyncio.run(fire("/v1/retrieve", warm))
+        for r in reqs[len(reqs) - warm:] if warm else []:  # distinct from the burst's (the list is n + warm long)
+            asyncio.run(fire("/v1/retrieve", [body(r)]))
+        reqs = reqs[:len(reqs) - warm] if warm else reqs
         cpu0 = tree_cpu_s(proc.pid)
         res, wall = asyncio.run(fire("/v1/retrieve", [body(r) for r in reqs]))
         out = http_stats(res, wall)
@@ -566,8 +568,9 @@ def http_runs(args: argparse.Namespace, res: dict[str, Any], store: Path, db: li
         pooled = spec.startswith("p")
         w = int(spec[1:] if pooled else spec)
         log(f"hopweave serve {'--engine-processes' if pooled else '--workers'} {w} over loopback ...")
-        out = http_burst(store, requests(db, n, "h"), requests(db, n, "hk"), args.port + i, workers=w,
-                         engine_processes=pooled)
+        out = http_burst(store, requests(db, n + args.http_warm, "h"), requests(db, n, "hk"), args.port + i,
+                         workers=w, engine_processes=pooled, warm=args.http_warm)
+        out["warm_requests"] = args.http_warm
         out["load_avg_after"] = round(os.getloadavg()[0], 2)
         res[f"http_engine_processes_{w}" if pooled else f"http_workers_{w}"] = out
         res.setdefault("http", out)
@@ -588,6 +591,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="hopweave serve --workers values to measure, one run each (e.g. 1,2); pN: one HTTP "
                          "process in front of --engine-processes N (e.g. 2,p2)")
     ap.add_argument("--http-only", action="store_true", help="measure only the hopweave serve runs")
+    ap.add_argument("--http-warm", type=int, default=3,
+                    help="distinct requests sent one at a time before each server's burst (3: just started)")
     ap.add_argument("--no-langchain", action="store_true")
     ap.add_argument("--pool-workers", type=int, nargs="*", default=[],
                     help="also run the bursts through an EnginePool of each of these sizes (e.g. --pool-workers 2)")
