@@ -26,6 +26,7 @@ _COMMAND_MODULES = (
     "hopweave.cli.server_cmds",
     "hopweave.cli.serve_cmds",
     "hopweave.cli.doctor_cmds",
+    "hopweave.cli.compact_cmds",
 )
 
 for _mod in _COMMAND_MODULES:
