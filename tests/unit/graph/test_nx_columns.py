@@ -4,18 +4,17 @@ a forged or damaged file is refused with a typed error."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from graph_helpers import bindings, pattern, small_graph
+from snapshot_forge import array as _array, forge as _forge, meta as _meta, parts as _parts
+from snapshot_forge import props_of as _props_of, section as _section, set_value as _set
 from hopweave.errors import StoreCorruptError
 from hopweave.graph import _persist as P
-from hopweave.graph._columns import SECTIONS
 from hopweave.graph.base import Edge, Node
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.filters import Eq
@@ -204,62 +203,6 @@ def test_the_one_call_node_encoding_equals_one_call_per_node(tmp_path, schema):
 
 
 # ---- forged and damaged format-3 snapshots ------------------------------------------------------
-def _parts(d: Path) -> tuple[dict[str, Any], bytes]:
-    raw = (d / P.SNAPSHOT).read_bytes()
-    head, payload = raw.split(b"\n", 1)
-    return json.loads(head), payload
-
-
-def _section(header: dict[str, Any], payload: bytes, name: str) -> bytes:
-    at, n = header["sections"][name]
-    return payload[at:at + n]
-
-
-def _forge(d: Path, replace: dict[str, bytes], **header_over: Any) -> None:
-    """Rewrite the snapshot with some sections replaced and a matching sha256."""
-    header, payload = _parts(d)
-    chunks, sections, at = [], {}, 0
-    for name in SECTIONS:
-        raw = replace.get(name, _section(header, payload, name))
-        sections[name] = [at, len(raw)]
-        chunks.append(raw)
-        at += len(raw)
-    body = b"".join(chunks)
-    header.update(sections=sections, payload_len=len(body), payload_sha256=hashlib.sha256(body).hexdigest())
-    header.update(header_over)
-    (d / P.SNAPSHOT).write_bytes(json.dumps(header).encode() + b"\n" + body)
-
-
-def _array(d: Path, name: str) -> np.ndarray:
-    header, payload = _parts(d)
-    return np.frombuffer(_section(header, payload, name), dtype=SECTIONS[name]).copy()
-
-
-def _meta(d: Path, **over: Any) -> bytes:
-    header, payload = _parts(d)
-    meta = json.loads(_section(header, payload, "meta"))
-    meta.update(over)
-    return json.dumps(meta).encode()
-
-
-def _set(d: Path, name: str, i: int, value: int) -> bytes:
-    a = _array(d, name)
-    a[i] = value
-    return a.tobytes()
-
-
-def _props_of(d: Path, nid: str, change: dict[str, Any]) -> dict[str, bytes]:
-    """The props and props_off sections with node ``nid``'s attributes changed."""
-    header, payload = _parts(d)
-    ids = json.loads(_section(header, payload, "ids"))
-    off = _array(d, "props_off")
-    blob = _section(header, payload, "props")
-    objs = [json.loads(blob[off[i]:off[i + 1]]) for i in range(len(ids))]
-    objs[ids.index(nid)].update(change)
-    raws = [json.dumps(o).encode() for o in objs]
-    return {"props": b"".join(raws), "props_off": np.cumsum([0] + [len(r) for r in raws]).astype("<i8").tobytes()}
-
-
 @pytest.mark.parametrize("case,needle", [
     ("label_out_of_range", "label or tenant code is out of range"),
     ("unknown_label", "not in the schema"),

@@ -110,3 +110,66 @@ def test_a_dead_qdrant_server_is_an_error(healthy: Path) -> None:
     report = doctor(healthy, "http://127.0.0.1:9")
     f = _by_check(report)["vectors.collection"]
     assert not report.ok and f.severity == "error" and "http://127.0.0.1:9" in f.detail
+
+
+def _compacted(store: Path) -> Path:
+    """``store`` compacted into a format-3 snapshot; returns its graph directory."""
+    from hopweave.graph import GRAPH_SUBDIR
+
+    res = RUN.invoke(app, ["compact", "--graph", str(store)])
+    assert res.exit_code == 0, res.output
+    return store / GRAPH_SUBDIR
+
+
+def test_deep_decodes_every_node_and_names_a_forged_one(copy: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "shared"))
+    from snapshot_forge import forge, parts, props_of, section
+
+    d = _compacted(copy)
+    report = doctor(copy, deep=True)
+    nodes = _by_check(report)["graph.nodes"]
+    assert report.ok and nodes.severity == "ok" and "snapshot nodes decoded" in nodes.detail
+    header, payload = parts(d)
+    ids = json.loads(section(header, payload, "ids"))
+    victim = "LINE_5550101" if "LINE_5550101" in ids else ids[len(ids) // 2]
+    forge(d, props_of(d, victim, {"evil": "x"}))  # a sound file (checksum matches) with a node out of schema
+    assert doctor(copy).ok  # columns are checked at open, a node when it is first read
+    report = doctor(copy, deep=True)
+    f = _by_check(report)["graph.nodes"]
+    assert not report.ok and f.severity == "error" and victim in f.detail and "'evil'" in f.detail
+    res = RUN.invoke(app, ["doctor", "--graph", str(copy), "--deep"])
+    assert res.exit_code == 1 and "restore a backup" in res.output
+
+
+def test_an_old_snapshot_format_and_a_long_journal_are_warnings(copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hopweave.graph import _persist as P
+    from hopweave.graph import networkx_store, open_graph_store
+    from hopweave.graph.base import Node
+
+    d = _compacted(copy)
+    g = open_graph_store(copy)
+    g._st.thaw()
+    P.write_snapshot(d, g._st.node, g._st.succ, {"last_seq": g._seq, "nodes": g._st.node_count,
+                                                 "edges": g._st.edge_count, "schema_version": g.schema.version},
+                     fmt=P.JSON_FORMAT)
+    g.close()
+    checks = _by_check(report := doctor(copy))
+    assert report.ok  # warnings only
+    assert checks["graph.snapshot"].severity == "warning" and "format 2" in checks["graph.snapshot"].detail
+    assert checks["graph.snapshot"].fix == f"hopweave compact --graph {copy}"
+    _compacted(copy)
+    checks = _by_check(doctor(copy))
+    assert checks["graph.snapshot"].severity == "ok" and checks["graph.journal"].severity == "ok"
+    g = open_graph_store(copy)  # a journal a quarter of the snapshot's size and past the threshold
+    line = g.get_node("acme", "LINE_5550101")
+    assert line is not None
+    k = 0
+    while (d / P.JOURNAL).stat().st_size <= (d / P.SNAPSHOT).stat().st_size // 4 and k < 200:
+        g.write("acme", [Node(f"LINE_9{k:03d}{i:03d}", "Line", dict(line.props)) for i in range(100)])
+        k += 1
+    g.close()
+    monkeypatch.setattr(networkx_store, "AUTO_COMPACT_BYTES", 1024)
+    f = _by_check(doctor(copy))["graph.journal"]
+    assert f.severity == "warning" and "every open replays it" in f.detail and "hopweave compact" in f.fix
