@@ -139,9 +139,9 @@ def _check_embedded_files(stores: "Stores", add: Any, deep: bool) -> None:
             "columns, several times faster at a million nodes)", fix)
     else:
         add("snapshot", "ok", f"snapshot format {fmt}, {snap_bytes:,} bytes" if snap_bytes else "no snapshot yet")
-    if journal_bytes > AUTO_COMPACT_BYTES and journal_bytes > snap_bytes // 4:
-        add("journal", "warning", f"journal {journal_bytes:,} bytes (snapshot {snap_bytes:,}): every open replays it",
-            fix)
+    if journal_bytes > AUTO_COMPACT_BYTES:  # (close() compacts only past a quarter of the snapshot too)
+        add("journal", "warning", f"journal {journal_bytes:,} bytes (snapshot {snap_bytes:,}): every open replays it "
+            "(at 1M nodes a 68 MB journal doubled the graph's open, 0.9 -> 2.0 s)", fix)
     else:
         add("journal", "ok", f"journal {journal_bytes:,} bytes")
     if deep:
