@@ -3,31 +3,12 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
 from hopweave.cli import app
 from hopweave.cli.common import GraphOpt, emit_json, handle_errors, store_path
-
-
-def _files(graph_dir: Path) -> dict[str, Any]:
-    """The snapshot's format and size and the journal's size (bytes; 0 when absent)."""
-    import json
-
-    from hopweave.graph._persist import JOURNAL, SNAPSHOT
-
-    snap, journal = graph_dir / SNAPSHOT, graph_dir / JOURNAL
-    fmt = None
-    if snap.is_file():
-        with open(snap, "rb") as f:
-            try:
-                fmt = json.loads(f.readline(4096)).get("format")
-            except ValueError:
-                fmt = None
-    return {"snapshot_format": fmt, "snapshot_bytes": snap.stat().st_size if snap.is_file() else 0,
-            "journal_bytes": journal.stat().st_size if journal.is_file() else 0}
 
 
 @app.command("compact")
@@ -43,12 +24,12 @@ def compact_cmd(
     waits); processes serving the store keep answering and read the new snapshot at their next
     catch-up (seconds at a million nodes)."""
     from hopweave.graph import GRAPH_SUBDIR, open_graph_store
-    from hopweave.graph._persist import FORMAT
+    from hopweave.graph._persist import FORMAT, files_summary
     from hopweave.stores.front import check_store_dir
 
     root = store_path(store, "hopweave compact")
     check_store_dir(root)
-    before = _files(root / GRAPH_SUBDIR)
+    before = files_summary(root / GRAPH_SUBDIR)
     if before["journal_bytes"] == 0 and before["snapshot_format"] == FORMAT:
         if as_json:
             emit_json({"store": str(root), "before": before, "after": before, "compacted": False})
@@ -63,7 +44,7 @@ def compact_cmd(
         stats = g.stats()
     finally:
         g.close()
-    out = {"store": str(root), "before": before, "after": _files(root / GRAPH_SUBDIR), "compacted": True,
+    out = {"store": str(root), "before": before, "after": files_summary(root / GRAPH_SUBDIR), "compacted": True,
            "nodes": stats["nodes"], "edges": stats["edges"], "open_s": round(opened_s, 2),
            "total_s": round(time.perf_counter() - t, 2)}
     if as_json:

@@ -241,6 +241,21 @@ def write_snapshot(directory: Path, node: dict[str, Any], succ: dict[str, Any], 
     (directory / LEGACY_SNAPSHOT).unlink(missing_ok=True)  # superseded by the new format
 
 
+def files_summary(directory: Path) -> dict[str, Any]:
+    """The snapshot's format (None when there is no snapshot or its header is unreadable) and
+    size and the journal's size, in bytes (0 when absent): what ``hopweave compact`` and
+    ``hopweave doctor`` report. Reads only the header line."""
+    snap, journal = directory / SNAPSHOT, directory / JOURNAL
+    fmt = None
+    try:
+        with open(snap, "rb") as f:
+            fmt = json.loads(f.readline(_HEADER_MAX)).get("format")
+    except (OSError, ValueError, AttributeError):
+        fmt = None
+    return {"snapshot_format": fmt, "snapshot_bytes": snap.stat().st_size if snap.is_file() else 0,
+            "journal_bytes": journal.stat().st_size if journal.is_file() else 0}
+
+
 def snapshot_signature(directory: Path) -> tuple[int, int, int] | None:
     """(inode, size, mtime_ns) of the snapshot file, or None when there is none."""
     path = directory / SNAPSHOT

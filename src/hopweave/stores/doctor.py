@@ -14,8 +14,6 @@ was found (``hopweave doctor`` exits 1). Nothing is written to any store.
 
 from __future__ import annotations
 
-import json
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -117,22 +115,14 @@ def _check_graph(uri: StoreURI, found: list[Finding], deep: bool = False) -> Any
 def _check_embedded_files(stores: "Stores", add: Any, deep: bool) -> None:
     """The embedded graph's files: an older snapshot format or a long journal slow every open
     (warnings: ``hopweave compact``); with ``deep``, every snapshot node decoded and checked."""
-    from hopweave.graph._persist import FORMAT, JOURNAL, SNAPSHOT
+    from hopweave.graph._persist import FORMAT, files_summary
     from hopweave.graph.networkx_store import AUTO_COMPACT_BYTES, NetworkxGraphStore
 
     graph = stores.graph
     if not isinstance(graph, NetworkxGraphStore) or graph.directory is None:
         return
-    snap, journal = graph.directory / SNAPSHOT, graph.directory / JOURNAL
-    snap_bytes = snap.stat().st_size if snap.is_file() else 0
-    journal_bytes = journal.stat().st_size if journal.is_file() else 0
-    fmt = None
-    if snap.is_file():
-        with open(snap, "rb") as f:
-            try:
-                fmt = json.loads(f.readline(4096)).get("format")
-            except ValueError:
-                fmt = None
+    files = files_summary(graph.directory)
+    fmt, snap_bytes, journal_bytes = files["snapshot_format"], files["snapshot_bytes"], files["journal_bytes"]
     fix = f"hopweave compact --graph {stores.graph_uri.display}"
     if fmt is not None and fmt != FORMAT:
         add("snapshot", "warning", f"snapshot format {fmt}: opens build every node (format {FORMAT} opens from "
