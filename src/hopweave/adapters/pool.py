@@ -647,7 +647,7 @@ class EnginePool:
     def finish_reserve_ms(self, budget_ms: float) -> float:
         """What the front keeps to answer (the hand-off back, the grace): a request that has less
         than this left when it could be sent is shed at once."""
-        return min(float(self.config.deadline_reserve_ms), budget_ms * 0.1)
+        return self.config.reserve_ms(budget_ms)
 
     # ---- lifecycle -----------------------------------------------------------------------
     def close(self) -> None:

@@ -61,6 +61,11 @@ class EngineConfig:
     #: slot in time to finish within it is shed (OverloadedError / HTTP 503 + Retry-After).
     tool_budget_ms: int = 200
 
+    def reserve_ms(self, budget_ms: float) -> float:
+        """The end of a ``budget_ms`` budget kept for finishing: ``deadline_reserve_ms``, at most
+        10% of the budget."""
+        return min(float(self.deadline_reserve_ms), budget_ms * 0.1)
+
 
 @dataclass
 class Run:

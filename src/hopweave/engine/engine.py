@@ -444,7 +444,7 @@ class Engine:
         trace hand-off): the slowest of the last finishes measured (:class:`_FinishClock`), at
         least ``deadline_reserve_ms`` and at most 10% of the budget. A request not started by
         then is answered degraded (or shed) so that it still lands by its deadline."""
-        return min(max(float(self.config.deadline_reserve_ms), self._finish_clock.recent_max_ms()), budget_ms * 0.1)
+        return max(self.config.reserve_ms(budget_ms), min(self._finish_clock.recent_max_ms(), budget_ms * 0.1))
 
     def retrieve_request(self, req: Request, t0: float, shed: bool = False) -> RetrievalResult:
         """:meth:`retrieve` of a request already checked (:func:`~hopweave.engine.boundary.check_request`)
@@ -474,17 +474,10 @@ class Engine:
         the request then answers degraded within its budget."""
         from hopweave.engine.multi_intent import split_intents
 
-        budget_s = (req.budget_ms or self.config.budget_ms) / 1000.0
-        reserve_s = min(self.config.deadline_reserve_ms / 1000.0, budget_s * 0.1)
-        wait = t0 + budget_s - reserve_s - time.perf_counter()
-        if wait <= 0:
+        budget_ms = req.budget_ms or self.config.budget_ms
+        wait = t0 + (budget_ms - self.config.reserve_ms(budget_ms)) / 1000.0 - time.perf_counter()
+        if not self._take_slot(req, wait, shed):
             return None
-        if not self._active.acquire(blocking=False):
-            if shed and self.expected_wait_ms() / 1000.0 > wait:  # as _admit: refused at once, not at the deadline
-                raise self._overloaded(req, f"the expected wait for a request slot ({self.expected_wait_ms():.0f} "
-                                            "ms) is past the request's deadline")
-            if not self._active.acquire(timeout=wait):
-                return None
         try:
             return split_intents(self, req)
         finally:
@@ -546,8 +539,7 @@ class Engine:
         """The end of the budget kept for assembly: ``deadline_reserve_ms`` plus
         ``reserve_per_request_ms`` per request in flight (they assemble one at a time under the
         GIL), at most 10% + 40% of the budget."""
-        base = min(float(self.config.deadline_reserve_ms), run.budget_ms * 0.1)
-        return base + min(self.config.reserve_per_request_ms * self._inflight, run.budget_ms * 0.4)
+        return self.config.reserve_ms(run.budget_ms) + min(self.config.reserve_per_request_ms * self._inflight, run.budget_ms * 0.4)
 
     def _admit(self, run: Run, shed: bool = False) -> bool:
         """Wait for one of ``config.max_active`` request slots, until ``deadline_reserve_ms``
@@ -557,26 +549,33 @@ class Engine:
         threads share the GIL fairly; a hundred runnable ones do not). With ``shed``, a request
         that would wait past that point by the expected wait (:meth:`expected_wait_ms`) is refused
         at once: OverloadedError, not a wait of its whole budget for nothing."""
-        wait = run.remaining(self._reserve_ms(run))
-        if wait > 0 and self._active.acquire(blocking=False):
+        if self._take_slot(run.req, run.remaining(self._reserve_ms(run)), shed):
             return True
-        if shed and self.expected_wait_ms() / 1000.0 > wait:
-            raise self._overloaded(run.req, f"the expected wait for a request slot ({self.expected_wait_ms():.0f} ms) "
-                                            "is past the request's deadline")
-        with self._lock:
-            self._waiting += 1
-        try:
-            if wait > 0 and self._active.acquire(timeout=wait):
-                return True
-        finally:
-            with self._lock:
-                self._waiting -= 1
         run.budget_ms = max(int((time.perf_counter() - run.t_start) * 1000), 0)
         run.degraded.append(Degradation(
             stage="engine", what="request capacity",
             reason=f"the engine was at capacity ({self.config.max_active} requests in progress) until the "
                    "budget was spent", fallback=_UNDERSTAND_FALLBACK))
         return False
+
+    def _take_slot(self, req: Request, wait: float, shed: bool) -> bool:
+        """One of the request slots, waiting at most ``wait`` seconds: True with it held, False
+        when none freed up in time. With ``shed``, OverloadedError at once when the expected wait
+        (:meth:`expected_wait_ms`) is past ``wait``: refused now, not at the deadline."""
+        if wait <= 0:
+            return False
+        if self._active.acquire(blocking=False):
+            return True
+        if shed and self.expected_wait_ms() / 1000.0 > wait:
+            raise self._overloaded(req, f"the expected wait for a request slot ({self.expected_wait_ms():.0f} ms) "
+                                        "is past the request's deadline")
+        with self._lock:
+            self._waiting += 1
+        try:
+            return self._active.acquire(timeout=wait)
+        finally:
+            with self._lock:
+                self._waiting -= 1
 
     def expected_wait_ms(self) -> float:
         """How long a request arriving now would wait for a request slot: the requests already
@@ -600,8 +599,7 @@ class Engine:
             t0 = time.perf_counter()
         budget = (budget_ms or self.config.budget_ms) / 1000.0
         clock = self._block_clocks.setdefault(kind, _FinishClock())
-        keep = min(max(clock.quantile_ms(0.9) / 1000.0, min(self.config.deadline_reserve_ms / 1000.0, budget * 0.1)),
-                   budget * 0.5)
+        keep = min(max(clock.quantile_ms(0.9), self.config.reserve_ms(budget * 1000)) / 1000.0, budget * 0.5)
         wait = budget - keep - (time.perf_counter() - t0)
         if wait <= 0 or not self._active.acquire(timeout=wait):
             raise OverloadedError(f"the engine was at capacity ({self.config.max_active} requests in progress) "
