@@ -245,15 +245,15 @@ def files_summary(directory: Path) -> dict[str, Any]:
     """The snapshot's format (None when there is no snapshot or its header is unreadable) and
     size and the journal's size, in bytes (0 when absent): what ``hopweave compact`` and
     ``hopweave doctor`` report. Reads only the header line."""
-    snap, journal = directory / SNAPSHOT, directory / JOURNAL
     fmt = None
     try:
-        with open(snap, "rb") as f:
+        with open(directory / SNAPSHOT, "rb") as f:
             fmt = json.loads(f.readline(_HEADER_MAX)).get("format")
     except (OSError, ValueError, AttributeError):
         fmt = None
-    return {"snapshot_format": fmt, "snapshot_bytes": snap.stat().st_size if snap.is_file() else 0,
-            "journal_bytes": journal.stat().st_size if journal.is_file() else 0}
+    sig = snapshot_signature(directory)
+    return {"snapshot_format": fmt, "snapshot_bytes": sig[1] if sig is not None else 0,
+            "journal_bytes": journal_size(directory)}
 
 
 def snapshot_signature(directory: Path) -> tuple[int, int, int] | None:
