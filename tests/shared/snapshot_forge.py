@@ -68,3 +68,13 @@ def props_of(d: Path, nid: str, change: dict[str, Any]) -> dict[str, bytes]:
     objs[ids.index(nid)].update(change)
     raws = [json.dumps(o).encode() for o in objs]
     return {"props": b"".join(raws), "props_off": np.cumsum([0] + [len(r) for r in raws]).astype("<i8").tobytes()}
+
+
+def write_format_2(store: Any) -> None:
+    """Rewrite an open NetworkxGraphStore's snapshot in format 2 (one JSON object, what older
+    hopweave versions wrote) with everything committed so far: a store to convert."""
+    store._st.thaw()  # every node as a dict: what a format-2 snapshot is written from
+    st = store._st
+    P.write_snapshot(store.directory, st.node, st.succ, {"last_seq": store._seq, "nodes": st.node_count,
+                                                         "edges": st.edge_count, "schema_version": store.schema.version},
+                     fmt=P.JSON_FORMAT)

@@ -15,6 +15,7 @@ from hopweave.graph.base import Node
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
 from generator.build import sized_pack  # noqa: E402
+from snapshot_forge import write_format_2  # noqa: E402 (tests/shared, on the path through conftest)
 
 runner = CliRunner()
 
@@ -26,10 +27,7 @@ def test_compact_folds_the_journal_and_keeps_every_node(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     g = open_graph_store(store)
     g.write("deltabank", [Node(id="CUST_COMPACT", label="Customer", props={"name": "Compact Test"})])
-    g._st.thaw()  # every node as a dict: what a format-2 snapshot is written from
-    P.write_snapshot(g.directory, g._st.node, g._st.succ,  # an older (format 2) snapshot to convert
-                     {"last_seq": g._seq, "nodes": g._st.node_count, "edges": g._st.edge_count,
-                      "schema_version": g.schema.version}, fmt=P.JSON_FORMAT)
+    write_format_2(g)  # an older snapshot to convert
     g.write("deltabank", [Node(id="CUST_COMPACT2", label="Customer", props={"name": "After The Snapshot"})])
     before = g.stats()
     g.close()

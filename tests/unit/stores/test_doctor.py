@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,9 @@ from hopweave.cli import app
 from hopweave.stores.doctor import doctor
 
 REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "tests" / "shared"))
+from snapshot_forge import forge, parts, props_of, section, write_format_2  # noqa: E402
+
 PACK = REPO / "examples" / "telecom"
 RUN = CliRunner()
 
@@ -122,11 +126,6 @@ def _compacted(store: Path) -> Path:
 
 
 def test_deep_decodes_every_node_and_names_a_forged_one(copy: Path) -> None:
-    import sys
-
-    sys.path.insert(0, str(REPO / "tests" / "shared"))
-    from snapshot_forge import forge, parts, props_of, section
-
     d = _compacted(copy)
     report = doctor(copy, deep=True)
     nodes = _by_check(report)["graph.nodes"]
@@ -150,10 +149,7 @@ def test_an_old_snapshot_format_and_a_long_journal_are_warnings(copy: Path, monk
 
     d = _compacted(copy)
     g = open_graph_store(copy)
-    g._st.thaw()
-    P.write_snapshot(d, g._st.node, g._st.succ, {"last_seq": g._seq, "nodes": g._st.node_count,
-                                                 "edges": g._st.edge_count, "schema_version": g.schema.version},
-                     fmt=P.JSON_FORMAT)
+    write_format_2(g)
     g.close()
     checks = _by_check(report := doctor(copy))
     assert report.ok  # warnings only
