@@ -618,11 +618,7 @@ class EnginePool:
         payload = {"session": dict(session), "query": query, "mode": mode,
                    "filters": dict(filters) if filters is not None else None, "top_k": top_k, "as_of": as_of,
                    "budget_ms": budget}
-        w, rid, fut, until = self._send(None, t0, budget_ms=budget, kind="tool", payload=payload)
-        try:
-            return await asyncio.wait_for(asyncio.wrap_future(fut), timeout=max(until - time.monotonic(), 0.0))
-        except TimeoutError:
-            raise self._late(w, rid, budget) from None
+        return await self._answer(*self._send(None, t0, budget_ms=budget, kind="tool", payload=payload), budget)
 
     async def _await_ready(self, t0: float, budget_s: float) -> None:
         while True:  # no worker ready: wait for one without blocking the loop
@@ -638,11 +634,15 @@ class EnginePool:
         req = check_request(utterance, **kwargs)
         await self._await_ready(t0, (req.budget_ms or self.config.budget_ms) / 1000.0)
         w, rid, fut, until = self._send(req, t0, extra={"shed": True} if shed else None)
+        return await self._answer(w, rid, fut, until, req.budget_ms), w
+
+    async def _answer(self, w: _Worker, rid: int, fut: Future[bytes], until: float, budget_ms: int | None) -> bytes:
+        """The worker's answer to request ``rid``, awaited until ``until`` (monotonic); past it,
+        OverloadedError (:meth:`_late`)."""
         try:
-            body = await asyncio.wait_for(asyncio.wrap_future(fut), timeout=max(until - time.monotonic(), 0.0))
+            return await asyncio.wait_for(asyncio.wrap_future(fut), timeout=max(until - time.monotonic(), 0.0))
         except TimeoutError:
-            raise self._late(w, rid, req.budget_ms) from None
-        return body, w
+            raise self._late(w, rid, budget_ms) from None
 
     def finish_reserve_ms(self, budget_ms: float) -> float:
         """What the front keeps to answer (the hand-off back, the grace): a request that has less
