@@ -235,11 +235,11 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
         finally:
             gate.leave()
 
-    def check_start(arrived: float, budget_ms: Optional[int], kept_ms: float) -> float:
+    def check_start(arrived: float, budget_ms: int, kept_ms: float) -> float:
         """Now, or OverloadedError (503) when the request's budget, less ``kept_ms`` to answer, was
         spent before its handler ran (queued in the server): it cannot start in time."""
         now = time.perf_counter()
-        budget = (budget_ms or engine.config.budget_ms) / 1000.0
+        budget = budget_ms / 1000.0
         if now - arrived >= budget - kept_ms / 1000.0:
             gate.late += 1
             raise OverloadedError(f"the request waited {round((now - arrived) * 1000)} ms in the server before it "
@@ -252,7 +252,7 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
         budget runs from the request's arrival; 503 + Retry-After when it cannot start in time."""
         arrived = _arrived()
         budget_ms = body.budget_ms or engine.config.budget_ms
-        started = check_start(arrived, body.budget_ms, engine.finish_reserve_ms(budget_ms))
+        started = check_start(arrived, budget_ms, engine.finish_reserve_ms(budget_ms))
         args: dict[str, Any] = dict(session=body.session, as_of=body.as_of, budget_ms=body.budget_ms, profile=body.profile,
                     token_budget=body.token_budget, record=body.record, arrived=arrived, shed=True)
         if pool is not None:  # the worker's RetrievalResult JSON, passed on as it is
