@@ -30,7 +30,7 @@ ROOT = "hopweave"
 
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("errors",),
-    ("fileio", "paths", "config"),
+    ("fileio", "paths", "config", "wire"),
     ("models",),
     ("graph", "search"),
     ("understand", "stores"),

@@ -58,7 +58,6 @@ import os
 import queue
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -67,67 +66,23 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-from hopweave import errors as hw_errors
 from hopweave.engine.boundary import Request, check_request
 from hopweave.engine.config import EngineConfig
 from hopweave.engine.result import RetrievalResult
 from hopweave.engine.trace_writer import settle
 from hopweave.errors import HopweaveError, InputError, OverloadedError, WorkerError
 from hopweave.models.common import Session
+from hopweave.wire import error_from_json, error_json, frame, read_frame, send_loop
 
 __all__ = ["EnginePool"]
 
 log = logging.getLogger("hopweave.pool")
-_LEN = struct.Struct(">I")
-#: The largest frame either side accepts (a result with a 2,000-token context is ~50 KB).
-MAX_FRAME = 64 * 1024 * 1024
 #: Requests a worker runs at once, each on its own thread like a caller's thread calling
 #: ``Engine.retrieve`` (its admission lets ``max_active`` of them work); more wait their turn.
 MAX_WORKER_REQUESTS = 512
 _RESTART_BACKOFF_S = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
-
-
-# ---- frames ---------------------------------------------------------------------------------
-def _frame(header: Mapping[str, Any], body: bytes = b"") -> bytes:
-    data = json.dumps(header, separators=(",", ":")).encode() + b"\n" + body
-    return _LEN.pack(len(data)) + data
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        part = sock.recv(n - len(buf))
-        if not part:
-            raise EOFError("the other end closed the socket")
-        buf += part
-    return bytes(buf)
-
-
-def _read_frame(sock: socket.socket) -> tuple[dict[str, Any], bytes]:
-    (n,) = _LEN.unpack(_recv_exact(sock, _LEN.size))
-    if n > MAX_FRAME:
-        raise EOFError(f"frame of {n} bytes is over the {MAX_FRAME}-byte limit")
-    data = _recv_exact(sock, n)
-    head, _, body = data.partition(b"\n")
-    return json.loads(head), body
-
-
-def _send_loop(sock: socket.socket, out: "queue.SimpleQueue[Any]", frame_of: "Callable[[Any], bytes | None]") -> None:
-    """Send ``frame_of(item)`` for each queued item in order (None: skip it) until a None item
-    or the socket breaks. Both sides write through this, each on a thread of its own."""
-    while True:
-        item = out.get()
-        if item is None:
-            return
-        data = frame_of(item)
-        if data is None:
-            continue
-        try:
-            sock.sendall(data)
-        except OSError:
-            return
 
 
 # ---- requests and errors as JSON ------------------------------------------------------------
@@ -144,29 +99,6 @@ def request_from_json(data: Mapping[str, Any]) -> Request:
                    as_of=datetime.fromisoformat(data["as_of"]), as_of_defaulted=bool(data["as_of_defaulted"]),
                    budget_ms=data["budget_ms"], profile=data["profile"], token_budget=data["token_budget"],
                    record=data["record"], pattern_overrides=data["pattern_overrides"])
-
-
-def error_json(exc: BaseException) -> dict[str, Any]:
-    """An exception as JSON: its class name, message and JSON-able attributes."""
-    attrs = {}
-    for k, v in vars(exc).items():
-        if isinstance(v, (str, int, float, bool)) or v is None:
-            attrs[k] = v
-    return {"type": type(exc).__name__, "hopweave": isinstance(exc, HopweaveError),
-            "message": str(exc), "attrs": attrs}
-
-
-def error_from_json(data: Mapping[str, Any], worker: str) -> HopweaveError:
-    """The same HopweaveError class, message and attributes as in the worker; WorkerError for
-    anything else (a bug: the message names the worker and the original type)."""
-    cls = getattr(hw_errors, str(data.get("type")), None)
-    if data.get("hopweave") and isinstance(cls, type) and issubclass(cls, HopweaveError):
-        exc = cls.__new__(cls)
-        Exception.__init__(exc, data.get("message", ""))
-        for k, v in (data.get("attrs") or {}).items():
-            setattr(exc, k, v)
-        return exc
-    return WorkerError(f"{worker} raised {data.get('type')}: {data.get('message')}")
 
 
 # ---- the parent side ------------------------------------------------------------------------
@@ -241,7 +173,7 @@ class _Worker:
     def submit(self, rid: int, req: dict[str, Any], t0_mono: float, kind: str = "retrieve",
                extra: Mapping[str, Any] | None = None) -> Future[bytes]:
         fut: Future[bytes] = Future()
-        data = _frame({"kind": kind, "id": rid, "t0": t0_mono, "req": req, **(extra or {})})
+        data = frame({"kind": kind, "id": rid, "t0": t0_mono, "req": req, **(extra or {})})
         with self.pool._lock:
             if self.state != "ready" or self.sock is None:
                 raise WorkerError(f"{self.name} is {self.state}")
@@ -263,7 +195,7 @@ class _Worker:
                         return None
             return data
 
-        _send_loop(sock, out, wanted)
+        send_loop(sock, out, wanted)
 
     def forget(self, rid: int) -> Future[bytes] | None:
         """Stop tracking request ``rid``; its future, or None when it was already answered."""
@@ -278,7 +210,7 @@ class _Worker:
         assert sock is not None
         try:
             while True:
-                head, body = _read_frame(sock)
+                head, body = read_frame(sock)
                 with self.pool._lock:
                     self.last_heard, self.late_streak = time.monotonic(), 0
                 kind = head.get("kind")
@@ -345,7 +277,7 @@ class _Worker:
             was = self.state
             self.state = "closed"
         if was in ("ready", "starting"):
-            self._out.put((None, _frame({"kind": "close"})))
+            self._out.put((None, frame({"kind": "close"})))
         self._out.put(None)
         proc = self.proc
         if proc is not None:
@@ -701,9 +633,9 @@ def _worker_main(fd: int, spec: dict[str, Any]) -> int:
             refresher = GraphRefresher(engine.graph, float(spec["refresh_s"]))
             refresher.start()
         except BaseException as exc:
-            out.put(_frame({"kind": "fail", "error": error_json(exc)}))
+            out.put(frame({"kind": "fail", "error": error_json(exc)}))
             return 1
-        out.put(_frame({"kind": "ready", "pid": os.getpid(), "warm_ms": round((time.perf_counter() - t) * 1000, 1)}))
+        out.put(frame({"kind": "ready", "pid": os.getpid(), "warm_ms": round((time.perf_counter() - t) * 1000, 1)}))
         _serve(engine, sock, out, float(spec["handoff_ms"]) / 1000.0)
         return 0
     finally:
@@ -714,7 +646,7 @@ def _worker_main(fd: int, spec: dict[str, Any]) -> int:
 
 
 def _worker_write(sock: socket.socket, out: "queue.SimpleQueue[bytes | None]") -> None:
-    _send_loop(sock, out, lambda data: data)  # a broken socket: the parent is gone, nothing to answer
+    send_loop(sock, out, lambda data: data)  # a broken socket: the parent is gone, nothing to answer
 
 
 def _serve(engine: Any, sock: socket.socket, out: "queue.SimpleQueue[bytes | None]", handoff_s: float) -> None:
@@ -731,18 +663,18 @@ def _serve(engine: Any, sock: socket.socket, out: "queue.SimpleQueue[bytes | Non
             # time kept for the answer's way back
             t0 = time.perf_counter() - max(time.monotonic() - float(head["t0"]), 0.0) - handoff_s
             if head.get("kind") == "tool":
-                out.put(_frame({"kind": "result", "id": rid}, _tool(engine, head["req"], t0)))
+                out.put(frame({"kind": "result", "id": rid}, _tool(engine, head["req"], t0)))
                 return
             req = request_from_json(head["req"])
             result = engine.retrieve_request(req, t0, shed=bool(head.get("shed")))
-            out.put(_frame({"kind": "result", "id": rid}, result.model_dump_json().encode()))
+            out.put(frame({"kind": "result", "id": rid}, result.model_dump_json().encode()))
         except Exception as exc:
-            out.put(_frame({"kind": "error", "id": rid, "error": error_json(exc)}))
+            out.put(frame({"kind": "error", "id": rid, "error": error_json(exc)}))
 
     try:
         while True:
             try:
-                head, _body = _read_frame(sock)
+                head, _body = read_frame(sock)
             except (EOFError, OSError, ValueError):
                 break
             if head.get("kind") == "close":
