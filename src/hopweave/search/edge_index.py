@@ -68,6 +68,11 @@ _CANDIDATE_FIELDS = ("chunk_id", "tenant_id")
 SPARSE_FULL_SCAN_THRESHOLD: int | None = (int(os.environ["HOPWEAVE_SPARSE_FULL_SCAN"])
                                           if os.environ.get("HOPWEAVE_SPARSE_FULL_SCAN") else None)
 SHARD_DIR = "shard"
+#: Threads of a shard's search pool. qdrant-edge derives 8 from this machine's 2 CPUs; a query
+#: over our two segments then cost ~20% more CPU and more wall time than on one thread (3.4 vs
+#: 4.0 ms per DeltaBank query batch at 50,000 points), and its Python binding holds the GIL for
+#: the whole query anyway, so concurrent queries of one process never overlap.
+SEARCH_THREADS = 1
 
 
 def _q() -> Any:
@@ -123,7 +128,9 @@ class EdgeIndex(VectorIndex):
                         raise StoreError(f"no vector collection at {self.root}: ingest documents first")
                     marker = check_complete(self.root)
                     try:
-                        shard = _q().EdgeShard.load(str(shard_dir))
+                        config = _load_config(shard_dir, SEARCH_THREADS)
+                        shard = (_q().EdgeShard.load(str(shard_dir)) if config is None
+                                 else _q().EdgeShard.load(str(shard_dir), config))
                     except Exception as exc:
                         if "WouldBlock" in str(exc):
                             raise StoreUnavailableError(
@@ -181,6 +188,7 @@ class EdgeIndex(VectorIndex):
             vectors={DENSE: q.EdgeVectorParams(size=info.space.dimensions, distance=q.Distance.Cosine)},
             sparse_vectors={LEXICAL: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf,
                                                               full_scan_threshold=SPARSE_FULL_SCAN_THRESHOLD)},
+            max_search_threads=SEARCH_THREADS,
         )
         with self._lock:
             self._mark_dirty()
@@ -315,6 +323,22 @@ class EdgeIndex(VectorIndex):
         payloads (chunk_id, tenant_id and the requests' feature fields) come from
         :class:`CandidatePayloads`. The engine stores payloads compressed as whole JSON documents
         (text included): reading them inside the query cost about half of its CPU at 50,000 points."""
+        generation = self._generation
+        scored = self._scored(requests)
+        fields = tuple(dict.fromkeys(_CANDIDATE_FIELDS + tuple(f for r in requests for f in r.fields)))
+        payloads = self._payloads.get(self, generation, [k for lst in scored for k, _ in lst], fields)
+        out: list[list[Candidate]] = []
+        for lst in scored:
+            cands = []
+            for key, score in lst:
+                payload = payloads.get(key)
+                if payload is not None:  # None: deleted by a concurrent write since the query
+                    cands.append(Candidate(str(payload.get("chunk_id")), float(score), payload))
+            out.append(cands)
+        return out
+
+    def _scored(self, requests: Sequence[ChannelRequest]) -> list[list[tuple[int, float]]]:
+        """(point id as a UUID integer, score) lists of the requests, run as one engine batch."""
         q = _q()
         reqs = []
         for r in requests:
@@ -326,22 +350,10 @@ class EdgeIndex(VectorIndex):
                 params = None
             reqs.append(q.QueryRequest(limit=r.limit, query=q.Query.Nearest(vec, using=r.channel), filter=r.filter,
                                        with_payload=False, params=params))
-        generation = self._generation
         shard = self._open()
         res = shard.query_batch(q.QueryBatchRequest(reqs)) if len(reqs) > 1 else [shard.query(reqs[0])]
-        fields = tuple(dict.fromkeys(_CANDIDATE_FIELDS + tuple(f for r in requests for f in r.fields)))
         # point ids arrive as uuid.UUID: keyed by their integer (str() costs ~1 us each)
-        scored = [[(p.id.int, p.score) for p in lst] for lst in res]
-        payloads = self._payloads.get(self, generation, [k for lst in scored for k, _ in lst], fields)
-        out: list[list[Candidate]] = []
-        for lst in scored:
-            cands = []
-            for key, score in lst:
-                payload = payloads.get(key)
-                if payload is not None:  # None: deleted by a concurrent write since the query
-                    cands.append(Candidate(str(payload.get("chunk_id")), float(score), payload))
-            out.append(cands)
-        return out
+        return [[(p.id.int, p.score) for p in lst] for lst in res]
 
 
 class CandidatePayloads:
@@ -397,6 +409,43 @@ class CandidatePayloads:
                         if pid in out:
                             self._points[pid] = (want, out[pid])
         return out
+
+
+_VECTOR_KEYS = frozenset({"size", "distance"})
+_SPARSE_KEYS = frozenset({"modifier", "full_scan_threshold"})
+_HNSW_KEYS = frozenset({"m", "ef_construct", "full_scan_threshold", "max_indexing_threads", "on_disk"})
+_CONFIG_KEYS = frozenset({"on_disk_payload", "payload_memory", "vectors", "sparse_vectors", "hnsw_config",
+                          "max_search_threads"})
+
+
+def _load_config(shard_dir: Path, threads: int) -> Any | None:
+    """The shard's own configuration (its ``edge_config.json``) with ``max_search_threads`` set
+    to ``threads``, to load it with; None to load it as it is: it already has that count, or it
+    holds a setting this adapter does not rebuild (qdrant-edge checks the rebuilt configuration
+    against the shard and then stores it in place of the old one)."""
+    q = _q()
+    try:
+        raw = json.loads((shard_dir / "edge_config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(raw, dict) or raw.get("max_search_threads") == threads or set(raw) - _CONFIG_KEYS:
+        return None
+    vectors, sparse, hnsw = raw.get("vectors") or {}, raw.get("sparse_vectors") or {}, raw.get("hnsw_config")
+    if (any(set(v) - _VECTOR_KEYS for v in vectors.values()) or any(set(v) - _SPARSE_KEYS for v in sparse.values())
+            or (hnsw is not None and set(hnsw) - _HNSW_KEYS)):
+        return None
+    try:
+        memory = {"cold": q.Memory.Cold, "cached": q.Memory.Cached, None: None}[raw.get("payload_memory")]
+        return q.EdgeConfig(
+            vectors={k: q.EdgeVectorParams(size=v["size"], distance=getattr(q.Distance, v["distance"]))
+                     for k, v in vectors.items()},
+            sparse_vectors={k: q.EdgeSparseVectorParams(
+                modifier=q.Modifier.Idf if v.get("modifier") == "idf" else None,
+                full_scan_threshold=v.get("full_scan_threshold")) for k, v in sparse.items()},
+            hnsw_config=None if hnsw is None else q.HnswIndexConfig(**hnsw),
+            on_disk_payload=raw.get("on_disk_payload"), payload_memory=memory, max_search_threads=threads)
+    except (KeyError, AttributeError, TypeError, ValueError):
+        return None
 
 
 def read_info(store_dir: str | Path) -> dict[str, Any] | None:
