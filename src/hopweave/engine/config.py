@@ -60,6 +60,10 @@ class EngineConfig:
     #: seed 003's 200 ms p99 for a tool agents can live with). A call that cannot get a request
     #: slot in time to finish within it is shed (OverloadedError / HTTP 503 + Retry-After).
     tool_budget_ms: int = 200
+    #: Serve an embedded vector shard from a child process (``Engine.open`` on a store
+    #: directory): qdrant-edge holds the GIL for a whole query, so in one process every search
+    #: stops every other request's Python work (:mod:`hopweave.search.search_process`).
+    search_process: bool = True
 
     def reserve_ms(self, budget_ms: float) -> float:
         """The end of a ``budget_ms`` budget kept for finishing: ``deadline_reserve_ms``, at most

@@ -193,7 +193,8 @@ class Engine:
         else:
             if stores is not None and graph is not None:
                 raise InputError(f"Engine.open: give the graph once (got {stores!r} and graph={graph!r})")
-            opened = open_stores(graph if graph is not None else stores, vectors)
+            opened = open_stores(graph if graph is not None else stores, vectors,
+                                 search_process=(config or EngineConfig()).search_process)
         if domains is None and opened.settings is None and opened.graph_uri.kind not in ("embedded", "memory"):
             opened.close()
             raise StoreNotLoadedError(f"{opened.graph_uri.display} holds no hopweave store settings (never loaded "

@@ -151,6 +151,7 @@ def open_stores(
     create: bool = False,
     read_only: bool = False,
     graph_only: bool = False,
+    search_process: bool = False,
 ) -> Stores:
     """Open the graph store and the vector index named by ``graph`` and ``vectors`` (URIs, see
     :mod:`hopweave.stores.uri`).
@@ -165,6 +166,9 @@ def open_stores(
         create: allow a store that does not exist yet (``hopweave load`` creates it).
         read_only: open the embedded graph without taking its write lock.
         graph_only: open no vector index (``vectors`` is ignored).
+        search_process: serve an embedded vector shard from a child process
+            (:class:`~hopweave.search.search_process.ProcessEdgeIndex`: searches off this
+            process's GIL); no effect on a server or memory index.
 
     Raises the errors listed in the module doc; nothing is left open when it raises.
     """
@@ -173,7 +177,7 @@ def open_stores(
     v_uri = parse_vectors_uri(v_raw) if v_raw is not None else None
     store, settings = _open_graph(g_uri, schema, create=create, read_only=read_only)
     try:
-        index = open_vectors(v_uri, store.schema) if v_uri is not None else None
+        index = open_vectors(v_uri, store.schema, process=search_process) if v_uri is not None else None
     except BaseException:
         store.close()
         raise
@@ -319,9 +323,10 @@ def _newer_format(text: str) -> bool:
 
 
 # ---- vectors ----------------------------------------------------------------------------------
-def open_vectors(uri: StoreURI, schema: "GraphSchema") -> "VectorIndex | None":
+def open_vectors(uri: StoreURI, schema: "GraphSchema", *, process: bool = False) -> "VectorIndex | None":
     """The vector index of a parsed vectors URI (no I/O for a server: qdrant-client connects on
-    first use); None for a store directory that has no ``vectors`` yet."""
+    first use); None for a store directory that has no ``vectors`` yet. ``process``: an embedded
+    shard is served from a child process (:mod:`hopweave.search.search_process`)."""
     if uri.kind == "embedded":
         from hopweave.search.edge_index import VECTORS_DIR, EdgeIndex
         from hopweave.search.staging import recover
@@ -330,6 +335,12 @@ def open_vectors(uri: StoreURI, schema: "GraphSchema") -> "VectorIndex | None":
         recover(uri.path)  # a crash between the staged index's two renames: put it back
         if not (uri.path / VECTORS_DIR).is_dir():
             return None  # none yet (`hopweave load` builds it through hopweave.search.staging)
+        if process:
+            from hopweave.search.search_process import ProcessEdgeIndex
+
+            index = ProcessEdgeIndex(uri.path, schema)
+            index.start()  # its interpreter starts while the graph loads
+            return index
         return EdgeIndex(uri.path, schema)
     from hopweave.search.client_index import ClientIndex
 

@@ -1,0 +1,458 @@
+"""The embedded vector shard served from a child process: searches off the caller's GIL.
+
+qdrant-edge's Python binding holds the GIL for the whole of a query (measured: a pure-Python
+thread ran at 40% of its speed while another thread ran queries on a one-thread search pool).
+In one process, every search then stops every other request's Python work, so a burst of
+concurrent retrievals runs on one core whatever the machine has. :class:`ProcessEdgeIndex` is an
+:class:`~hopweave.search.edge_index.EdgeIndex` whose shard operations run in a child process
+(``python -m hopweave.search.search_process``) that owns the shard: a calling thread sends a frame
+and waits on a socket without the GIL, and the child's search runs on another core.
+
+* **One owner.** The child is the only process that opens the shard (a qdrant-edge shard is
+  locked by one process); every read and write of this index goes through it. Filters are
+  checked and compiled in the caller (a FilterError is raised there, as in-process) and sent as
+  their JSON; the child compiles them again for qdrant-edge and keeps them.
+* **Same answers.** The child runs the same :class:`EdgeIndex` code on the same shard; scores
+  travel as JSON numbers (exact for the engine's f32 scores), dense vectors as float32 bytes.
+  Candidate payloads and the filtered-IDF and count caches stay in the caller, keyed by its write
+  generation, so a cache hit costs no round trip.
+* **Wire.** :mod:`hopweave.wire` frames (JSON headers, raw bytes; never pickle; candidate ids
+  and scores as packed bytes) over Unix sockets in a private (0700) directory. A calling thread
+  takes a connection of its own (kept for reuse), sends and waits on it: no hand-off to another
+  thread, so an answer wakes its caller directly. The child answers each connection on a thread
+  of its own. A HopweaveError raised in the child (an incomplete or corrupt index, a busy shard)
+  is raised again in the caller with its class.
+* **Deadlines and failures.** No call waits longer than ``timeout_s`` (30 s): then
+  StoreUnavailableError. A child that dies fails the writes in flight with StoreUnavailableError
+  at once and its reads are sent once more to a new child. The child exits when its stdin
+  closes (the caller closed the index, or died), closing the shard (flush and completion marker)
+  first; no write is cut in half.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from hopweave.errors import HopweaveError, StoreUnavailableError
+from hopweave.models.filters import Eq, FilterTree, parse_filter
+from hopweave.models.schema import GraphSchema
+from hopweave.search.edge_index import EdgeIndex
+from hopweave.search.index_types import ChannelRequest, CollectionInfo, IndexPoint
+from hopweave.search.lexical import SparseVec
+from hopweave.search.qdrant_filter import to_edge
+from hopweave.wire import error_from_json, error_json, frame, read_frame
+
+__all__ = ["ProcessEdgeIndex", "RemoteFilter"]
+
+log = logging.getLogger("hopweave.search_process")
+
+#: Longest wait for one answer from the child.
+DEFAULT_TIMEOUT_S = 30.0
+_SOCKET = "search.sock"
+
+
+#: Operations that change nothing: sent again to a new child when the first one died.
+_READS = frozenset({"query", "retrieve_fields", "retrieve", "count", "scroll"})
+
+
+def _exit_status(proc: "subprocess.Popen[bytes] | None", wait_s: float = 2.0) -> int | None:
+    """The exit status of a child whose connection broke (it may still be tearing down its
+    threads: waited for up to ``wait_s``), or None when it still runs."""
+    if proc is None:
+        return None
+    try:
+        return proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def _child_env() -> dict[str, str]:
+    """This process's environment, with the directory hopweave was imported from first on the
+    child's PYTHONPATH (a caller that put it on ``sys.path`` by hand still starts a child)."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])  # .../hopweave/search/search_process.py
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return env
+
+
+class RemoteFilter:
+    """A filter checked in the caller and sent to the child as the JSON of its tree."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, tree_json: str) -> None:
+        self.json = tree_json
+
+
+def _flt(flt: RemoteFilter | None) -> str | None:
+    return None if flt is None else flt.json
+
+
+class ProcessEdgeIndex(EdgeIndex):
+    """An EdgeIndex whose shard lives in a child process (see the module doc).
+
+    The child starts with :meth:`start` or the first operation and opens the shard there,
+    lazily, as EdgeIndex does.
+    """
+
+    #: Idle connections kept for reuse (a busy caller opens another one).
+    MAX_IDLE = 64
+
+    def __init__(self, store_dir: str | Path, schema: GraphSchema, *, root: str | Path | None = None,
+                 timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        super().__init__(store_dir, schema, root=root)
+        self.store_dir = Path(store_dir)
+        self.timeout_s = timeout_s
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._dir: str | None = None  # the private directory of the child's socket
+        self._idle: list[socket.socket] = []
+        self._plock = threading.Lock()  # the child's handle and the idle connections
+        self._closed = False
+
+    # ---- the child ---------------------------------------------------------------------
+    @property
+    def pid(self) -> int | None:
+        """The child's process id while it runs."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
+    def start(self) -> None:
+        """Start the child now (else on the first operation)."""
+        with self._plock:
+            self._start_locked()
+
+    def _start_locked(self) -> str:
+        """The child's socket address, starting the child when none runs."""
+        if self._closed:
+            raise StoreUnavailableError(f"the vector index at {self.root} is closed")
+        if self._proc is not None and self._proc.poll() is None and self._dir is not None:
+            return os.path.join(self._dir, _SOCKET)
+        self._reap_locked()
+        tmp = tempfile.mkdtemp(prefix="hopweave-search-")  # mode 0700: no other user connects
+        if len(os.path.join(tmp, _SOCKET)) > 100:  # AF_UNIX paths are at most 107 bytes
+            os.rmdir(tmp)
+            tmp = tempfile.mkdtemp(prefix="hw-", dir="/tmp")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        spec = json.dumps({"store_dir": str(self.store_dir), "root": str(self.root),
+                           "schema": self.schema.model_dump(mode="json")})
+        try:
+            listener.bind(os.path.join(tmp, _SOCKET))
+            listener.listen(128)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "hopweave.search.search_process", str(listener.fileno())],
+                pass_fds=(listener.fileno(),), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, close_fds=True,
+                env=_child_env())
+            assert proc.stdin is not None
+            proc.stdin.write(spec.encode() + b"\n")  # then left open: the child exits at its EOF
+            proc.stdin.flush()
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise StoreUnavailableError(f"cannot start the search process with {sys.executable} ({exc})") from exc
+        finally:
+            listener.close()
+        self._proc, self._dir = proc, tmp
+        return os.path.join(tmp, _SOCKET)
+
+    def _reap_locked(self) -> None:
+        """Forget a child (ended, or to be ended): its connections, its stdin, its directory."""
+        for conn in self._idle:
+            conn.close()
+        self._idle = []
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            if proc.stdin is not None:
+                try:
+                    proc.stdin.close()
+                except OSError:
+                    pass
+            try:
+                proc.wait(timeout=self.timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def _connection(self) -> tuple[socket.socket, "subprocess.Popen[bytes] | None"]:
+        with self._plock:
+            addr = self._start_locked()
+            proc = self._proc
+            if self._idle:
+                return self._idle.pop(), proc
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(self.timeout_s)
+        try:
+            conn.connect(addr)
+        except OSError as exc:
+            conn.close()
+            raise StoreUnavailableError(f"cannot reach the search process for {self.root} ({exc})") from exc
+        return conn, proc
+
+    def _call(self, op: str, args: dict[str, Any], body: bytes = b"") -> tuple[Any, bytes]:
+        """Send one operation on a connection of this thread's own and wait for its answer (the
+        GIL is released while waiting), at most ``timeout_s``. A read that meets a child which
+        has died (killed, crashed) is sent once more, to a new child."""
+        data = frame({"op": op, **args}, body)
+        for attempt in (1, 2):
+            conn, proc = self._connection()
+            try:
+                conn.sendall(data)
+                head, out = read_frame(conn)
+            except TimeoutError:
+                conn.close()  # its answer may still come: the connection is not reused
+                raise StoreUnavailableError(f"the search process for {self.root} did not answer {op!r} within "
+                                            f"{self.timeout_s:.0f} s (timeout_s)") from None
+            except (EOFError, OSError) as exc:
+                conn.close()
+                code = _exit_status(proc)
+                with self._plock:
+                    if code is not None and self._proc is proc:
+                        self._reap_locked()  # the next call starts a new child
+                if attempt == 1 and code is not None and op in _READS:
+                    continue
+                raise StoreUnavailableError(f"the search process for {self.root} exited (status {code}) with the "
+                                            f"call {op!r} in flight; the next call starts a new one ({exc})") from None
+            break
+        with self._plock:
+            if self._proc is proc and len(self._idle) < self.MAX_IDLE:
+                self._idle.append(conn)
+            else:
+                conn.close()
+        if "error" in head:
+            raise error_from_json(head["error"], f"the search process for {self.root}")
+        return head.get("result"), out
+
+    def close(self) -> None:
+        """Close the shard in the child (flush, completion marker), then end the child."""
+        with self._plock:
+            if self._closed:
+                return
+            running = self._proc is not None and self._proc.poll() is None
+        if running:
+            try:
+                self._call("close", {})
+            except HopweaveError as exc:
+                log.warning("closing the search process for %s: %s", self.root, exc)
+        with self._plock:
+            self._closed = True
+            self._reap_locked()
+
+    # ---- EdgeIndex hooks, run in the child ------------------------------------------------
+    def _open(self) -> Any:
+        raise AssertionError("the shard of a ProcessEdgeIndex is opened by its child process only")
+
+    def _compile(self, tree: FilterTree | None) -> Any:
+        if tree is None:
+            return None
+        to_edge(tree, self.field_types)  # FilterError here, in the caller, as in-process
+        return RemoteFilter(tree.model_dump_json())
+
+    def _unit_corpus(self) -> Any:
+        return RemoteFilter(Eq(field="tenant_id", value="").model_dump_json())
+
+    def _scored(self, requests: Sequence[ChannelRequest]) -> list[list[tuple[int, float]]]:
+        dense: list[np.ndarray] = []
+        reqs = []
+        for r in requests:
+            one: dict[str, Any] = {"channel": r.channel, "limit": r.limit, "filter": _flt(r.filter)}
+            if isinstance(r.vector, SparseVec):
+                one["indices"], one["values"] = list(r.vector.indices), list(r.vector.values)
+                one["idf"] = _flt(r.idf_filter)
+            else:
+                one["dense"] = len(dense)
+                dense.append(np.asarray(r.vector, dtype=np.float32))
+            reqs.append(one)
+        sizes, data = self._call("query", {"requests": reqs}, b"".join(v.tobytes() for v in dense))
+        return _unpack_scored(sizes, data)
+
+    def _retrieve_fields(self, point_ids: Sequence[int], fields: Sequence[str]) -> dict[int, dict[str, Any]]:
+        result, _ = self._call("retrieve_fields", {"ids": [str(i) for i in point_ids], "fields": list(fields)})
+        return {int(k): v for k, v in result}
+
+    def _retrieve(self, point_ids: Sequence[str], with_vector: bool = True
+                  ) -> list[tuple[dict[str, Any], list[float] | None]]:
+        if not point_ids:
+            return []
+        result, _ = self._call("retrieve", {"ids": list(point_ids), "with_vector": with_vector})
+        return [(payload, vec) for payload, vec in result]
+
+    def _count(self, flt: Any) -> int:
+        return int(self._call("count", {"filter": _flt(flt)})[0])
+
+    def _scroll(self, flt: Any, limit: int | None) -> list[dict[str, Any]]:
+        return list(self._call("scroll", {"filter": _flt(flt), "limit": limit})[0])
+
+    def _create(self, info: CollectionInfo) -> None:
+        self._call("create", {"info": info.model_dump(mode="json")})
+
+    def _upsert(self, points: Sequence[IndexPoint]) -> None:
+        rows = [{"chunk_id": p.chunk_id, "payload": p.payload, "indices": list(p.sparse.indices),
+                 "values": list(p.sparse.values),
+                 "dense": None if p.dense is None else [float(x) for x in p.dense]} for p in points]
+        self._call("upsert", {"points": rows})
+
+    def _set_payload(self, flt: Any, payload: dict[str, Any]) -> None:
+        self._call("set_payload", {"filter": _flt(flt), "payload": payload})
+
+    def _delete_dense(self, flt: Any) -> None:
+        self._call("delete_dense", {"filter": _flt(flt)})
+
+    def flush(self) -> None:
+        if self._proc is not None:
+            self._call("flush", {})
+
+    def optimize(self) -> None:
+        self._call("optimize", {})
+
+    def begin_ingest(self) -> None:
+        self._call("begin_ingest", {})
+
+    def end_ingest(self, marker: dict[str, Any] | None = None, failed: bool = False) -> None:
+        self._call("end_ingest", {"marker": marker, "failed": failed})
+
+
+def _pack_scored(lists: list[list[tuple[int, float]]]) -> tuple[list[int], bytes]:
+    """(list sizes, each point id as 16 big-endian bytes then every score as a float64)."""
+    ids = b"".join(pid.to_bytes(16, "big") for lst in lists for pid, _ in lst)
+    scores = np.array([score for lst in lists for _, score in lst], dtype=np.float64).tobytes()
+    return [len(lst) for lst in lists], ids + scores
+
+
+def _unpack_scored(sizes: list[int], data: bytes) -> list[list[tuple[int, float]]]:
+    n = sum(sizes)
+    scores = np.frombuffer(data, dtype=np.float64, count=n, offset=16 * n).tolist()
+    pairs = [(int.from_bytes(data[16 * i:16 * i + 16], "big"), scores[i]) for i in range(n)]
+    out, at = [], 0
+    for size in sizes:
+        out.append(pairs[at:at + size])
+        at += size
+    return out
+
+
+# ---- the child ------------------------------------------------------------------------------
+class _Child:
+    """The child's side: a plain EdgeIndex and the compiled filters by their JSON."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.index = EdgeIndex(spec["store_dir"], GraphSchema.model_validate(spec["schema"]), root=spec["root"])
+        self._filters: dict[str, Any] = {}
+
+    def filter(self, tree_json: str | None) -> Any:
+        if tree_json is None:
+            return None
+        out = self._filters.get(tree_json)
+        if out is None:
+            if len(self._filters) > 1024:
+                self._filters.clear()
+            out = self._filters[tree_json] = to_edge(parse_filter(json.loads(tree_json)), self.index.field_types)
+        return out
+
+    def handle(self, head: dict[str, Any], body: bytes) -> tuple[Any, bytes]:
+        """(the JSON result, the raw body) of one operation."""
+        out = self._handle(head, body)
+        return out if isinstance(out, tuple) else (out, b"")
+
+    def _handle(self, head: dict[str, Any], body: bytes) -> Any:
+        op, ix = head["op"], self.index
+        if op == "query":
+            vecs = np.frombuffer(body, dtype=np.float32)
+            dim = len(vecs) // max(1, sum(1 for r in head["requests"] if "dense" in r))
+            reqs = []
+            for r in head["requests"]:
+                if "dense" in r:
+                    vec: Any = vecs[r["dense"] * dim:(r["dense"] + 1) * dim].tolist()
+                    reqs.append(ChannelRequest(r["channel"], vec, self.filter(r["filter"]), r["limit"]))
+                else:
+                    reqs.append(ChannelRequest(r["channel"], SparseVec(tuple(r["indices"]), tuple(r["values"])),
+                                               self.filter(r["filter"]), r["limit"],
+                                               idf_filter=self.filter(r["idf"])))
+            return _pack_scored(ix._scored(reqs))
+        if op == "retrieve_fields":
+            got = ix._retrieve_fields([int(i) for i in head["ids"]], head["fields"])
+            return [[str(k), v] for k, v in got.items()]
+        if op == "retrieve":
+            return [[payload, vec] for payload, vec in ix._retrieve(head["ids"], head["with_vector"])]
+        if op == "count":
+            return ix._count(self.filter(head["filter"]))
+        if op == "scroll":
+            return ix._scroll(self.filter(head["filter"]), head["limit"])
+        if op == "create":
+            return ix._create(CollectionInfo.model_validate(head["info"]))
+        if op == "upsert":
+            ix._upsert([IndexPoint(p["chunk_id"], p["payload"], SparseVec(tuple(p["indices"]), tuple(p["values"])),
+                                   None if p["dense"] is None else np.asarray(p["dense"], dtype=np.float32))
+                        for p in head["points"]])
+            return None
+        if op == "set_payload":
+            return ix._set_payload(self.filter(head["filter"]), head["payload"])
+        if op == "delete_dense":
+            return ix._delete_dense(self.filter(head["filter"]))
+        if op == "flush":
+            return ix.flush()
+        if op == "optimize":
+            return ix.optimize()
+        if op == "begin_ingest":
+            return ix.begin_ingest()
+        if op == "end_ingest":
+            return ix.end_ingest(head["marker"], head["failed"])
+        if op == "close":
+            return ix.close()
+        raise ValueError(f"unknown operation {op!r}")
+
+
+def _connection(conn: socket.socket, child: _Child) -> None:
+    """Answer one connection's operations in order until it closes."""
+    with conn:
+        while True:
+            try:
+                head, body = read_frame(conn)
+            except (EOFError, OSError):
+                return
+            try:
+                result, data = child.handle(head, body)
+                reply = frame({"result": result}, data)
+            except BaseException as exc:  # every error goes back to the caller, typed
+                reply = frame({"error": error_json(exc)})
+            try:
+                conn.sendall(reply)
+            except OSError:
+                return
+
+
+def _serve(fd: int) -> None:
+    """Accept the caller's connections (a thread each) until the caller closes stdin or dies;
+    then close the shard (flush, completion marker) and exit."""
+    spec = json.loads(sys.stdin.buffer.readline())
+    listener = socket.socket(fileno=fd)
+    child = _Child(spec)
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=_connection, args=(conn, child), daemon=True).start()
+
+    threading.Thread(target=accept, name="accept", daemon=True).start()
+    sys.stdin.buffer.read()  # EOF: the caller closed the index, or died
+    with child.index._lock:  # no write is cut in half
+        child.index.close()
+    os._exit(0)
+
+
+if __name__ == "__main__":  # pragma: no cover - run as the child by ProcessEdgeIndex
+    _serve(int(sys.argv[1]))
