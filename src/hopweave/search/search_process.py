@@ -9,13 +9,17 @@ concurrent retrievals runs on one core whatever the machine has. :class:`Process
 and waits on a socket without the GIL, and the child's search runs on another core.
 
 * **One owner.** The child is the only process that opens the shard (a qdrant-edge shard is
-  locked by one process); every read and write of this index goes through it. Filters are
-  checked and compiled in the caller (a FilterError is raised there, as in-process) and sent as
-  their JSON; the child compiles them again for qdrant-edge and keeps them.
-* **Same answers.** The child runs the same :class:`EdgeIndex` code on the same shard; scores
-  travel as JSON numbers (exact for the engine's f32 scores), dense vectors as float32 bytes.
-  Candidate payloads and the filtered-IDF and count caches stay in the caller, keyed by its write
-  generation, so a cache hit costs no round trip.
+  locked by one process); every read and write of this index goes through it.
+* **The search stage runs there whole.** :meth:`ProcessEdgeIndex.search` sends the request
+  (tenant, query, profile, filter tree, query vector as raw bytes) and the child runs
+  :meth:`VectorIndex.search` on its own :class:`EdgeIndex`: filter compilation, the two
+  channels, fusion, ranking features and the tenant and filter checks on what comes back, with
+  its caches (candidate payloads, filtered IDF, counts). Only the ``SearchResult`` crosses, as
+  JSON. The tenant and the filter are also checked in the caller first, so a bad one is refused
+  before anything is sent. The other operations (count, fetch, writes) cross hook by hook:
+  filters are checked and compiled in the caller and sent as the JSON of their tree.
+* **Same answers.** The child runs the same code on the same shard; floats cross exactly (JSON
+  numbers are exact for Python floats; vectors, ids and scores as packed bytes).
 * **Wire.** :mod:`hopweave.wire` frames (JSON headers, raw bytes; never pickle; candidate ids
   and scores as packed bytes) over Unix sockets in a private (0700) directory. A calling thread
   takes a connection of its own (kept for reuse), sends and waits on it: no hand-off to another
@@ -41,13 +45,15 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from hopweave.errors import HopweaveError, StoreUnavailableError
 from hopweave.models.filters import Eq, FilterTree, parse_filter
+from hopweave.models.ranking import RankingProfile, SearchResult
 from hopweave.models.schema import GraphSchema
+from hopweave.search.embedder import EmbeddingSpace
 from hopweave.search.edge_index import EdgeIndex
 from hopweave.search.index_types import ChannelRequest, CollectionInfo, IndexPoint
 from hopweave.search.lexical import SparseVec
@@ -64,7 +70,7 @@ _SOCKET = "search.sock"
 
 
 #: Operations that change nothing: sent again to a new child when the first one died.
-_READS = frozenset({"query", "retrieve_fields", "retrieve", "count", "scroll"})
+_READS = frozenset({"search", "query", "retrieve_fields", "retrieve", "count", "scroll"})
 
 
 def _exit_status(proc: "subprocess.Popen[bytes] | None", wait_s: float = 2.0) -> int | None:
@@ -263,6 +269,37 @@ class ProcessEdgeIndex(EdgeIndex):
     def _unit_corpus(self) -> Any:
         return RemoteFilter(Eq(field="tenant_id", value="").model_dump_json())
 
+    def search(
+        self,
+        tenant_id: str,
+        query: str,
+        profile: RankingProfile,
+        where: FilterTree | Mapping[str, Any] | None = None,
+        limit: int = 10,
+        query_vector: np.ndarray | None = None,
+        query_space: EmbeddingSpace | None = None,
+        include_superseded: bool = False,
+        scope: Mapping[str, Sequence[Any]] | None = None,
+    ) -> SearchResult:
+        """:meth:`VectorIndex.search` run whole in the child (filters, channels, fusion,
+        features, the tenant and filter checks on what comes back): only its result crosses,
+        as ``SearchResult`` JSON. Same arguments, result and errors as in-process; the tenant and
+        the filter are checked here first, so a bad one is refused before anything is sent."""
+        self.scoped_filter(tenant_id, where, not include_superseded)  # TenantError / FilterError here
+        args: dict[str, Any] = {
+            "tenant_id": tenant_id, "query": query, "profile": profile.model_dump(mode="json"),
+            "where": None if where is None else parse_filter(where).model_dump(mode="json"), "limit": limit,
+            "space": None if query_space is None else query_space.model_dump(mode="json"),
+            "include_superseded": include_superseded,
+            "scope": None if scope is None else {k: list(v) for k, v in scope.items()}}
+        body = b""
+        if query_vector is not None:
+            vec = np.ascontiguousarray(query_vector)
+            args["vector"] = {"dtype": vec.dtype.str, "shape": list(vec.shape)}
+            body = vec.tobytes()
+        _, data = self._call("search", args, body)
+        return SearchResult.model_validate_json(data)
+
     def _scored(self, requests: Sequence[ChannelRequest]) -> list[list[tuple[int, float]]]:
         dense: list[np.ndarray] = []
         reqs = []
@@ -380,6 +417,16 @@ class _Child:
                                                self.filter(r["filter"]), r["limit"],
                                                idf_filter=self.filter(r["idf"])))
             return _pack_scored(ix._scored(reqs))
+        if op == "search":
+            vec = None
+            if head.get("vector") is not None:
+                vec = np.frombuffer(body, dtype=np.dtype(head["vector"]["dtype"])).reshape(head["vector"]["shape"])
+            res = ix.search(head["tenant_id"], head["query"], RankingProfile.model_validate(head["profile"]),
+                            where=None if head["where"] is None else parse_filter(head["where"]), limit=head["limit"],
+                            query_vector=vec,
+                            query_space=None if head["space"] is None else EmbeddingSpace.model_validate(head["space"]),
+                            include_superseded=head["include_superseded"], scope=head["scope"])
+            return None, res.model_dump_json().encode()
         if op == "retrieve_fields":
             got = ix._retrieve_fields([int(i) for i in head["ids"]], head["fields"])
             return [[str(k), v] for k, v in got.items()]

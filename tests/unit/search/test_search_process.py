@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hopweave.errors import FilterError, StoreIncompleteError, StoreUnavailableError
+from hopweave.errors import FilterError, InputError, StoreIncompleteError, StoreUnavailableError, TenantError
 from hopweave.models.filters import And, Eq, In, IsEmpty, Or, Range
 from hopweave.search.edge_index import COMPLETE_FILE, INCOMPLETE_FILE, EdgeIndex
 from hopweave.search.profiles import get_profile
@@ -82,6 +82,10 @@ def test_errors_are_typed_on_the_callers_side(store, schema, hash_embedder):
     try:
         with pytest.raises(FilterError, match="unknown field"):  # checked before anything is sent
             remote.search("t1", "fee", get_profile("lexical_only"), where=Eq(field="nope", value=1), limit=3)
+        with pytest.raises(TenantError):
+            remote.search(" ", "fee", get_profile("lexical_only"), limit=3)
+        with pytest.raises(InputError, match="limit"):  # raised in the child, the same class here
+            remote.search("t1", "fee", get_profile("lexical_only"), limit=0)
     finally:
         remote.close()
     (store / "vectors" / INCOMPLETE_FILE).write_text("{}")  # an interrupted ingest
