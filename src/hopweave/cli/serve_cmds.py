@@ -25,7 +25,7 @@ def serve(
     budget_ms: Optional[int] = typer.Option(None, "--budget-ms", help="Default wall-clock budget (800)."),
     max_active: Optional[int] = typer.Option(
         None, "--max-active", help="Requests each worker's engine works on at once; the others wait for a slot "
-        "within their budget (default: EngineConfig.max_active, 8, shared among the workers: 4 each for 2)."),
+        "within their budget (default: EngineConfig.max_active, 4, shared among the workers: 2 each for 2)."),
     switch_interval_ms: float = typer.Option(
         1.0, "--switch-interval-ms", help="Python's thread switch interval: a small one lets a request whose "
         "deadline came get the GIL back quickly under load (Python's default is 5)."),

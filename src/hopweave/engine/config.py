@@ -48,8 +48,12 @@ class EngineConfig:
     max_workers: int = 8
     #: Threads running ``aretrieve`` requests (each mostly waits on its stages).
     max_requests: int = 64
-    #: Requests doing work at once; the others wait for a slot (within their budget).
-    max_active: int = 8
+    #: Requests doing work at once; the others wait for a slot (within their budget). With the
+    #: search in its own process, 4 keep both the engine's GIL and the search process busy on 2
+    #: cores; 8 only cut more requests short at the deadline (a burst of 100: 8 -> 0-6 late,
+    #: fewer degraded; docs/BENCHMARKS.md, issue 13). Raise it for server stores, whose requests
+    #: spend their time waiting on the network.
+    max_active: int = 4
     #: Kept free at the end of the budget for what follows the stages (assembly, the result, the
     #: trace hand-off): stages stop waiting this long before the deadline, and a request that
     #: got no slot by then answers degraded at once.

@@ -95,7 +95,7 @@ def test_the_default_config_shares_the_request_slots_among_the_workers(store: Pa
     from hopweave.adapters.serve_workers import shared_max_active
     from hopweave.engine.config import EngineConfig
 
-    assert [shared_max_active(n) for n in (1, 2, 3, 16)] == [EngineConfig().max_active, 4, 3, 1]
+    assert [shared_max_active(n) for n in (1, 2, 3, 16)] == [EngineConfig().max_active, 2, 2, 1]
     with EnginePool.open(store, workers=2) as two:
         assert two._spec["config"]["max_active"] == shared_max_active(2)
     given = dataclasses.replace(REPLAY_CONFIG, max_active=5)  # a config given is every worker's as is
