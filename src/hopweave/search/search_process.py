@@ -106,6 +106,54 @@ def _flt(flt: RemoteFilter | None) -> str | None:
     return None if flt is None else flt.json
 
 
+#: A child process begun by :func:`start_child` and the private directory of its socket.
+StartedChild = tuple["subprocess.Popen[bytes]", str]
+
+
+def start_child(store_dir: str | Path, root: str | Path | None = None) -> StartedChild:
+    """Start a search process for the shard of ``store_dir`` (or ``root``): it begins loading the
+    shard at once; :class:`ProcessEdgeIndex` (``started=``) gives it the schema and uses it.
+    Raises StoreUnavailableError when it cannot start."""
+    root = Path(root) if root is not None else Path(store_dir) / "vectors"
+    tmp = tempfile.mkdtemp(prefix="hopweave-search-")  # mode 0700: no other user connects
+    if len(os.path.join(tmp, _SOCKET)) > 100:  # AF_UNIX paths are at most 107 bytes
+        os.rmdir(tmp)
+        tmp = tempfile.mkdtemp(prefix="hw-", dir="/tmp")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(os.path.join(tmp, _SOCKET))
+        listener.listen(128)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hopweave.search.search_process", str(listener.fileno())],
+            pass_fds=(listener.fileno(),), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, close_fds=True,
+            env=_child_env())
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps({"store_dir": str(store_dir), "root": str(root)}).encode() + b"\n")
+        proc.stdin.flush()
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise StoreUnavailableError(f"cannot start the search process with {sys.executable} ({exc})") from exc
+    finally:
+        listener.close()
+    return proc, tmp
+
+
+def stop_child(started: StartedChild, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    """End a child of :func:`start_child` (it closes its shard first) and remove its directory."""
+    proc, tmp = started
+    if proc.stdin is not None:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 class ProcessEdgeIndex(EdgeIndex):
     """An EdgeIndex whose shard lives in a child process (see the module doc).
 
@@ -117,12 +165,16 @@ class ProcessEdgeIndex(EdgeIndex):
     MAX_IDLE = 64
 
     def __init__(self, store_dir: str | Path, schema: GraphSchema, *, root: str | Path | None = None,
-                 timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+                 timeout_s: float = DEFAULT_TIMEOUT_S, started: "StartedChild | None" = None) -> None:
+        """``started``: a child :func:`start_child` began for this index before its schema was
+        known (it loads the shard meanwhile); it gets the schema now."""
         super().__init__(store_dir, schema, root=root)
         self.store_dir = Path(store_dir)
         self.timeout_s = timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir: str | None = None  # the private directory of the child's socket
+        if started is not None:
+            self._adopt(started)
         self._idle: list[socket.socket] = []
         self._plock = threading.Lock()  # the child's handle and the idle connections
         self._closed = False
@@ -146,51 +198,31 @@ class ProcessEdgeIndex(EdgeIndex):
         if self._proc is not None and self._proc.poll() is None and self._dir is not None:
             return os.path.join(self._dir, _SOCKET)
         self._reap_locked()
-        tmp = tempfile.mkdtemp(prefix="hopweave-search-")  # mode 0700: no other user connects
-        if len(os.path.join(tmp, _SOCKET)) > 100:  # AF_UNIX paths are at most 107 bytes
-            os.rmdir(tmp)
-            tmp = tempfile.mkdtemp(prefix="hw-", dir="/tmp")
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        spec = json.dumps({"store_dir": str(self.store_dir), "root": str(self.root),
-                           "schema": self.schema.model_dump(mode="json")})
+        self._adopt(start_child(self.store_dir, self.root))
+        assert self._dir is not None
+        return os.path.join(self._dir, _SOCKET)
+
+    def _adopt(self, started: "StartedChild") -> None:
+        """Take ``started`` as this index's child and send it the schema."""
+        proc, tmp = started
         try:
-            listener.bind(os.path.join(tmp, _SOCKET))
-            listener.listen(128)
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "hopweave.search.search_process", str(listener.fileno())],
-                pass_fds=(listener.fileno(),), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, close_fds=True,
-                env=_child_env())
             assert proc.stdin is not None
-            proc.stdin.write(spec.encode() + b"\n")  # then left open: the child exits at its EOF
-            proc.stdin.flush()
+            proc.stdin.write(json.dumps({"schema": self.schema.model_dump(mode="json")}).encode() + b"\n")
+            proc.stdin.flush()  # then left open: the child exits at its EOF
         except OSError as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise StoreUnavailableError(f"cannot start the search process with {sys.executable} ({exc})") from exc
-        finally:
-            listener.close()
+            stop_child(started)
+            raise StoreUnavailableError(f"the search process for {self.root} did not start ({exc})") from exc
         self._proc, self._dir = proc, tmp
-        return os.path.join(tmp, _SOCKET)
 
     def _reap_locked(self) -> None:
         """Forget a child (ended, or to be ended): its connections, its stdin, its directory."""
         for conn in self._idle:
             conn.close()
         self._idle = []
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            if proc.stdin is not None:
-                try:
-                    proc.stdin.close()
-                except OSError:
-                    pass
-            try:
-                proc.wait(timeout=self.timeout_s)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
+        proc, tmp = self._proc, self._dir
+        self._proc, self._dir = None, None
+        if proc is not None and tmp is not None:
+            stop_child((proc, tmp), self.timeout_s)
 
     def _connection(self) -> tuple[socket.socket, "subprocess.Popen[bytes] | None"]:
         with self._plock:
@@ -383,9 +415,17 @@ def _unpack_scored(sizes: list[int], data: bytes) -> list[list[tuple[int, float]
 class _Child:
     """The child's side: a plain EdgeIndex and the compiled filters by their JSON."""
 
-    def __init__(self, spec: dict[str, Any]) -> None:
-        self.index = EdgeIndex(spec["store_dir"], GraphSchema.model_validate(spec["schema"]), root=spec["root"])
+    def __init__(self, index: EdgeIndex) -> None:
+        self.index = index
         self._filters: dict[str, Any] = {}
+
+    def preload(self) -> None:
+        """Open the shard now, while the caller loads its graph (else at the first operation). A
+        shard that cannot open raises again at the first operation, which reports it typed."""
+        try:
+            self.index._open()
+        except Exception:  # noqa: BLE001 - reported by the first operation
+            pass
 
     def filter(self, tree_json: str | None) -> Any:
         if tree_json is None:
@@ -482,9 +522,17 @@ def _connection(conn: socket.socket, child: _Child) -> None:
 def _serve(fd: int) -> None:
     """Accept the caller's connections (a thread each) until the caller closes stdin or dies;
     then close the shard (flush, completion marker) and exit."""
-    spec = json.loads(sys.stdin.buffer.readline())
+    where = json.loads(sys.stdin.buffer.readline())
+    # The shard loads while the caller reads its graph; the schema (the filters' field types,
+    # the payload indexes of a new collection) comes next, before any operation is read.
+    index = EdgeIndex(where["store_dir"], GraphSchema.base(), root=where["root"])
+    child = _Child(index)
+    threading.Thread(target=child.preload, name="preload", daemon=True).start()
+    line = sys.stdin.buffer.readline()
+    if not line:
+        return
+    index.schema = GraphSchema.model_validate(json.loads(line)["schema"])
     listener = socket.socket(fileno=fd)
-    child = _Child(spec)
 
     def accept() -> None:
         while True:

@@ -175,10 +175,16 @@ def open_stores(
     g_uri = parse_graph_uri(graph if graph is not None else default_graph_uri())
     v_raw = None if graph_only else vectors if vectors is not None else default_vectors_uri(g_uri)
     v_uri = parse_vectors_uri(v_raw) if v_raw is not None else None
-    store, settings = _open_graph(g_uri, schema, create=create, read_only=read_only)
+    started = _start_search_process(v_uri) if search_process and v_uri is not None else None
     try:
-        index = open_vectors(v_uri, store.schema, process=search_process) if v_uri is not None else None
+        store, settings = _open_graph(g_uri, schema, create=create, read_only=read_only)
     except BaseException:
+        _stop_quietly(started)
+        raise
+    try:
+        index = open_vectors(v_uri, store.schema, process=search_process, started=started) if v_uri else None
+    except BaseException:
+        _stop_quietly(started)
         store.close()
         raise
     return Stores(store, index, graph_uri=g_uri, vectors_uri=v_uri, settings=settings)
@@ -323,10 +329,32 @@ def _newer_format(text: str) -> bool:
 
 
 # ---- vectors ----------------------------------------------------------------------------------
-def open_vectors(uri: StoreURI, schema: "GraphSchema", *, process: bool = False) -> "VectorIndex | None":
+def _start_search_process(uri: StoreURI) -> Any:
+    """For an embedded index that exists: its search process, started before the graph loads
+    (the shard loads meanwhile); else None."""
+    if uri.kind != "embedded" or uri.path is None:
+        return None
+    from hopweave.search.edge_index import VECTORS_DIR
+    from hopweave.search.search_process import start_child
+    from hopweave.search.staging import recover
+
+    recover(uri.path)
+    return start_child(uri.path) if (uri.path / VECTORS_DIR).is_dir() else None
+
+
+def _stop_quietly(started: Any) -> None:
+    if started is not None:
+        from hopweave.search.search_process import stop_child
+
+        stop_child(started)
+
+
+def open_vectors(uri: StoreURI, schema: "GraphSchema", *, process: bool = False,
+                 started: Any = None) -> "VectorIndex | None":
     """The vector index of a parsed vectors URI (no I/O for a server: qdrant-client connects on
     first use); None for a store directory that has no ``vectors`` yet. ``process``: an embedded
-    shard is served from a child process (:mod:`hopweave.search.search_process`)."""
+    shard is served from a child process (:mod:`hopweave.search.search_process`), ``started``
+    one begun earlier by :func:`~hopweave.search.search_process.start_child`."""
     if uri.kind == "embedded":
         from hopweave.search.edge_index import VECTORS_DIR, EdgeIndex
         from hopweave.search.staging import recover
@@ -338,8 +366,8 @@ def open_vectors(uri: StoreURI, schema: "GraphSchema", *, process: bool = False)
         if process:
             from hopweave.search.search_process import ProcessEdgeIndex
 
-            index = ProcessEdgeIndex(uri.path, schema)
-            index.start()  # its interpreter starts while the graph loads
+            index = ProcessEdgeIndex(uri.path, schema, started=started)
+            index.start()
             return index
         return EdgeIndex(uri.path, schema)
     from hopweave.search.client_index import ClientIndex
