@@ -317,7 +317,8 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
 SERVE_ENV = {"store": "HOPWEAVE_SERVE_STORE", "vectors": "HOPWEAVE_SERVE_VECTORS", "budget_ms": "HOPWEAVE_SERVE_BUDGET_MS",
              "max_inflight": "HOPWEAVE_SERVE_MAX_INFLIGHT", "workers": "HOPWEAVE_SERVE_WORKERS",
              "switch_interval_ms": "HOPWEAVE_SERVE_SWITCH_INTERVAL_MS", "graph_refresh_s": "HOPWEAVE_SERVE_GRAPH_REFRESH_S",
-             "max_active": "HOPWEAVE_SERVE_MAX_ACTIVE", "engine_processes": "HOPWEAVE_SERVE_ENGINE_PROCESSES"}
+             "max_active": "HOPWEAVE_SERVE_MAX_ACTIVE", "engine_processes": "HOPWEAVE_SERVE_ENGINE_PROCESSES",
+             "search_process": "HOPWEAVE_SERVE_SEARCH_PROCESS"}
 
 
 def app_from_env() -> "FastAPI":
@@ -354,6 +355,9 @@ def app_from_env() -> "FastAPI":
     if max_active is None and max(workers, engine_processes) > 1:
         max_active = shared_max_active(max(workers, engine_processes))
     settings: dict[str, Any] = {k: v for k, v in (("budget_ms", budget), ("max_active", max_active)) if v}
+    search_process = _env_number(SERVE_ENV["search_process"], int, None)
+    if search_process is not None:  # 0: each engine keeps its vector shard in process
+        settings["search_process"] = bool(search_process)
     config = EngineConfig(**settings) if settings else None
     if engine_processes > 0:
         from hopweave.adapters.pool import EnginePool

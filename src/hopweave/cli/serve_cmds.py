@@ -26,6 +26,9 @@ def serve(
     max_active: Optional[int] = typer.Option(
         None, "--max-active", help="Requests each worker's engine works on at once; the others wait for a slot "
         "within their budget (default: EngineConfig.max_active, 4, shared among the workers: 2 each for 2)."),
+    search_process: Optional[bool] = typer.Option(
+        None, "--search-process/--no-search-process", help="Serve each engine's embedded vector shard from a "
+        "child process (default: on, EngineConfig.search_process; docs/engine.md, The search process)."),
     switch_interval_ms: float = typer.Option(
         1.0, "--switch-interval-ms", help="Python's thread switch interval: a small one lets a request whose "
         "deadline came get the GIL back quickly under load (Python's default is 5)."),
@@ -90,6 +93,8 @@ def serve(
         if max_active < 1:
             raise InputError("--max-active must be >= 1")
         os.environ["HOPWEAVE_SERVE_MAX_ACTIVE"] = str(max_active)
+    if search_process is not None:
+        os.environ["HOPWEAVE_SERVE_SEARCH_PROCESS"] = "1" if search_process else "0"
     os.environ["HOPWEAVE_SERVE_WORKERS"] = str(workers)
     os.environ["HOPWEAVE_SERVE_ENGINE_PROCESSES"] = str(engine_processes)
     os.environ["HOPWEAVE_SERVE_SWITCH_INTERVAL_MS"] = str(switch_interval_ms)
