@@ -432,7 +432,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     store = Path(args.store)
     db = scenarios_of("deltabank")
     if args.bursts_only:
-        engine = Engine.open(store)
+        over: dict[str, Any] = {}
+        if args.search_process is not None:
+            over["search_process"] = args.search_process == "on"
+        if args.max_active is not None:
+            over["max_active"] = args.max_active
+        engine = Engine.open(store, config=EngineConfig(**over) if over else None)
+        res["config_overrides"] = over
         try:
             res["warmup_ms"] = engine.warmup()
             bursts(res, engine, db, args, log)
@@ -616,6 +622,10 @@ def main(argv: list[str] | None = None) -> None:
                     help="also run the bursts through an EnginePool of each of these sizes (e.g. --pool-workers 2)")
     ap.add_argument("--work-budget-ms", type=int, default=0,
                     help="also a burst of --concurrency threads with this budget (e.g. 20000): the work, not the deadline")
+    ap.add_argument("--search-process", choices=("on", "off"), default=None,
+                    help="with --bursts-only: EngineConfig.search_process (default: as shipped)")
+    ap.add_argument("--max-active", type=int, default=None,
+                    help="with --bursts-only: EngineConfig.max_active (default: as shipped)")
     ap.add_argument("--bursts-only", action="store_true",
                     help="only the thread and aretrieve bursts (and --overload, --sustained), plain engine then pools")
     ap.add_argument("--json", default=None, help="write the result here")
