@@ -19,9 +19,8 @@ and waits on a socket without the GIL, and the child's search runs on another co
   before anything is sent. The other operations (count, fetch, writes) cross hook by hook:
   filters are checked and compiled in the caller and sent as the JSON of their tree.
 * **Same answers.** The child runs the same code on the same shard; floats cross exactly (JSON
-  numbers are exact for Python floats; vectors, ids and scores as packed bytes).
-* **Wire.** :mod:`hopweave.wire` frames (JSON headers, raw bytes; never pickle; candidate ids
-  and scores as packed bytes) over Unix sockets in a private (0700) directory. A calling thread
+  numbers are exact for Python floats; the query vector as raw bytes).
+* **Wire.** :mod:`hopweave.wire` frames (JSON headers, raw bytes; never pickle) over Unix sockets in a private (0700) directory. A calling thread
   takes a connection of its own (kept for reuse), sends and waits on it: no hand-off to another
   thread, so an answer wakes its caller directly. The child answers each connection on a thread
   of its own. A HopweaveError raised in the child (an incomplete or corrupt index, a busy shard)
@@ -38,10 +37,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
-import shutil
 import tempfile
 import threading
 from pathlib import Path
@@ -54,13 +53,13 @@ from hopweave.models.filters import Eq, FilterTree, parse_filter
 from hopweave.models.ranking import RankingProfile, SearchResult
 from hopweave.models.schema import GraphSchema
 from hopweave.search.embedder import EmbeddingSpace
-from hopweave.search.edge_index import EdgeIndex
-from hopweave.search.index_types import ChannelRequest, CollectionInfo, IndexPoint
+from hopweave.search.edge_index import VECTORS_DIR, EdgeIndex
+from hopweave.search.index_types import CollectionInfo, IndexPoint
 from hopweave.search.lexical import SparseVec
 from hopweave.search.qdrant_filter import to_edge
 from hopweave.wire import error_from_json, error_json, frame, read_frame
 
-__all__ = ["ProcessEdgeIndex", "RemoteFilter"]
+__all__ = ["ProcessEdgeIndex", "RemoteFilter", "StartedChild", "start_child", "stop_child"]
 
 log = logging.getLogger("hopweave.search_process")
 
@@ -70,7 +69,7 @@ _SOCKET = "search.sock"
 
 
 #: Operations that change nothing: sent again to a new child when the first one died.
-_READS = frozenset({"search", "query", "retrieve_fields", "retrieve", "count", "scroll"})
+_READS = frozenset({"search", "retrieve", "count", "scroll"})
 
 
 def _exit_status(proc: "subprocess.Popen[bytes] | None", wait_s: float = 2.0) -> int | None:
@@ -114,7 +113,7 @@ def start_child(store_dir: str | Path, root: str | Path | None = None) -> Starte
     """Start a search process for the shard of ``store_dir`` (or ``root``): it begins loading the
     shard at once; :class:`ProcessEdgeIndex` (``started=``) gives it the schema and uses it.
     Raises StoreUnavailableError when it cannot start."""
-    root = Path(root) if root is not None else Path(store_dir) / "vectors"
+    root = Path(root) if root is not None else Path(store_dir) / VECTORS_DIR
     tmp = tempfile.mkdtemp(prefix="hopweave-search-")  # mode 0700: no other user connects
     if len(os.path.join(tmp, _SOCKET)) > 100:  # AF_UNIX paths are at most 107 bytes
         os.rmdir(tmp)
@@ -157,8 +156,8 @@ def stop_child(started: StartedChild, timeout_s: float = DEFAULT_TIMEOUT_S) -> N
 class ProcessEdgeIndex(EdgeIndex):
     """An EdgeIndex whose shard lives in a child process (see the module doc).
 
-    The child starts with :meth:`start` or the first operation and opens the shard there,
-    lazily, as EdgeIndex does.
+    The child starts with :meth:`start`, the first operation, or earlier (``started``: begun by
+    :func:`start_child` before the schema was known), and loads the shard at once.
     """
 
     #: Idle connections kept for reuse (a busy caller opens another one).
@@ -173,11 +172,11 @@ class ProcessEdgeIndex(EdgeIndex):
         self.timeout_s = timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir: str | None = None  # the private directory of the child's socket
-        if started is not None:
-            self._adopt(started)
         self._idle: list[socket.socket] = []
         self._plock = threading.Lock()  # the child's handle and the idle connections
         self._closed = False
+        if started is not None:
+            self._adopt(started)
 
     # ---- the child ---------------------------------------------------------------------
     @property
@@ -332,25 +331,6 @@ class ProcessEdgeIndex(EdgeIndex):
         _, data = self._call("search", args, body)
         return SearchResult.model_validate_json(data)
 
-    def _scored(self, requests: Sequence[ChannelRequest]) -> list[list[tuple[int, float]]]:
-        dense: list[np.ndarray] = []
-        reqs = []
-        for r in requests:
-            one: dict[str, Any] = {"channel": r.channel, "limit": r.limit, "filter": _flt(r.filter)}
-            if isinstance(r.vector, SparseVec):
-                one["indices"], one["values"] = list(r.vector.indices), list(r.vector.values)
-                one["idf"] = _flt(r.idf_filter)
-            else:
-                one["dense"] = len(dense)
-                dense.append(np.asarray(r.vector, dtype=np.float32))
-            reqs.append(one)
-        sizes, data = self._call("query", {"requests": reqs}, b"".join(v.tobytes() for v in dense))
-        return _unpack_scored(sizes, data)
-
-    def _retrieve_fields(self, point_ids: Sequence[int], fields: Sequence[str]) -> dict[int, dict[str, Any]]:
-        result, _ = self._call("retrieve_fields", {"ids": [str(i) for i in point_ids], "fields": list(fields)})
-        return {int(k): v for k, v in result}
-
     def _retrieve(self, point_ids: Sequence[str], with_vector: bool = True
                   ) -> list[tuple[dict[str, Any], list[float] | None]]:
         if not point_ids:
@@ -393,24 +373,6 @@ class ProcessEdgeIndex(EdgeIndex):
         self._call("end_ingest", {"marker": marker, "failed": failed})
 
 
-def _pack_scored(lists: list[list[tuple[int, float]]]) -> tuple[list[int], bytes]:
-    """(list sizes, each point id as 16 big-endian bytes then every score as a float64)."""
-    ids = b"".join(pid.to_bytes(16, "big") for lst in lists for pid, _ in lst)
-    scores = np.array([score for lst in lists for _, score in lst], dtype=np.float64).tobytes()
-    return [len(lst) for lst in lists], ids + scores
-
-
-def _unpack_scored(sizes: list[int], data: bytes) -> list[list[tuple[int, float]]]:
-    n = sum(sizes)
-    scores = np.frombuffer(data, dtype=np.float64, count=n, offset=16 * n).tolist()
-    pairs = [(int.from_bytes(data[16 * i:16 * i + 16], "big"), scores[i]) for i in range(n)]
-    out, at = [], 0
-    for size in sizes:
-        out.append(pairs[at:at + size])
-        at += size
-    return out
-
-
 # ---- the child ------------------------------------------------------------------------------
 class _Child:
     """The child's side: a plain EdgeIndex and the compiled filters by their JSON."""
@@ -439,24 +401,7 @@ class _Child:
 
     def handle(self, head: dict[str, Any], body: bytes) -> tuple[Any, bytes]:
         """(the JSON result, the raw body) of one operation."""
-        out = self._handle(head, body)
-        return out if isinstance(out, tuple) else (out, b"")
-
-    def _handle(self, head: dict[str, Any], body: bytes) -> Any:
         op, ix = head["op"], self.index
-        if op == "query":
-            vecs = np.frombuffer(body, dtype=np.float32)
-            dim = len(vecs) // max(1, sum(1 for r in head["requests"] if "dense" in r))
-            reqs = []
-            for r in head["requests"]:
-                if "dense" in r:
-                    vec: Any = vecs[r["dense"] * dim:(r["dense"] + 1) * dim].tolist()
-                    reqs.append(ChannelRequest(r["channel"], vec, self.filter(r["filter"]), r["limit"]))
-                else:
-                    reqs.append(ChannelRequest(r["channel"], SparseVec(tuple(r["indices"]), tuple(r["values"])),
-                                               self.filter(r["filter"]), r["limit"],
-                                               idf_filter=self.filter(r["idf"])))
-            return _pack_scored(ix._scored(reqs))
         if op == "search":
             vec = None
             if head.get("vector") is not None:
@@ -467,9 +412,10 @@ class _Child:
                             query_space=None if head["space"] is None else EmbeddingSpace.model_validate(head["space"]),
                             include_superseded=head["include_superseded"], scope=head["scope"])
             return None, res.model_dump_json().encode()
-        if op == "retrieve_fields":
-            got = ix._retrieve_fields([int(i) for i in head["ids"]], head["fields"])
-            return [[str(k), v] for k, v in got.items()]
+        return self._other(op, head), b""
+
+    def _other(self, op: str, head: dict[str, Any]) -> Any:
+        ix = self.index
         if op == "retrieve":
             return [[payload, vec] for payload, vec in ix._retrieve(head["ids"], head["with_vector"])]
         if op == "count":
