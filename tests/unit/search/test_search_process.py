@@ -62,6 +62,18 @@ def _gone(pid: int, within_s: float) -> bool:
     return False
 
 
+def _stopped(pid: int, within_s: float) -> None:
+    """Wait until every thread of ``pid`` is stopped."""
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        states = [Path(f"/proc/{pid}/task/{t}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                  for t in os.listdir(f"/proc/{pid}/task")]
+        if all(s == "T" for s in states):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} did not stop")
+
+
 def test_same_results_as_the_in_process_index(store, schema, hash_embedder):
     plain = EdgeIndex(store, schema)
     want = _runs(plain, hash_embedder)
@@ -127,6 +139,7 @@ def test_a_killed_child_is_replaced_and_a_stopped_one_times_out(store, schema, h
         assert pid2 is not None and pid2 != pid
         os.kill(pid2, signal.SIGSTOP)
         try:
+            _stopped(pid2, 5)  # SIGSTOP takes effect when each thread is next scheduled
             t = time.monotonic()
             with pytest.raises(StoreUnavailableError, match="did not answer"):
                 remote.search("t1", "a question never asked", get_profile("lexical_only"), limit=3)
