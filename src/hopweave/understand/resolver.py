@@ -129,6 +129,19 @@ def _surfaces(node: "Node") -> list[str]:
     return list(out)
 
 
+def _single_token_forms(pattern: Any) -> tuple[str, ...] | None:
+    """The exact token texts of a one-token ``ORTH`` pattern (``[{"ORTH": s}]`` or
+    ``[{"ORTH": {"IN": forms}}]``), else None."""
+    if not isinstance(pattern, list) or len(pattern) != 1 or set(pattern[0]) != {"ORTH"}:
+        return None
+    orth = pattern[0]["ORTH"]
+    if isinstance(orth, str):
+        return (orth,)
+    if isinstance(orth, dict) and set(orth) == {"IN"}:
+        return tuple(orth["IN"])
+    return None
+
+
 def _patterns(label: str, node: "Node", make_doc: Any) -> list[dict[str, Any]]:
     pats: list[dict[str, Any]] = []
     for surface in _surfaces(node):
@@ -169,7 +182,7 @@ class EntityResolver:
         self.enrich_from_graph = enrich_from_graph
         self._lock = threading.Lock()
         self._nlp_lock = threading.Lock()
-        self._cached: tuple[str, Any, dict[str, "Node"]] | None = None
+        self._cached: tuple[str, Any, dict[str, "Node"], dict[str, tuple[tuple[str, str], ...]]] | None = None
         self._vocab: dict[str, tuple[tuple[str, int], tuple[str, dict[str, list["Node"]]]]] = {}
 
     # ---- vocabulary ----------------------------------------------------------------------
@@ -197,9 +210,12 @@ class EntityResolver:
                 h.update(json.dumps(n.props, sort_keys=True, default=str).encode())
         return h.hexdigest()[:16], by_label
 
-    def pipeline(self, tenant_id: str) -> tuple[str, Any, dict[str, "Node"]]:
-        """``(fingerprint, nlp, nodes by id)``: the compiled spaCy pipeline for the current
-        vocabulary (rebuilt only when the fingerprint changes)."""
+    def pipeline(self, tenant_id: str) -> tuple[str, Any, dict[str, "Node"], dict[str, tuple[tuple[str, str], ...]]]:
+        """``(fingerprint, nlp, nodes by id, single tokens)``: the compiled spaCy pipeline for the
+        current vocabulary (rebuilt only when the fingerprint changes). Surfaces matched as one
+        exact token (``ORTH``) are looked up in ``single tokens`` (token text -> (label, node
+        id)) instead of spaCy's Matcher: the same matches, without a pattern check per token and
+        per surface (0.4 of the Matcher's 0.5 ms per DeltaBank utterance)."""
         fp, by_label = self.vocabulary(tenant_id)
         cached = self._cached
         if cached is not None and cached[0] == fp:
@@ -214,14 +230,20 @@ class EntityResolver:
                         "validate": True, "overwrite": True},
             )
             pats: list[dict[str, Any]] = []
+            single: dict[str, dict[tuple[str, str], None]] = {}
             nodes: dict[str, Node] = {}
             for label in sorted(by_label):
                 for n in by_label[label]:
                     nodes[n.id] = n
-                    pats.extend(_patterns(label, n, nlp.make_doc))
+                    for pat in _patterns(label, n, nlp.make_doc):
+                        forms = _single_token_forms(pat["pattern"])
+                        if forms is None:
+                            pats.append(pat)
+                        for form in forms or ():
+                            single.setdefault(form, {})[(label, pat["id"])] = None
             if pats:
                 ruler.add_patterns(pats)  # type: ignore[attr-defined]  # spaCy's SpanRuler
-            self._cached = (fp, nlp, nodes)
+            self._cached = (fp, nlp, nodes, {k: tuple(v) for k, v in single.items()})
             return self._cached
 
     # ---- resolution ----------------------------------------------------------------------
@@ -240,11 +262,11 @@ class EntityResolver:
         if when is None:
             raise InputError("as_of is required: relative dates are evaluated against the request's as_of")
         tenant = session.tenant_id
-        fp, nlp, nodes = self.pipeline(tenant)
+        fp, nlp, nodes, single = self.pipeline(tenant)
         res = Resolution(vocabulary_revision=fp)
         res.entities.extend(_session_entities(session, self.settings.subject.label))
         utter: list[Entity] = []
-        utter.extend(self._vocabulary_entities(nlp, nodes, text))
+        utter.extend(self._vocabulary_entities(nlp, nodes, single, text))
         utter.extend(self._identifier_entities(text, session, when, res.mentions))
         money = find_money(text)
         for m in money:
@@ -263,7 +285,8 @@ class EntityResolver:
         res.mentions.sort(key=lambda m: (m.span, m.type))
         return res
 
-    def _vocabulary_entities(self, nlp: Any, nodes: dict[str, "Node"], text: str) -> list[Entity]:
+    def _vocabulary_entities(self, nlp: Any, nodes: dict[str, "Node"],
+                             single: dict[str, tuple[tuple[str, str], ...]], text: str) -> list[Entity]:
         with self._nlp_lock:  # spaCy's shared StringStore is not safe to grow from several threads
             doc = nlp(text)
         found: dict[tuple[str, str, int, int], bool] = {}  # (label, node id, start, end) -> fuzzy
@@ -271,6 +294,9 @@ class EntityResolver:
             nid, fuzzy = (span.id_[: -len(_FUZZY)], True) if span.id_.endswith(_FUZZY) else (span.id_, False)
             key = (span.label_, nid, span.start_char, span.end_char)
             found[key] = found.get(key, True) and fuzzy
+        for token in doc:  # the one-token surfaces: an exact ORTH match, never fuzzy
+            for label, nid in single.get(token.text, ()):
+                found[(label, nid, token.idx, token.idx + len(token.text))] = False
         # within a label: longest first, then leftmost, then node id; drop overlaps
         chosen: list[tuple[str, str, int, int]] = []
         for key in sorted(found, key=lambda k: (k[0], -(k[3] - k[2]), k[2], k[1])):
