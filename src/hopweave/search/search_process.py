@@ -34,6 +34,7 @@ and waits on a socket without the GIL, and the child's search runs on another co
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -43,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import weakref
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -177,6 +179,7 @@ class ProcessEdgeIndex(EdgeIndex):
         self._closed = False
         if started is not None:
             self._adopt(started)
+        _LIVE.add(self)
 
     # ---- the child ---------------------------------------------------------------------
     @property
@@ -371,6 +374,21 @@ class ProcessEdgeIndex(EdgeIndex):
 
     def end_ingest(self, marker: dict[str, Any] | None = None, failed: bool = False) -> None:
         self._call("end_ingest", {"marker": marker, "failed": failed})
+
+
+#: Open indexes, closed at interpreter exit: a script that never closes its engine still leaves
+#: the shard flushed, marked complete and released before its process ends (else the child
+#: would do it just after, and a command run right after could find the shard still held).
+_LIVE: "weakref.WeakSet[ProcessEdgeIndex]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live() -> None:
+    for index in list(_LIVE):
+        try:
+            index.close()
+        except Exception:  # noqa: BLE001 - exiting: the child closes the shard itself at EOF
+            pass
 
 
 # ---- the child ------------------------------------------------------------------------------

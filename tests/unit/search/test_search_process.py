@@ -171,3 +171,20 @@ def test_the_child_exits_when_its_caller_dies(store, schema):
         assert _gone(child, 10), "the search process outlived its caller"
     finally:
         caller.kill()
+
+
+def test_a_script_that_never_closes_leaves_the_shard_released(store, schema):
+    shared = Path(__file__).resolve().parents[2] / "shared"
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(shared)!r})
+        from domains import deltabank_schema
+        from hopweave.search.search_process import ProcessEdgeIndex
+        print(ProcessEdgeIndex({str(store)!r}, deltabank_schema()).count("t1"))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    plain = EdgeIndex(store, schema)  # at once: the exiting script closed its search process first
+    try:
+        assert plain.count("t1") == int(out.stdout)
+    finally:
+        plain.close()
