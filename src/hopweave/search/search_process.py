@@ -29,7 +29,8 @@ and waits on a socket without the GIL, and the child's search runs on another co
   StoreUnavailableError. A child that dies fails the writes in flight with StoreUnavailableError
   at once and its reads are sent once more to a new child. The child exits when its stdin
   closes (the caller closed the index, or died), closing the shard (flush and completion marker)
-  first; no write is cut in half.
+  first; no write is cut in half. Indexes still open at interpreter exit are closed then, so
+  the next process finds the shard released.
 """
 
 from __future__ import annotations
