@@ -269,6 +269,36 @@ def _check_vectors(uri: StoreURI | None, schema: Any, embedder: "Embedder | None
         _check_space(info.space, embedder, uri, add)
     finally:
         index.close()
+    if uri.kind == "embedded" and uri.path is not None:
+        _check_search_process(uri, schema if schema is not None else GraphSchema.base(), add)
+
+
+def _check_search_process(uri: StoreURI, schema: Any, add: Any) -> None:
+    """An engine serves an embedded shard from a child process (docs/engine.md, "The search
+    process"): start one, have it open the shard and count its points, and stop it."""
+    import time
+
+    from hopweave.errors import StoreUnavailableError
+    from hopweave.search.search_process import ProcessEdgeIndex
+
+    assert uri.path is not None
+    t = time.perf_counter()
+    index = ProcessEdgeIndex(uri.path, schema)
+    try:
+        points = index._count(None)
+        add("search process", "ok", f"a search process started and opened the shard ({points} points) in "
+            f"{time.perf_counter() - t:.1f} s")
+    except StoreUnavailableError as exc:
+        if "another process" in str(exc):
+            add("search process", "warning", f"not checked: {exc}", "")
+        else:
+            add("search process", "error", f"StoreUnavailableError: {exc}",
+                "check that this Python can run `python -m hopweave.search.search_process` (the package installed), "
+                "or serve in process: EngineConfig(search_process=False) / hopweave serve --no-search-process")
+    except HopweaveError as exc:
+        add("search process", "error", f"{type(exc).__name__}: {exc}", "")
+    finally:
+        index.close()
 
 
 def _check_space(space: Any, embedder: "Embedder | None", uri: StoreURI, add: Any) -> None:

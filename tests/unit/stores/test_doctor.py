@@ -49,7 +49,8 @@ def test_a_healthy_store_passes_every_check(healthy: Path) -> None:
     checks = _by_check(report)
     assert report.ok and all(f.severity == "ok" for f in report.findings), report.findings
     assert {"graph.open", "graph.settings", "graph.schema", "graph.domain telecom", "vectors.collection",
-            "vectors.space"} <= set(checks)
+            "vectors.space", "vectors.search process"} <= set(checks)
+    assert "opened the shard" in checks["vectors.search process"].detail
     res = RUN.invoke(app, ["doctor", "--graph", str(healthy), "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
@@ -167,3 +168,19 @@ def test_an_old_snapshot_format_and_a_long_journal_are_warnings(copy: Path, monk
     monkeypatch.setattr(networkx_store, "AUTO_COMPACT_BYTES", 1024)
     f = _by_check(doctor(copy))["graph.journal"]
     assert f.severity == "warning" and "every open replays it" in f.detail and "hopweave compact" in f.fix
+
+
+def test_a_shard_held_by_a_serving_engine_is_a_warning(copy: Path) -> None:
+    from hopweave.search.edge_index import EdgeIndex
+    from hopweave.stores.front import open_stores
+
+    stores = open_stores(copy, graph_only=True, read_only=True)
+    schema = stores.graph.schema
+    stores.close()
+    held = EdgeIndex(copy, schema)
+    held.count("telco")  # this process now holds the shard's lock, as a serving engine would
+    try:
+        f = _by_check(doctor(copy))["vectors.search process"]
+        assert f.severity == "warning" and "another process" in f.detail
+    finally:
+        held.close()
