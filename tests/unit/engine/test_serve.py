@@ -151,3 +151,29 @@ def test_no_slot_before_the_deadline_sheds_or_degrades(engine: Engine) -> None:
         for _ in range(held):
             sib._active.release()
         sib.close_pools()
+
+
+def test_the_uvicorn_factory_passes_the_search_process_setting(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """`hopweave serve --no-search-process` sets HOPWEAVE_SERVE_SEARCH_PROCESS=0: each engine it
+    opens keeps its vector shard in process (the wiring only: the engines are not opened here)."""
+    import hopweave.adapters.http as http_mod
+    from hopweave.adapters.http import SERVE_ENV
+
+    seen: dict[str, Any] = {}
+
+    def fake_open(cls: Any, store: Any, vectors: Any = None, config: Any = None) -> Any:
+        seen["config"] = config
+        return "engine"
+
+    monkeypatch.setattr(Engine, "open", classmethod(fake_open))
+    monkeypatch.setattr(http_mod, "create_app", lambda engine, **kw: engine)
+    monkeypatch.setenv(SERVE_ENV["store"], str(tmp_path))
+    monkeypatch.setenv(SERVE_ENV["workers"], "1")
+    monkeypatch.delenv(SERVE_ENV["engine_processes"], raising=False)
+    for raw, want in (("0", False), ("1", True)):
+        monkeypatch.setenv(SERVE_ENV["search_process"], raw)
+        assert http_mod.app_from_env() == "engine"
+        assert seen["config"].search_process is want
+    monkeypatch.delenv(SERVE_ENV["search_process"])
+    http_mod.app_from_env()
+    assert seen["config"] is None or seen["config"].search_process is True  # the default: on
