@@ -70,7 +70,7 @@ SPARSE_FULL_SCAN_THRESHOLD: int | None = (int(os.environ["HOPWEAVE_SPARSE_FULL_S
 SHARD_DIR = "shard"
 #: Threads of a shard's search pool. qdrant-edge derives 8 from this machine's 2 CPUs; a query
 #: over our two segments then cost ~20% more CPU and more wall time than on one thread (3.4 vs
-#: 4.0 ms per DeltaBank query batch at 50,000 points), and its Python binding holds the GIL for
+#: 4.0 ms per query batch of the example pack at 50,000 points), and its Python binding holds the GIL for
 #: the whole query anyway, so concurrent queries of one process never overlap.
 SEARCH_THREADS = 1
 
@@ -128,9 +128,7 @@ class EdgeIndex(VectorIndex):
                         raise StoreError(f"no vector collection at {self.root}: ingest documents first")
                     marker = check_complete(self.root)
                     try:
-                        config = _load_config(shard_dir, SEARCH_THREADS)
-                        shard = (_q().EdgeShard.load(str(shard_dir)) if config is None
-                                 else _q().EdgeShard.load(str(shard_dir), config))
+                        shard = _load_shard(shard_dir)
                     except Exception as exc:
                         if "WouldBlock" in str(exc):
                             raise StoreUnavailableError(
@@ -416,6 +414,20 @@ _SPARSE_KEYS = frozenset({"modifier", "full_scan_threshold"})
 _HNSW_KEYS = frozenset({"m", "ef_construct", "full_scan_threshold", "max_indexing_threads", "on_disk"})
 _CONFIG_KEYS = frozenset({"on_disk_payload", "payload_memory", "vectors", "sparse_vectors", "hnsw_config",
                           "max_search_threads"})
+
+
+def _load_shard(shard_dir: Path) -> Any:
+    """The shard, loaded with :data:`SEARCH_THREADS` search threads when its configuration can be
+    rebuilt with that count (else, or when qdrant-edge refuses the rebuilt one, as stored)."""
+    q = _q()
+    config = _load_config(shard_dir, SEARCH_THREADS)
+    if config is not None:
+        try:
+            return q.EdgeShard.load(str(shard_dir), config)
+        except Exception as exc:  # noqa: BLE001 - a lock held elsewhere is reported by the plain load
+            if "WouldBlock" in str(exc):
+                raise
+    return q.EdgeShard.load(str(shard_dir))
 
 
 def _load_config(shard_dir: Path, threads: int) -> Any | None:
