@@ -150,7 +150,9 @@ def test_a_killed_child_is_replaced_and_a_stopped_one_times_out(store, schema, h
         remote.close()
 
 
-def test_the_child_exits_when_its_caller_dies(store, schema):
+def _script(store: Path, then: str) -> list[str]:
+    """A caller in a process of its own: it opens ``idx``, a ProcessEdgeIndex on ``store``, then
+    runs ``then``."""
     shared = Path(__file__).resolve().parents[2] / "shared"
     code = textwrap.dedent(f"""
         import sys, time
@@ -158,11 +160,16 @@ def test_the_child_exits_when_its_caller_dies(store, schema):
         from domains import deltabank_schema
         from hopweave.search.search_process import ProcessEdgeIndex
         idx = ProcessEdgeIndex({str(store)!r}, deltabank_schema())
+    """) + textwrap.dedent(then)
+    return [sys.executable, "-c", code]
+
+
+def test_the_child_exits_when_its_caller_dies(store, schema):
+    caller = subprocess.Popen(_script(store, """
         idx.count("t1")
         print(idx.pid, flush=True)
         time.sleep(60)
-    """)
-    caller = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    """), stdout=subprocess.PIPE, text=True)
     try:
         line = caller.stdout.readline() if caller.stdout else ""
         child = int(line)
@@ -174,15 +181,8 @@ def test_the_child_exits_when_its_caller_dies(store, schema):
 
 
 def test_a_script_that_never_closes_leaves_the_shard_released(store, schema):
-    shared = Path(__file__).resolve().parents[2] / "shared"
-    code = textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(shared)!r})
-        from domains import deltabank_schema
-        from hopweave.search.search_process import ProcessEdgeIndex
-        print(ProcessEdgeIndex({str(store)!r}, deltabank_schema()).count("t1"))
-    """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(_script(store, 'print(idx.count("t1"))'), capture_output=True, text=True, timeout=60,
+                         check=True)
     plain = EdgeIndex(store, schema)  # at once: the exiting script closed its search process first
     try:
         assert plain.count("t1") == int(out.stdout)
