@@ -17,7 +17,7 @@ and waits on a socket without the GIL, and the child's search runs on another co
   its caches (candidate payloads, filtered IDF, counts). Only the ``SearchResult`` crosses, as
   JSON. The tenant and the filter are also checked in the caller first, so a bad one is refused
   before anything is sent. The other operations (count, fetch, writes) cross hook by hook:
-  filters are checked and compiled in the caller and sent as the JSON of their tree.
+  filters are checked in the caller and sent as the JSON of their tree.
 * **Same answers.** The child runs the same code on the same shard; floats cross exactly (JSON
   numbers are exact for Python floats; the query vector as raw bytes).
 * **Wire.** :mod:`hopweave.wire` frames (JSON headers, raw bytes; never pickle) over Unix sockets in a private (0700) directory. A calling thread
@@ -52,7 +52,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from hopweave.errors import HopweaveError, StoreUnavailableError
-from hopweave.models.filters import Eq, FilterTree, parse_filter
+from hopweave.models.filters import FilterTree, parse_filter
 from hopweave.models.ranking import RankingProfile, SearchResult
 from hopweave.models.schema import GraphSchema
 from hopweave.search.embedder import EmbeddingSpace
@@ -62,7 +62,7 @@ from hopweave.search.lexical import SparseVec
 from hopweave.search.qdrant_filter import to_edge
 from hopweave.wire import error_from_json, error_json, frame, read_frame
 
-__all__ = ["ProcessEdgeIndex", "RemoteFilter", "StartedChild", "start_child", "stop_child"]
+__all__ = ["ProcessEdgeIndex", "StartedChild", "start_child", "stop_child"]
 
 log = logging.getLogger("hopweave.search_process")
 
@@ -93,19 +93,6 @@ def _child_env() -> dict[str, str]:
     root = str(Path(__file__).resolve().parents[2])  # .../hopweave/search/search_process.py
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     return env
-
-
-class RemoteFilter:
-    """A filter checked in the caller and sent to the child as the JSON of its tree."""
-
-    __slots__ = ("json",)
-
-    def __init__(self, tree_json: str) -> None:
-        self.json = tree_json
-
-
-def _flt(flt: RemoteFilter | None) -> str | None:
-    return None if flt is None else flt.json
 
 
 #: A child process begun by :func:`start_child` and the private directory of its socket.
@@ -296,13 +283,12 @@ class ProcessEdgeIndex(EdgeIndex):
         raise AssertionError("the shard of a ProcessEdgeIndex is opened by its child process only")
 
     def _compile(self, tree: FilterTree | None) -> Any:
+        """The filter as the JSON of its tree (compiled for qdrant-edge in the child), checked
+        here first: a FilterError is raised in the caller, as in-process."""
         if tree is None:
             return None
-        to_edge(tree, self.field_types)  # FilterError here, in the caller, as in-process
-        return RemoteFilter(tree.model_dump_json())
-
-    def _unit_corpus(self) -> Any:
-        return RemoteFilter(Eq(field="tenant_id", value="").model_dump_json())
+        to_edge(tree, self.field_types)
+        return tree.model_dump_json()
 
     def search(
         self,
@@ -343,10 +329,10 @@ class ProcessEdgeIndex(EdgeIndex):
         return [(payload, vec) for payload, vec in result]
 
     def _count(self, flt: Any) -> int:
-        return int(self._call("count", {"filter": _flt(flt)})[0])
+        return int(self._call("count", {"filter": flt})[0])
 
     def _scroll(self, flt: Any, limit: int | None) -> list[dict[str, Any]]:
-        return list(self._call("scroll", {"filter": _flt(flt), "limit": limit})[0])
+        return list(self._call("scroll", {"filter": flt, "limit": limit})[0])
 
     def _create(self, info: CollectionInfo) -> None:
         self._call("create", {"info": info.model_dump(mode="json")})
@@ -358,10 +344,10 @@ class ProcessEdgeIndex(EdgeIndex):
         self._call("upsert", {"points": rows})
 
     def _set_payload(self, flt: Any, payload: dict[str, Any]) -> None:
-        self._call("set_payload", {"filter": _flt(flt), "payload": payload})
+        self._call("set_payload", {"filter": flt, "payload": payload})
 
     def _delete_dense(self, flt: Any) -> None:
-        self._call("delete_dense", {"filter": _flt(flt)})
+        self._call("delete_dense", {"filter": flt})
 
     def flush(self) -> None:
         if self._proc is not None:
@@ -394,11 +380,10 @@ def _close_live() -> None:
 
 # ---- the child ------------------------------------------------------------------------------
 class _Child:
-    """The child's side: a plain EdgeIndex and the compiled filters by their JSON."""
+    """The child's side: a plain EdgeIndex."""
 
     def __init__(self, index: EdgeIndex) -> None:
         self.index = index
-        self._filters: dict[str, Any] = {}
 
     def preload(self) -> None:
         """Open the shard now, while the caller loads its graph (else at the first operation). A
@@ -409,14 +394,8 @@ class _Child:
             pass
 
     def filter(self, tree_json: str | None) -> Any:
-        if tree_json is None:
-            return None
-        out = self._filters.get(tree_json)
-        if out is None:
-            if len(self._filters) > 1024:
-                self._filters.clear()
-            out = self._filters[tree_json] = to_edge(parse_filter(json.loads(tree_json)), self.index.field_types)
-        return out
+        """A filter sent as the JSON of its tree, compiled for qdrant-edge."""
+        return None if tree_json is None else self.index._compile(parse_filter(json.loads(tree_json)))
 
     def handle(self, head: dict[str, Any], body: bytes) -> tuple[Any, bytes]:
         """(the JSON result, the raw body) of one operation."""
