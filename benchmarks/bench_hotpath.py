@@ -57,7 +57,7 @@ def group_of(tid: int, comm: str, names: dict[int, str]) -> str:
 
 #: (label, module, attribute path) of the stage functions timed by --stage-cpu.
 STAGES = [
-    ("intent split", "hopweave.engine.engine", "Engine._split"),
+    ("intent split", "hopweave.engine.multi_intent", "split_intents"),
     ("understand", "hopweave.understand.understander", "Understander.understand"),
     ("search (Python thread)", "hopweave.engine.engine", "search_documents"),
     ("graph branch (patterns + precedent)", "hopweave.engine.engine", "graph_branch"),

@@ -31,7 +31,6 @@ attributes...) come from the :class:`~hopweave.models.domain.DomainRegistry` per
 from __future__ import annotations
 
 import asyncio
-import collections
 import functools
 import threading
 import time
@@ -43,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 
 from hopweave.engine import precedent
 from hopweave.engine import record as trace_record
+from hopweave.engine.admission import RecentTimes, Slots
 from hopweave.engine.assemble import assemble
 from hopweave.engine.boundary import Request, check_request, check_session_attributes
 from hopweave.engine.branches import graph_branch, pattern_degradations, search_documents
@@ -129,12 +129,12 @@ class Engine:
         # Trace writes go through one group commit (engine/trace_writer.py), off the request path.
         self._trace_writer: GroupCommitter | None = None
         self._lock = threading.Lock()
-        self._active = threading.BoundedSemaphore(self.config.max_active)
         self._inflight = 0
-        self._finish_clock = _FinishClock()
-        self._hold_clock = _FinishClock()  # how long requests hold a slot (expected_wait_ms)
-        self._waiting = 0  # requests waiting for a slot
-        self._block_clocks: dict[str, _FinishClock] = {}  # admitted(kind=...): each kind's time in a slot
+        self._finish_clock = RecentTimes()
+        self._hold_clock = RecentTimes()  # how long requests hold a slot (expected_wait_ms)
+        # the request slots: first come, first served, handed over only to work that can finish
+        self._slots = Slots(self.config.max_active, lambda: self._hold_clock.quantile_ms(0.5) / 1000.0)
+        self._block_clocks: dict[str, RecentTimes] = {}  # admitted(kind=...): each kind's time in a slot
         self._goal_cache: tuple[str, dict[str, GoalType], dict[str, list[TraversalPattern]]] | None = None
         self._trace_vectors = precedent.TraceVectorCache(
             vectors_dir(self.store_dir) if self.store_dir is not None else None)
@@ -442,7 +442,7 @@ class Engine:
 
     def finish_reserve_ms(self, budget_ms: float) -> float:
         """The end of a budget kept for finishing a request that did no work (assembly, result,
-        trace hand-off): the slowest of the last finishes measured (:class:`_FinishClock`), at
+        trace hand-off): the slowest of the last finishes measured (:class:`RecentTimes`), at
         least ``deadline_reserve_ms`` and at most 10% of the budget. A request not started by
         then is answered degraded (or shed) so that it still lands by its deadline."""
         return max(self.config.reserve_ms(budget_ms), min(self._finish_clock.recent_max_ms(), budget_ms * 0.1))
@@ -457,34 +457,38 @@ class Engine:
     def _retrieve(self, req: Request, t0: float | None = None, shed: bool = False) -> RetrievalResult:
         """One request: split into parts when it carries several intents
         (:mod:`hopweave.engine.multi_intent`), else one run of the pipeline. ``shed``: raise
-        OverloadedError rather than answer when no request slot freed up before the deadline."""
-        from hopweave.engine.multi_intent import may_split, retrieve_parts
+        OverloadedError rather than answer when no request slot freed up before the deadline.
+
+        A request that may carry several intents takes its request slot before the split (whose
+        encoder pass a burst would otherwise run for requests that never get a slot after it)
+        and keeps it for the pipeline when it has one intent; the parts of a split request
+        each take a slot of their own."""
+        from hopweave.engine.multi_intent import may_split, retrieve_parts, split_intents
 
         if self.single_pass or not may_split(req.utterance):
             return self._retrieve_one(req, t0, shed)
         if self._ensure_warm() is not None or t0 is None:  # warm-up is outside budgets
             t0 = time.perf_counter()
-        parts = self._split(req, t0, shed)
-        # the parts share the request's one budget, which runs from the call
-        return retrieve_parts(self, req, parts, t0) if parts else self._retrieve_one(req, t0, shed)
-
-    def _split(self, req: Request, t0: float, shed: bool = False) -> Any:
-        """The request's intents (:func:`~hopweave.engine.multi_intent.split_intents`), worked
-        out under one of the request slots like any stage (its encoder pass is not run by a
-        burst all at once). None (one part) when no slot frees up before the deadline's reserve:
-        the request then answers degraded within its budget."""
-        from hopweave.engine.multi_intent import split_intents
-
         budget_ms = req.budget_ms or self.config.budget_ms
-        wait = t0 + (budget_ms - self.config.reserve_ms(budget_ms)) / 1000.0 - time.perf_counter()
-        if not self._take_slot(req, wait, shed):
-            return None
+        end = t0 + (budget_ms - self.config.reserve_ms(budget_ms)) / 1000.0
+        if not self._take_slot(req, end, shed):
+            return self._retrieve_one(req, t0, shed, slot=False)
+        held = time.perf_counter()
         try:
-            return split_intents(self, req)
-        finally:
-            self._active.release()
+            parts = split_intents(self, req)
+        except BaseException:
+            self._release(held)
+            raise
+        if not parts:  # one intent: the pipeline runs in the slot the split ran in
+            return self._retrieve_one(req, t0, shed, slot=held)
+        self._release(held)
+        # the parts share the request's one budget, which runs from the call
+        return retrieve_parts(self, req, parts, t0)
 
-    def _retrieve_one(self, req: Request, t0: float | None = None, shed: bool = False) -> RetrievalResult:
+    def _retrieve_one(self, req: Request, t0: float | None = None, shed: bool = False,
+                      slot: float | bool | None = None) -> RetrievalResult:
+        """One run of the pipeline. ``slot``: None takes a request slot here; a float is the
+        instant the caller took the slot this run now holds; False: the caller got none in time."""
         settings = self.settings_for(req.session.tenant_id)
         check_session_attributes(req.session, settings)
         warm_ms = self._ensure_warm()
@@ -493,17 +497,19 @@ class Engine:
         with self._lock:
             self._inflight += 1
         try:
-            admitted = self._admit(run, shed)
-            if not admitted and shed:
-                raise self._overloaded(req, "no request slot freed up before the deadline")
-            held = time.perf_counter()
+            if slot is None:
+                admitted = self._admit(run, shed)
+                held = time.perf_counter()
+            else:
+                admitted, held = slot is not False, float(slot)
+                if not admitted:
+                    self._refuse(run, shed)
             try:
                 plan = self._plan(run)
                 chunks, prof, facts, prec_items = self._search_and_traverse(run, plan)
             finally:
                 if admitted:
-                    self._active.release()
-                    self._hold_clock.add(_ms(held))
+                    self._release(held)
             return self._finish(run, plan, chunks, prof, facts, prec_items, warm_ms)
         finally:
             with self._lock:
@@ -543,46 +549,54 @@ class Engine:
         return self.config.reserve_ms(run.budget_ms) + min(self.config.reserve_per_request_ms * self._inflight, run.budget_ms * 0.4)
 
     def _admit(self, run: Run, shed: bool = False) -> bool:
-        """Wait for one of ``config.max_active`` request slots, until ``deadline_reserve_ms``
-        before the deadline. Returns True with a slot held; False when the budget ran out
-        first: the run is then out of time (every stage is skipped and flagged), so a burst far
-        beyond capacity gets degraded answers within budget instead of late ones (a few busy
-        threads share the GIL fairly; a hundred runnable ones do not). With ``shed``, a request
-        that would wait past that point by the expected wait (:meth:`expected_wait_ms`) is refused
-        at once: OverloadedError, not a wait of its whole budget for nothing."""
-        if self._take_slot(run.req, run.remaining(self._reserve_ms(run)), shed):
+        """One of ``config.max_active`` request slots, in arrival order (:class:`~hopweave.engine.admission.Slots`),
+        handed over only while the expected slot hold still fits before the deadline less its
+        reserve. Returns True with a slot held; False when none was handed over in time: the run
+        is then out of time (every stage is skipped and flagged) and answers degraded at once, so
+        a burst far beyond capacity gets degraded answers within budget instead of late ones and
+        spends no CPU on stages that would be cut short. With ``shed``, such a request is
+        refused instead (OverloadedError), at once when the expected wait
+        (:meth:`expected_wait_ms`) is already past that point."""
+        if self._take_slot(run.req, run.deadline - self._reserve_ms(run) / 1000.0, shed):
             return True
+        self._refuse(run, shed)
+        return False
+
+    def _refuse(self, run: Run, shed: bool) -> None:
+        """A run that got no request slot in time: OverloadedError with ``shed``, else out of time
+        (its budget ends now) and flagged."""
+        if shed:
+            raise self._overloaded(run.req, "no request slot freed up in time to finish within the budget")
         run.budget_ms = max(int((time.perf_counter() - run.t_start) * 1000), 0)
         run.degraded.append(Degradation(
             stage="engine", what="request capacity",
-            reason=f"the engine was at capacity ({self.config.max_active} requests in progress) until the "
-                   "budget was spent", fallback=_UNDERSTAND_FALLBACK))
-        return False
+            reason=f"the engine was at capacity ({self.config.max_active} requests in progress): no request slot "
+                   "freed up in time to finish within the budget", fallback=_UNDERSTAND_FALLBACK))
 
-    def _take_slot(self, req: Request, wait: float, shed: bool) -> bool:
-        """One of the request slots, waiting at most ``wait`` seconds: True with it held, False
-        when none freed up in time. With ``shed``, OverloadedError at once when the expected wait
-        (:meth:`expected_wait_ms`) is past ``wait``: refused now, not at the deadline."""
-        if wait <= 0:
+    def _take_slot(self, req: Request, end: float, shed: bool) -> bool:
+        """One of the request slots for work that must end by ``end`` (a ``time.perf_counter()``
+        instant): True with it held, False when none was handed over while the expected hold
+        (the median of the last holds) still fitted. With ``shed``, OverloadedError at once when
+        the expected wait (:meth:`expected_wait_ms`) is already past that point."""
+        now = time.perf_counter()
+        if end <= now:  # no time left at all
             return False
-        if self._active.acquire(blocking=False):
-            return True
-        if shed and self.expected_wait_ms() / 1000.0 > wait:
+        wait = end - self._hold_clock.quantile_ms(0.5) / 1000.0 - now
+        if shed and self._slots.busy and self.expected_wait_ms() / 1000.0 > wait:
             raise self._overloaded(req, f"the expected wait for a request slot ({self.expected_wait_ms():.0f} ms) "
                                         "is past the request's deadline")
-        with self._lock:
-            self._waiting += 1
-        try:
-            return self._active.acquire(timeout=wait)
-        finally:
-            with self._lock:
-                self._waiting -= 1
+        return self._slots.acquire(wait, end)
+
+    def _release(self, held: float) -> None:
+        """Give back a request slot held since ``held`` (its hold time feeds the expected hold)."""
+        self._hold_clock.add(_ms(held))
+        self._slots.release()
 
     def expected_wait_ms(self) -> float:
         """How long a request arriving now would wait for a request slot: the requests already
         waiting plus it, ``max_active`` at a time, each round the median of the last slot holds
         (0 before any was measured: a cold estimate admits, it never sheds)."""
-        rounds = (self._waiting + 1 + self.config.max_active - 1) // self.config.max_active
+        rounds = (self._slots.waiting + 1 + self.config.max_active - 1) // self.config.max_active
         return rounds * self._hold_clock.quantile_ms(0.5)
 
     @contextmanager
@@ -599,10 +613,10 @@ class Engine:
         if self._ensure_warm() is not None:  # a cold engine warms outside any budget, as retrieve does
             t0 = time.perf_counter()
         budget = (budget_ms or self.config.budget_ms) / 1000.0
-        clock = self._block_clocks.setdefault(kind, _FinishClock())
+        clock = self._block_clocks.setdefault(kind, RecentTimes())
         keep = min(max(clock.quantile_ms(0.9), self.config.reserve_ms(budget * 1000)) / 1000.0, budget * 0.5)
         wait = budget - keep - (time.perf_counter() - t0)
-        if wait <= 0 or not self._active.acquire(timeout=wait):
+        if wait <= 0 or not self._slots.acquire(wait):
             raise OverloadedError(f"the engine was at capacity ({self.config.max_active} requests in progress) "
                                   f"for the call's budget ({round(budget * 1000)} ms, {round(keep * 1000)} ms of "
                                   "it kept for the work itself); retry shortly")
@@ -610,7 +624,7 @@ class Engine:
         try:
             yield t0 + budget
         finally:
-            self._active.release()
+            self._slots.release()
             clock.add(_ms(t))
 
     def _run_stage(self, degraded: list[Degradation], stage: Stage, work: Callable[[], T] | Future[T], *,
@@ -773,25 +787,6 @@ def _started(result: RetrievalResult | None) -> RetrievalResult:
     if result is None:
         raise RuntimeError("an abandoned request was awaited")
     return result
-
-
-class _FinishClock:
-    """The last ``n`` measured finish times (assembly, result, trace hand-off; ms), whose maximum
-    is the reserve a queued request keeps to still answer by its deadline: it grows when finishing
-    slows under load and falls back when it stops. Thread-safe enough: appends to a bounded deque."""
-
-    def __init__(self, n: int = 64) -> None:
-        self._ms: collections.deque[float] = collections.deque(maxlen=n)
-
-    def add(self, ms: float) -> None:
-        self._ms.append(ms)
-
-    def recent_max_ms(self) -> float:
-        return max(tuple(self._ms), default=0.0)
-
-    def quantile_ms(self, q: float) -> float:
-        xs = sorted(self._ms)
-        return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0.0
 
 
 class _Ticket:

@@ -139,7 +139,7 @@ def test_no_slot_before_the_deadline_sheds_or_degrades(engine: Engine) -> None:
     sib.warmup()
     req = check_request(UTTERANCE, session=MARIA, as_of=AS_OF, record=False)
     held = 0
-    while sib._active.acquire(blocking=False):  # every request slot taken
+    while sib._slots.acquire(0):  # every request slot taken
         held += 1
     try:
         spent = time.perf_counter() - 10.0  # its budget ran out while it queued
@@ -149,7 +149,7 @@ def test_no_slot_before_the_deadline_sheds_or_degrades(engine: Engine) -> None:
         assert any(d.what == "request capacity" for d in out.degraded)
     finally:
         for _ in range(held):
-            sib._active.release()
+            sib._slots.release()
         sib.close_pools()
 
 

@@ -1,0 +1,137 @@
+"""Request slots (engine/admission.py): first come, first served, and handed over only to a
+request whose work still fits before its deadline; the engine's use of them."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from conftest import AS_OF, MARIA
+
+from hopweave.engine.admission import RecentTimes, Slots
+from hopweave.engine.engine import Engine
+
+
+def _queue(slots: Slots, n: int, end: float | None = None, wait_s: float = 10.0
+           ) -> tuple[list[threading.Thread], list[tuple[int, bool, float]]]:
+    """``n`` threads queued for a slot one after another (each in the queue before the next
+    starts); each appends (its number, whether it got a slot, seconds it waited)."""
+    got: list[tuple[int, bool, float]] = []
+    threads = []
+    for i in range(n):
+        def ask(i: int = i) -> None:
+            t = time.perf_counter()
+            got.append((i, slots.acquire(wait_s, end), time.perf_counter() - t))
+
+        before = slots.waiting
+        th = threading.Thread(target=ask)
+        th.start()
+        deadline = time.perf_counter() + 5
+        while slots.waiting == before and time.perf_counter() < deadline:
+            time.sleep(0.001)
+        assert slots.waiting == before + 1
+        threads.append(th)
+    return threads, got
+
+
+def test_slots_go_first_come_first_served_and_a_newcomer_does_not_jump_the_queue() -> None:
+    slots = Slots(1, lambda: 0.0)
+    assert slots.acquire(0) and slots.busy
+    threads, got = _queue(slots, 3)
+    assert not slots.acquire(0)  # queued requests go first, even when asked without waiting
+    for k in range(3):
+        slots.release()
+        threads[k].join(5)
+        assert [i for i, ok, _ in got] == list(range(k + 1)) and all(ok for _, ok, _ in got)
+    slots.release()
+    assert not slots.busy and slots.acquire(0)  # back in the pool
+
+
+def test_a_slot_is_not_handed_to_a_request_whose_work_no_longer_fits() -> None:
+    """The expected hold (1 s) does not fit before the first two waiters' end: both are told at
+    once (not at their timeout) and the slot goes to the third, which set no end."""
+    slots = Slots(1, lambda: 1.0)
+    assert slots.acquire(0)
+    soon = time.perf_counter() + 0.5
+    first, got = _queue(slots, 2, end=soon)
+    last, got_last = _queue(slots, 1)
+    slots.release()
+    for th in [*first, *last]:
+        th.join(5)
+    assert sorted((i, ok) for i, ok, _ in got) == [(0, False), (1, False)]
+    assert all(waited < 0.4 for _, _, waited in got)  # refused at the hand-off, before their end
+    assert got_last[0][1] and slots.waiting == 0
+
+
+def test_a_waiter_leaves_the_queue_at_its_timeout() -> None:
+    slots = Slots(1, lambda: 0.0)
+    assert slots.acquire(0)
+    threads, got = _queue(slots, 1, wait_s=0.05)
+    threads[0].join(5)
+    assert got[0][1] is False and got[0][2] >= 0.05 and slots.waiting == 0
+    slots.release()
+    assert slots.acquire(0)
+
+
+def test_recent_times_quantiles() -> None:
+    clock = RecentTimes(n=4)
+    assert clock.quantile_ms(0.5) == 0.0 and clock.recent_max_ms() == 0.0
+    for ms in (5.0, 1.0, 3.0, 9.0, 7.0):  # the first falls out
+        clock.add(ms)
+    assert clock.quantile_ms(0.5) == 7.0 and clock.recent_max_ms() == 9.0
+
+
+def test_a_request_that_cannot_finish_in_time_answers_at_once_without_starting(engine: Engine) -> None:
+    """Every slot busy and the last holds longer than the budget: a request answers degraded
+    right away (no understanding, no search started), not after waiting out its budget."""
+    sib = engine.sibling(index=engine.index, understander=None)
+    sib.warmup()
+    for _ in range(8):
+        sib._hold_clock.add(5_000.0)
+    held = 0
+    while sib._slots.acquire(0):
+        held += 1
+    try:
+        t = time.perf_counter()
+        out = sib.retrieve("Why was I charged a monthly fee? I am on the Gold tier.", session=MARIA, as_of=AS_OF,
+                           record=False, budget_ms=2_000)
+        waited = time.perf_counter() - t
+        assert waited < 1.0, waited
+        assert any(d.what == "request capacity" for d in out.degraded)
+        assert out.chunks == () and out.goal is None
+    finally:
+        for _ in range(held):
+            sib._slots.release()
+        sib.close_pools()
+
+
+def test_a_one_intent_request_keeps_the_slot_its_split_ran_in(engine: Engine, monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    """A request that may carry two intents takes one slot for the split and the pipeline: with a
+    single slot, it is answered in full (the pipeline does not queue behind itself)."""
+    import dataclasses
+
+    from hopweave.engine import multi_intent
+
+    sib = engine.sibling(index=engine.index, understander=None)
+    sib.config = dataclasses.replace(sib.config, max_active=1)
+    sib._slots = Slots(1, lambda: sib._hold_clock.quantile_ms(0.5) / 1000.0)
+    sib.warmup()
+    taken = []
+    acquire = sib._slots.acquire
+    monkeypatch.setattr(sib._slots, "acquire", lambda *a, **k: taken.append(a) or acquire(*a, **k))
+    utterance = "Why was I charged a monthly fee? I am on the Gold tier and have paid on time."
+    assert multi_intent.may_split(utterance) and multi_intent.split_intents(sib, _req(utterance)) is None
+    try:
+        out = sib.retrieve(utterance, session=MARIA, as_of=AS_OF, record=False, budget_ms=30_000)
+    finally:
+        sib.close_pools()
+    assert len(taken) == 1
+    assert not any(d.what == "request capacity" for d in out.degraded) and out.chunks
+
+
+def _req(utterance: str):  # type: ignore[no-untyped-def]
+    from hopweave.engine.boundary import check_request
+
+    return check_request(utterance, session=MARIA, as_of=AS_OF, record=False)
