@@ -41,10 +41,11 @@ class RecentTimes:
 
 
 class _Waiter:
-    __slots__ = ("end", "event", "granted", "refused")
+    __slots__ = ("end", "event", "granted", "refused", "since")
 
     def __init__(self, end: float | None) -> None:
         self.end = end
+        self.since = time.perf_counter()
         self.event = threading.Event()
         self.granted = False
         self.refused = False
@@ -95,21 +96,26 @@ class Slots:
             return False
 
     def release(self) -> None:
-        """Give a slot back: to the longest-waiting request whose work still fits before its
-        ``end`` (the ones before it whose work no longer fits are told so and leave the queue),
-        else to the pool."""
+        """Give a slot back. The waiters whose work no longer fits before their ``end`` are told
+        so and leave the queue; the slot goes to the longest-waiting of the others, or, when the
+        queue stands (its oldest has waited more than a quarter of the time it had left when it
+        queued), to the newest: under sustained overload the oldest have too little time left
+        to finish, so serving them first would cut every answer short (adaptive LIFO). With no
+        waiter left, the slot goes back to the pool."""
         with self._lock:
             if self._queue:
                 now, hold = time.perf_counter(), self._expected_hold_s()
-                while self._queue:
-                    waiter = self._queue.popleft()
-                    if waiter.end is not None and now + hold > waiter.end:
-                        waiter.refused = True
-                        waiter.event.set()
-                        continue
-                    waiter.granted = True
+                for waiter in [w for w in self._queue if w.end is not None and now + hold > w.end]:
+                    self._queue.remove(waiter)
+                    waiter.refused = True
                     waiter.event.set()
-                    return
+            if self._queue:
+                oldest = self._queue[0]
+                standing = oldest.end is not None and now - oldest.since > (oldest.end - oldest.since) / 4
+                waiter = self._queue.pop() if standing else self._queue.popleft()
+                waiter.granted = True
+                waiter.event.set()
+                return
             self._free += 1
 
 
