@@ -1,17 +1,23 @@
-"""Request slots: first come, first served, handed over only to a request that can still finish.
+"""Request slots: handed over only to a request that can still finish in time.
 
-The engine lets ``EngineConfig.max_active`` requests work at once; the others wait. Two rules
-make a burst beyond capacity spend its CPU on answers that finish instead of on work that is cut
-at the deadline (issue 13, docs/BENCHMARKS.md "Admission that finishes what it starts"):
+The engine lets ``EngineConfig.max_active`` requests work at once; the others wait. These rules
+make a burst beyond capacity spend its CPU on answers that finish, instead of on stages cut
+short at the deadline, and answer the requests it cannot serve early rather than at their
+deadline (issue 13, docs/BENCHMARKS.md "Admission that finishes what it starts"):
 
-- **First come, first served.** A freed slot goes to the request that has waited longest, never
-  to one that arrives at that moment (a semaphore lets a newcomer take it while the woken
-  waiter is still being scheduled, so who is served was left to the thread scheduler).
+- **No barging.** A freed slot goes to a waiting request, never to one that arrives at that
+  moment (a semaphore lets a newcomer take it while the woken waiter is still being scheduled,
+  so who was served was left to the thread scheduler).
+- **First come, first served, until the queue stands.** Once the oldest waiter has waited more
+  than a quarter of the time it had left when it queued, the newest waiter is served first
+  (adaptive LIFO, as in Facebook's queue management): under sustained overload the oldest have
+  too little time left to finish, and serving them first would cut every answer short.
 - **Handed over only when the work fits.** A waiter says by when its work in the slot must end
-  (its deadline less what finishing takes). A slot is not handed to a waiter for which the
-  expected hold (the median of the last holds, :class:`RecentTimes`) no longer fits before that
-  instant: it is told at once and answers degraded, and the slot goes to the next waiter, so no
-  slot is spent on a request whose stages would be cut short anyway.
+  (its deadline less what finishing takes). At each hand-off, each waiter is expected to start
+  after those before it in service order, ``n`` at a time, each holding a slot for the
+  expected hold (the median of the last holds, :class:`RecentTimes`); a waiter whose work
+  would then end past its ``end`` is told at once and answers degraded, with none of its
+  stages started.
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ class Slots:
     def __init__(self, n: int, expected_hold_s: Callable[[], float]) -> None:
         if n < 1:
             raise ValueError("Slots needs at least one slot")
+        self._n = n
         self._free = n
         self._queue: collections.deque[_Waiter] = collections.deque()
         self._lock = threading.Lock()
@@ -96,22 +103,31 @@ class Slots:
             return False
 
     def release(self) -> None:
-        """Give a slot back. The waiters whose work no longer fits before their ``end`` are told
-        so and leave the queue; the slot goes to the longest-waiting of the others, or, when the
-        queue stands (its oldest has waited more than a quarter of the time it had left when it
-        queued), to the newest: under sustained overload the oldest have too little time left
-        to finish, so serving them first would cut every answer short (adaptive LIFO). With no
-        waiter left, the slot goes back to the pool."""
+        """Give a slot back: to the next waiter in service order, else to the pool.
+
+        Service order is arrival order, or newest first once the queue stands (its oldest has
+        waited more than a quarter of the time it had left when it queued): under sustained
+        overload the oldest have too little time left to finish, so serving them first would cut
+        every answer short (adaptive LIFO). Each waiter is expected to start after the ones
+        before it in that order, ``len(slots)`` at a time, each holding a slot for the expected
+        hold; a waiter whose work would then end past its ``end`` is told at once (it answers
+        degraded now, not at its deadline) and leaves the queue."""
         with self._lock:
             if self._queue:
                 now, hold = time.perf_counter(), self._expected_hold_s()
-                for waiter in [w for w in self._queue if w.end is not None and now + hold > w.end]:
-                    self._queue.remove(waiter)
-                    waiter.refused = True
-                    waiter.event.set()
-            if self._queue:
                 oldest = self._queue[0]
                 standing = oldest.end is not None and now - oldest.since > (oldest.end - oldest.since) / 4
+                order = list(reversed(self._queue)) if standing else list(self._queue)
+                ahead = 0
+                for waiter in order:
+                    if waiter.end is not None and now + (ahead / self._n + 1) * hold > waiter.end:
+                        waiter.refused = True
+                        waiter.event.set()
+                    else:
+                        ahead += 1
+                if ahead < len(order):
+                    self._queue = collections.deque(w for w in self._queue if not w.refused)
+            if self._queue:
                 waiter = self._queue.pop() if standing else self._queue.popleft()
                 waiter.granted = True
                 waiter.event.set()

@@ -64,6 +64,41 @@ def test_a_slot_is_not_handed_to_a_request_whose_work_no_longer_fits() -> None:
     assert got_last[0][1] and slots.waiting == 0
 
 
+def test_a_waiter_that_would_start_too_late_behind_the_others_is_told_at_once() -> None:
+    """One slot, an expected hold of 0.4 s, three waiters that must end within about 1 s: the
+    first starts now, the second after one hold, the third after two (ending past its end)."""
+    slots = Slots(1, lambda: 0.4)
+    assert slots.acquire(0)
+    end = time.perf_counter() + 1.0
+    threads, got = _queue(slots, 3, end=end)
+    slots.release()
+    threads[0].join(5)
+    threads[2].join(5)
+    assert sorted((i, ok) for i, ok, _ in got) == [(0, True), (2, False)]
+    assert slots.waiting == 1  # the second still waits for its turn
+    slots.release()
+    threads[1].join(5)
+    assert (1, True) in [(i, ok) for i, ok, _ in got]
+
+
+def test_a_standing_queue_serves_its_newest_waiter_first() -> None:
+    """Once the oldest waiter has waited more than a quarter of the time it had, the newest
+    (with the most time left) gets the slot: adaptive LIFO."""
+    slots = Slots(1, lambda: 0.0)
+    assert slots.acquire(0)
+    end = time.perf_counter() + 2.0
+    threads, got = _queue(slots, 3, end=end)
+    time.sleep(0.6)  # > 2.0 / 4
+    slots.release()
+    threads[2].join(5)
+    assert [(i, ok) for i, ok, _ in got] == [(2, True)]
+    for _ in range(2):
+        slots.release()
+    for th in threads:
+        th.join(5)
+    assert sorted(i for i, ok, _ in got if ok) == [0, 1, 2]
+
+
 def test_a_waiter_leaves_the_queue_at_its_timeout() -> None:
     slots = Slots(1, lambda: 0.0)
     assert slots.acquire(0)
