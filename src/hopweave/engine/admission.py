@@ -13,11 +13,13 @@ deadline (issue 13, docs/BENCHMARKS.md "Admission that finishes what it starts")
   (adaptive LIFO, as in Facebook's queue management): under sustained overload the oldest have
   too little time left to finish, and serving them first would cut every answer short.
 - **Handed over only when the work fits.** A waiter says by when its work in the slot must end
-  (its deadline less what finishing takes). At each hand-off, each waiter is expected to start
-  after those before it in service order, ``n`` at a time, each holding a slot for the
+  (its deadline less what finishing takes). At each hand-off, in arrival order, each waiter is
+  expected to start after those before it, ``n`` at a time, each holding a slot for the
   expected hold (the median of the last holds, :class:`RecentTimes`); a waiter whose work
   would then end past its ``end`` is told at once and answers degraded, with none of its
-  stages started.
+  stages started. In a standing queue a waiter is told only when even a slot handed over now
+  would leave it too little time: answering early there only feeds callers that resend at
+  once (measured: 100 closed-loop clients sent 13,669 requests in 30 s, 2 answered in full).
 """
 
 from __future__ import annotations
@@ -108,10 +110,12 @@ class Slots:
         Service order is arrival order, or newest first once the queue stands (its oldest has
         waited more than a quarter of the time it had left when it queued): under sustained
         overload the oldest have too little time left to finish, so serving them first would cut
-        every answer short (adaptive LIFO). Each waiter is expected to start after the ones
-        before it in that order, ``len(slots)`` at a time, each holding a slot for the expected
-        hold; a waiter whose work would then end past its ``end`` is told at once (it answers
-        degraded now, not at its deadline) and leaves the queue."""
+        every answer short (adaptive LIFO). A waiter whose work would end past its ``end`` is
+        told at once and leaves the queue (it answers degraded now, not at its deadline): in
+        arrival order, each waiter is expected to start after the ones before it, ``n`` at a
+        time, each holding a slot for the expected hold; in a standing queue, a waiter is told
+        only once even a slot handed over now would leave it too little time, so that callers
+        who resend at once are held back instead of fed refusals."""
         with self._lock:
             if self._queue:
                 now, hold = time.perf_counter(), self._expected_hold_s()
@@ -120,7 +124,10 @@ class Slots:
                 order = list(reversed(self._queue)) if standing else list(self._queue)
                 ahead = 0
                 for waiter in order:
-                    if waiter.end is not None and now + (ahead / self._n + 1) * hold > waiter.end:
+                    # a standing queue counts none ahead: answering its waiters early only feeds
+                    # more load (closed-loop callers resend at once: 13,669 requests in 30 s, 2 full)
+                    starts = now if standing else now + ahead / self._n * hold
+                    if waiter.end is not None and starts + hold > waiter.end:
                         waiter.refused = True
                         waiter.event.set()
                     else:
