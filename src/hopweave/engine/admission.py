@@ -49,12 +49,12 @@ class RecentTimes:
 
 
 class _Waiter:
-    __slots__ = ("end", "event", "granted", "refused", "since")
+    __slots__ = ("end", "granted", "refused", "signal", "since")
 
     def __init__(self, end: float | None) -> None:
         self.end = end
         self.since = time.perf_counter()
-        self.event = threading.Event()
+        self.signal = threading.Semaphore(0)  # released once: granted or refused
         self.granted = False
         self.refused = False
 
@@ -96,7 +96,7 @@ class Slots:
                 return False
             waiter = _Waiter(end)
             self._queue.append(waiter)
-        waiter.event.wait(wait_s)
+        waiter.signal.acquire(timeout=wait_s)
         with self._lock:
             if waiter.granted:
                 return True
@@ -129,7 +129,7 @@ class Slots:
                     starts = now if standing else now + ahead / self._n * hold
                     if waiter.end is not None and starts + hold > waiter.end:
                         waiter.refused = True
-                        waiter.event.set()
+                        waiter.signal.release()
                     else:
                         ahead += 1
                 if ahead < len(order):
@@ -137,7 +137,7 @@ class Slots:
             if self._queue:
                 waiter = self._queue.pop() if standing else self._queue.popleft()
                 waiter.granted = True
-                waiter.event.set()
+                waiter.signal.release()
                 return
             self._free += 1
 
