@@ -80,7 +80,24 @@ def test_calibrate_is_deterministic(store_dir: Path, tmp_path: Path) -> None:
         outs.append(json.loads(target.read_text()))
     assert outs[0]["coef"] == outs[1]["coef"] and outs[0]["intercept"] == outs[1]["intercept"]
     shipped = json.loads((PACK / "classifier_calibration.json").read_text())
-    assert outs[0]["coef"] == pytest.approx(shipped["coef"], abs=1e-3)
+    assert outs[0]["provenance"]["embedding_space"] == shipped["provenance"]["embedding_space"]
+    if _has_vnni():  # the CPU family the pack's calibration was fitted on
+        assert outs[0]["coef"] == pytest.approx(shipped["coef"], abs=1e-3)
+    else:
+        # without VNNI, onnxruntime's int8 MatMul kernels (AVX2: 16-bit saturating pair sums)
+        # give other vectors, so another fit (measured: coef 5.40 / 5.92 / 7.69 against 5.74 /
+        # 6.27 / 7.48; Brier 0.0275 against 0.0262); it must still calibrate about as well
+        fit, ref = outs[0]["provenance"]["fit_metrics"], shipped["provenance"]["fit_metrics"]
+        assert fit["brier"] <= ref["brier"] + 0.005 and fit["ece"] <= ref["ece"] + 0.01, (fit, ref)  # 0.0275 / 0.0582 measured
+
+
+def _has_vnni() -> bool:
+    """Whether this CPU has VNNI (AVX-512 or AVX): x86 Linux only, else True (not checked)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return True
+    return "flags" not in flags or "avx512_vnni" in flags or "avx_vnni" in flags
 
 
 def test_calibrate_without_a_pack_says_what_to_pass(store_dir: Path) -> None:
