@@ -15,7 +15,8 @@ deadline (issue 13, docs/BENCHMARKS.md "Admission that finishes what it starts")
 - **Handed over only when the work fits.** A waiter says by when its work in the slot must end
   (its deadline less what finishing takes). At each hand-off, in arrival order, each waiter is
   expected to start after those before it, ``n`` at a time, each holding a slot for the
-  expected hold (the median of the last holds, :class:`RecentTimes`); a waiter whose work
+  expected hold (:class:`HoldClock`: the median of the last holds that ended with every slot
+  taken); a waiter whose work
   would then end past its ``end`` is told at once and answers degraded, with none of its
   stages started. In a standing queue a waiter is told only when even a slot handed over now
   would leave it too little time: answering early there only feeds callers that resend at
@@ -43,9 +44,39 @@ class RecentTimes:
     def recent_max_ms(self) -> float:
         return max(tuple(self._ms), default=0.0)
 
+    def count(self) -> int:
+        return len(self._ms)
+
     def quantile_ms(self, q: float) -> float:
         xs = sorted(self._ms)
         return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0.0
+
+
+class HoldClock:
+    """How long requests hold a slot (ms): every hold, and apart the holds that ended with every
+    slot taken (run among ``n`` active requests, so longer than a hold alone: on 2 cores, a hold
+    among 4 takes several times a hold alone). A queue forms only when every slot is taken, so
+    its expected hold is the median of those once a few were measured."""
+
+    #: Holds with every slot taken needed before their median is used.
+    MIN_BUSY = 4
+
+    def __init__(self) -> None:
+        self._all = RecentTimes()
+        self._busy = RecentTimes(n=16)
+
+    def add(self, ms: float, busy: bool) -> None:
+        self._all.add(ms)
+        if busy:
+            self._busy.add(ms)
+
+    def expected_ms(self, busy: bool = True) -> float:
+        """The expected hold: with every slot taken (``busy``), the median of the last holds that
+        ended that way once there are :data:`MIN_BUSY` of them; else the median of the last holds
+        (0 before any: a cold estimate admits)."""
+        if busy and self._busy.count() >= self.MIN_BUSY:
+            return self._busy.quantile_ms(0.5)
+        return self._all.quantile_ms(0.5)
 
 
 class _Waiter:
@@ -76,6 +107,11 @@ class Slots:
     def busy(self) -> bool:
         """True when a request asking now would have to wait (no slot free, or others queued)."""
         return not self._free or bool(self._queue)
+
+    @property
+    def full(self) -> bool:
+        """True when every slot is taken."""
+        return not self._free
 
     @property
     def waiting(self) -> int:
@@ -142,4 +178,4 @@ class Slots:
             self._free += 1
 
 
-__all__ = ["RecentTimes", "Slots"]
+__all__ = ["HoldClock", "RecentTimes", "Slots"]

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 
 from hopweave.engine import precedent
 from hopweave.engine import record as trace_record
-from hopweave.engine.admission import RecentTimes, Slots
+from hopweave.engine.admission import HoldClock, RecentTimes, Slots
 from hopweave.engine.assemble import assemble
 from hopweave.engine.boundary import Request, check_request, check_session_attributes
 from hopweave.engine.branches import graph_branch, pattern_degradations, search_documents
@@ -131,9 +131,9 @@ class Engine:
         self._lock = threading.Lock()
         self._inflight = 0
         self._finish_clock = RecentTimes()
-        self._hold_clock = RecentTimes()  # how long requests hold a slot (expected_wait_ms)
+        self._hold_clock = HoldClock()  # how long requests hold a slot (expected_wait_ms, the hand-offs)
         # the request slots: first come, first served, handed over only to work that can finish
-        self._slots = Slots(self.config.max_active, lambda: self._hold_clock.quantile_ms(0.5) / 1000.0)
+        self._slots = Slots(self.config.max_active, lambda: self._hold_clock.expected_ms() / 1000.0)
         self._block_clocks: dict[str, RecentTimes] = {}  # admitted(kind=...): each kind's time in a slot
         self._goal_cache: tuple[str, dict[str, GoalType], dict[str, list[TraversalPattern]]] | None = None
         self._trace_vectors = precedent.TraceVectorCache(
@@ -581,7 +581,7 @@ class Engine:
         now = time.perf_counter()
         if end <= now:  # no time left at all
             return False
-        wait = end - self._hold_clock.quantile_ms(0.5) / 1000.0 - now
+        wait = end - self._hold_clock.expected_ms(self._slots.busy) / 1000.0 - now
         if shed and self._slots.busy and self.expected_wait_ms() / 1000.0 > wait:
             raise self._overloaded(req, f"the expected wait for a request slot ({self.expected_wait_ms():.0f} ms) "
                                         "is past the request's deadline")
@@ -589,7 +589,7 @@ class Engine:
 
     def _release(self, held: float) -> None:
         """Give back a request slot held since ``held`` (its hold time feeds the expected hold)."""
-        self._hold_clock.add(_ms(held))
+        self._hold_clock.add(_ms(held), self._slots.full)
         self._slots.release()
 
     def expected_wait_ms(self) -> float:
@@ -597,7 +597,7 @@ class Engine:
         waiting plus it, ``max_active`` at a time, each round the median of the last slot holds
         (0 before any was measured: a cold estimate admits, it never sheds)."""
         rounds = (self._slots.waiting + 1 + self.config.max_active - 1) // self.config.max_active
-        return rounds * self._hold_clock.quantile_ms(0.5)
+        return rounds * self._hold_clock.expected_ms()
 
     @contextmanager
     def admitted(self, budget_ms: int | None = None, *, arrived: float | None = None,

@@ -9,7 +9,7 @@ import time
 import pytest
 from conftest import AS_OF, MARIA
 
-from hopweave.engine.admission import RecentTimes, Slots
+from hopweave.engine.admission import HoldClock, RecentTimes, Slots
 from hopweave.engine.engine import Engine
 
 
@@ -109,6 +109,18 @@ def test_a_waiter_leaves_the_queue_at_its_timeout() -> None:
     assert slots.acquire(0)
 
 
+def test_the_expected_hold_of_a_queue_is_that_of_holds_with_every_slot_taken() -> None:
+    clock = HoldClock()
+    assert clock.expected_ms() == 0.0  # cold: admits
+    for _ in range(20):
+        clock.add(30.0, busy=False)  # requests one at a time
+    for ms in (120.0, 140.0, 130.0):
+        clock.add(ms, busy=True)
+    assert clock.expected_ms() == 30.0  # too few holds with every slot taken yet
+    clock.add(150.0, busy=True)
+    assert clock.expected_ms(busy=True) == 140.0 and clock.expected_ms(busy=False) == 30.0
+
+
 def test_recent_times_quantiles() -> None:
     clock = RecentTimes(n=4)
     assert clock.quantile_ms(0.5) == 0.0 and clock.recent_max_ms() == 0.0
@@ -123,7 +135,7 @@ def test_a_request_that_cannot_finish_in_time_answers_at_once_without_starting(e
     sib = engine.sibling(index=engine.index, understander=None)
     sib.warmup()
     for _ in range(8):
-        sib._hold_clock.add(5_000.0)
+        sib._hold_clock.add(5_000.0, True)
     held = 0
     while sib._slots.acquire(0):
         held += 1
@@ -151,7 +163,7 @@ def test_a_one_intent_request_keeps_the_slot_its_split_ran_in(engine: Engine, mo
 
     sib = engine.sibling(index=engine.index, understander=None)
     sib.config = dataclasses.replace(sib.config, max_active=1)
-    sib._slots = Slots(1, lambda: sib._hold_clock.quantile_ms(0.5) / 1000.0)
+    sib._slots = Slots(1, lambda: sib._hold_clock.expected_ms() / 1000.0)
     sib.warmup()
     taken = []
     acquire = sib._slots.acquire

@@ -137,15 +137,18 @@ def test_no_slot_before_the_deadline_sheds_or_degrades(engine: Engine) -> None:
 
     sib = engine.sibling(index=engine.index, understander=None)
     sib.warmup()
-    req = check_request(UTTERANCE, session=MARIA, as_of=AS_OF, record=False)
+    # an 800 ms budget (the fixture's engine gives 60 s) that ran out while it queued
+    req = check_request(UTTERANCE, session=MARIA, as_of=AS_OF, record=False, budget_ms=800)
     held = 0
     while sib._slots.acquire(0):  # every request slot taken
         held += 1
     try:
-        spent = time.perf_counter() - 10.0  # its budget ran out while it queued
+        spent = time.perf_counter() - 10.0
+        t = time.perf_counter()
         with pytest.raises(OverloadedError):
             sib.retrieve_request(req, spent, shed=True)
         out = sib.retrieve_request(req, spent)  # in-process: answered, degraded and flagged
+        assert time.perf_counter() - t < 5.0  # at once: neither waits for a slot
         assert any(d.what == "request capacity" for d in out.degraded)
     finally:
         for _ in range(held):
