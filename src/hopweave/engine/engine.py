@@ -576,7 +576,7 @@ class Engine:
     def _take_slot(self, req: Request, end: float, shed: bool) -> bool:
         """One of the request slots for work that must end by ``end`` (a ``time.perf_counter()``
         instant): True with it held, False when none was handed over while the expected hold
-        (the median of the last holds) still fitted. With ``shed``, OverloadedError at once when
+        (:class:`~hopweave.engine.admission.HoldClock`) still fitted. With ``shed``, OverloadedError at once when
         the expected wait (:meth:`expected_wait_ms`) is already past that point."""
         now = time.perf_counter()
         if end <= now:  # no time left at all
@@ -594,8 +594,9 @@ class Engine:
 
     def expected_wait_ms(self) -> float:
         """How long a request arriving now would wait for a request slot: the requests already
-        waiting plus it, ``max_active`` at a time, each round the median of the last slot holds
-        (0 before any was measured: a cold estimate admits, it never sheds)."""
+        waiting plus it, ``max_active`` at a time, each round the expected hold
+        (:class:`~hopweave.engine.admission.HoldClock`; 0 before any was measured: a cold estimate
+        admits, it never sheds)."""
         rounds = (self._slots.waiting + 1 + self.config.max_active - 1) // self.config.max_active
         return rounds * self._hold_clock.expected_ms()
 
