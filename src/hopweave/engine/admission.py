@@ -153,6 +153,7 @@ class Slots:
         only once even a slot handed over now would leave it too little time, so that callers
         who resend at once are held back instead of fed refusals."""
         with self._lock:
+            standing = False
             if self._queue:
                 now, hold = time.perf_counter(), self._expected_hold_s()
                 oldest = self._queue[0]
