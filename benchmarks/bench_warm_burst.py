@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 from pathlib import Path
@@ -26,14 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_concurrency as bc  # noqa: E402
 from machine import machine  # noqa: E402
 
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
 def proc_stat(pid: int) -> tuple[int, int, float]:
-    """(minor faults, major faults, CPU seconds) of process ``pid``."""
-    raw = Path(f"/proc/{pid}/stat").read_text()
-    f = raw[raw.rindex(")") + 2:].split()
-    return int(f[7]), int(f[9]), (int(f[11]) + int(f[12])) / _TICK
+    """(minor faults, major faults, CPU seconds) of process ``pid`` (the CPU as
+    ``bench_concurrency`` reads it)."""
+    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(f[7]), int(f[9]), bc._cpu_s([pid])
 
 
 def _expected_hold_ms(engine: Any) -> float:
