@@ -13,13 +13,23 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from typing import Any, Callable, Iterable, Iterator, Sequence
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from hopweave.graph._columns import Columns
 from hopweave.graph._persist import Snapshot
 from hopweave.graph.walk import LABEL_KEY
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+def _multidigraph() -> "nx.MultiDiGraph":
+    """A new, empty networkx graph. networkx is imported on first use (about 0.25 s: its
+    package imports every algorithm): a store opened from a format-3 snapshot answers
+    without it until something asks for :attr:`State.g`."""
+    import networkx as nx
+
+    return nx.MultiDiGraph()
 
 
 class State:
@@ -27,7 +37,7 @@ class State:
 
     def __init__(self, snap: Snapshot | Columns | None = None) -> None:
         self.cols: Columns | None = None
-        self._g: nx.MultiDiGraph | None = nx.MultiDiGraph()
+        self._g: nx.MultiDiGraph | None = None
         self.node: dict[str, dict[str, Any]] = {}
         self.succ: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
         self.pred: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
@@ -35,12 +45,10 @@ class State:
         self.by_label: dict[str, set[str]] = {}
         self.edge_count = 0
         if isinstance(snap, Columns):
-            self.cols, self._g, self.edge_count = snap, None, snap.m
+            self.cols, self.edge_count = snap, snap.m
         elif snap is not None:
             self.node, self.succ, self.pred = snap.node, snap.succ, snap.pred
             self.by_label, self.edge_count = snap.by_label, snap.edge_count
-        if self._g is not None:
-            self._bind(self._g)
         #: (label, property) -> value -> ids; built on first use, maintained by writes.
         self.prop_index: dict[tuple[str, str], dict[Any, set[str]]] = {}
         # columnar form only: nodes written since the snapshot (count, per label, and per label
@@ -51,18 +59,19 @@ class State:
         self.edited: dict[int, dict[str, Any]] = {}
         self._lazy = threading.Lock()
 
-    def _bind(self, g: nx.MultiDiGraph) -> None:
-        g._node = self.node
-        g._adj = g._succ = self.succ
-        g._pred = self.pred
-
     @property
     def g(self) -> nx.MultiDiGraph:
-        """The networkx graph of this state; a columnar state is thawed first (the caller
-        holds the store's write lock)."""
+        """The networkx graph of this state, a view of its dicts made on first use; a
+        columnar state is thawed first (the caller holds the store's write lock)."""
         self.thaw()
-        assert self._g is not None
-        return self._g
+        g = self._g
+        if g is None:
+            g = _multidigraph()
+            g._node = self.node
+            g._adj = g._succ = self.succ
+            g._pred = self.pred
+            self._g = g
+        return g
 
     @property
     def node_count(self) -> int:
@@ -189,8 +198,7 @@ class State:
             by_label[lab] = self.ids_of(lab)
         self.node, self.succ, self.pred = node, succ, pred
         self.by_label = {k: v for k, v in by_label.items() if v}
-        self._g = nx.MultiDiGraph()
-        self._bind(self._g)
+        self._g = None
         self.cols = None
         self.edited = {}
         self._pending = {}

@@ -25,9 +25,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from hopweave.errors import (
     HopweaveError,
@@ -47,6 +45,9 @@ from hopweave.models.common import Bindings, PatternResult
 from hopweave.models.filters import And, Eq, FilterTree, matches
 from hopweave.models.metagraph import GoalType, TraversalPattern
 from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 _META_LABELS = frozenset({"GoalType", "TraversalPattern"})
 #: Graphs at least this large are moved out of the cyclic GC's reach after loading (gc.freeze),
