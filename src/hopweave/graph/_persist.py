@@ -45,6 +45,7 @@ import gc
 import hashlib
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -293,11 +294,24 @@ def read_snapshot(directory: Path, schema: GraphSchema) -> Snapshot | Columns | 
     if len(payload) != header["payload_len"]:
         raise StoreCorruptError(f"{path}: payload is {len(payload)} bytes, header says "
                                 f"{header['payload_len']} (truncated or appended to); {RELOAD}")
-    if hashlib.sha256(payload).hexdigest() != header["payload_sha256"]:
-        raise StoreCorruptError(f"{path}: payload checksum mismatch (the file was altered or damaged); {RELOAD}")
+    mismatch = StoreCorruptError(f"{path}: payload checksum mismatch (the file was altered or damaged); {RELOAD}")
     if header["format"] == FORMAT:
-        with gc_paused():
-            return Columns(path, header, payload, schema)
+        # hashing (no GIL) runs beside the columns' checks (Python): about 0.2 s less per 300 MB;
+        # the columns are returned only once the checksum has matched
+        with ThreadPoolExecutor(1, thread_name_prefix="hopweave-snapshot-sha256") as pool:
+            digest = pool.submit(hashlib.sha256, payload)
+            try:
+                with gc_paused():
+                    cols = Columns(path, header, payload, schema)
+            except Exception:
+                if digest.result().hexdigest() != header["payload_sha256"]:
+                    raise mismatch from None
+                raise
+            if digest.result().hexdigest() != header["payload_sha256"]:
+                raise mismatch
+            return cols
+    if hashlib.sha256(payload).hexdigest() != header["payload_sha256"]:
+        raise mismatch
     with gc_paused():
         try:
             data = json.loads(payload) if header.get(_EXACT_KEY) is True else loads_json(payload)
