@@ -172,9 +172,12 @@ class Engine:
         pack when no ``domains`` are given."""
         from hopweave.errors import StoreNotLoadedError
         from hopweave.stores.front import Stores, open_stores
+        from hopweave.search.embedder import prefetch_default_encoder
         from hopweave.understand.text import prefetch_spacy
 
         prefetch_spacy()  # its import (pure Python) overlaps the stores' reads and hashing
+        if embedder is None:
+            prefetch_default_encoder()  # so does the encoder session's (file reads, native set-up)
         if isinstance(graph, GraphStore):
             if isinstance(stores, Stores):
                 raise InputError("Engine.open: give either a Stores or a GraphStore instance, not both")

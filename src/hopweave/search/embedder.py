@@ -471,3 +471,28 @@ def default_embedder() -> CachingEmbedder:
                 _DEFAULT = (SentenceTransformerEmbedder() if choice == "torch"
                             else OnnxEmbedder(int8=choice == "onnx-int8"))
     return _DEFAULT
+
+
+def prefetch_default_encoder() -> None:
+    """Start loading the default embedder's ONNX session in a background thread (once per
+    process), so that its file reads and native set-up overlap other start-up work (the
+    stores' reads and checksums); the first ``embed`` then waits for it (the embedder's lock).
+    A failure is left to that first call to report."""
+    global _PREFETCHED
+    with _DEFAULT_LOCK:
+        if _PREFETCHED:
+            return
+        _PREFETCHED = True
+
+    def load() -> None:
+        try:
+            emb = default_embedder()
+            if isinstance(emb, OnnxEmbedder):
+                emb.encoder  # noqa: B018 - loads the session
+        except Exception:  # noqa: BLE001 - reported by the first embed
+            pass
+
+    threading.Thread(target=load, name="hopweave-encoder-load", daemon=True).start()
+
+
+_PREFETCHED = False

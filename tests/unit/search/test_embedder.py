@@ -67,6 +67,22 @@ def test_query_cache_and_threads(embedder):
     assert all(e is embedder for e in seen)
 
 
+
+def test_prefetch_loads_the_default_encoder_once(monkeypatch):
+    """Engine.open starts the default encoder's session in the background: one thread per
+    process, which leaves the session loaded on the process-wide default embedder."""
+    fresh = OnnxEmbedder(int8=True)
+    monkeypatch.setattr(emb_mod, "_DEFAULT", fresh)
+    monkeypatch.setattr(emb_mod, "_PREFETCHED", False)
+    before = {t.ident for t in threading.enumerate()}
+    emb_mod.prefetch_default_encoder()
+    emb_mod.prefetch_default_encoder()
+    started = [t for t in threading.enumerate() if t.ident not in before and t.name == "hopweave-encoder-load"]
+    assert len(started) <= 1
+    for t in started:
+        t.join(timeout=60)
+    assert fresh._encoder is not None
+
 @pytest.fixture(scope="module")
 def onnx_embedder() -> OnnxEmbedder:
     """The fp32 graph (HOPWEAVE_ENCODER=onnx)."""
