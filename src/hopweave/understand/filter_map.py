@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+import weakref
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
@@ -228,11 +230,35 @@ def always_on_clauses(mapping: FilterMapping, session: Session,
 
 
 def read_filter_mapping(store: "GraphStore", tenant_id: str) -> FilterMapping:
-    """The FilterMapping node's mapping, as visible to ``tenant_id``.
+    """The FilterMapping node's mapping, as visible to ``tenant_id``: parsed once per (store
+    object, tenant, metagraph revision, FilterMapping writes through that object), so every
+    caller (understanding, agentic rounds, the agent tool) shares one parse; the returned
+    mapping is shared, never to be modified.
 
     Raises:
         ConfigError: the graph has no (valid) FilterMapping node.
     """
+    key = (store.metagraph_revision(), store.data_generation(("FilterMapping",)))
+    with _MAPPINGS_LOCK:
+        per_store = _MAPPINGS.get(store)
+        if per_store is None:
+            per_store = _MAPPINGS[store] = {}
+        hit = per_store.get(tenant_id)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    mapping = _parse_filter_mapping(store, tenant_id)
+    with _MAPPINGS_LOCK:
+        per_store[tenant_id] = (key, mapping)
+    return mapping
+
+
+#: store object -> tenant -> ((metagraph revision, FilterMapping writes), mapping)
+_MAPPINGS: "weakref.WeakKeyDictionary[GraphStore, dict[str, tuple[tuple[str, int], FilterMapping]]]" = \
+    weakref.WeakKeyDictionary()
+_MAPPINGS_LOCK = threading.Lock()
+
+
+def _parse_filter_mapping(store: "GraphStore", tenant_id: str) -> FilterMapping:
     domain = store.tenant_domains.get(tenant_id)
     node = store.get_node(tenant_id, filter_mapping_id(domain))
     if node is None and domain is not None:

@@ -78,18 +78,11 @@ class Understander:
         self.classifier = GoalClassifier(store, embedder, config=classifier_config, calibration=calibration,
                                          threshold=threshold, domain=settings.name)
         self.resolver = EntityResolver(store, settings, enrich_from_graph=enrich_from_graph)
-        self._mappings: dict[str, tuple[tuple[str, int], FilterMapping]] = {}
 
     def filter_mapping(self, tenant_id: str) -> FilterMapping:
-        """The tenant's FilterMapping, parsed once per (metagraph revision, FilterMapping writes
-        through this store). Raises ConfigError (see :func:`read_filter_mapping`)."""
-        key = (self.store.metagraph_revision(), self.store.data_generation(("FilterMapping",)))
-        hit = self._mappings.get(tenant_id)
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        mapping = read_filter_mapping(self.store, tenant_id)
-        self._mappings[tenant_id] = (key, mapping)
-        return mapping
+        """The tenant's FilterMapping (parsed once per metagraph revision and FilterMapping
+        writes through this store, see :func:`read_filter_mapping`). Raises ConfigError."""
+        return read_filter_mapping(self.store, tenant_id)
 
     def warmup(self, tenant_id: str = "hopweave-warmup") -> None:
         """Load the embedder, build the classifier index and compile the entity ruler now (so the
