@@ -17,14 +17,14 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from hopweave.errors import EmbeddingSpaceError, InputError, StoreError, TenantError
 from hopweave.models.common import check_tenant
 from hopweave.models.documents import CURRENT, SUPERSEDED
-from hopweave.models.filters import Eq, FilterTree, In, and_, check_fields, matches, parse_filter
+from hopweave.models.filters import Eq, FilterTree, In, and_, check_fields, compile_matcher, parse_filter
 from hopweave.models.ranking import Coverage, RankingProfile, SearchResult
 from hopweave.models.schema import GraphSchema
 from hopweave.search.embedder import EmbeddingSpace
@@ -69,6 +69,7 @@ class VectorIndex(ABC):
     idf_cache_enabled: bool = True
     _idf: IdfCache | None = None
     _compiled_cache: dict[str, Any] | None = None
+    _matcher_cache: dict[str, Callable[[dict[str, Any]], bool]] | None = None
 
     # ---- adapter hooks ------------------------------------------------------------------
     @abstractmethod
@@ -183,18 +184,32 @@ class VectorIndex(ABC):
         assert scoped is not None
         return scoped
 
-    def _post_check(self, tenant_id: str, scoped: FilterTree, payloads: Iterable[dict[str, Any]]) -> set[str]:
+    def _post_check(self, tenant_id: str, scoped: FilterTree, payloads: Iterable[dict[str, Any]],
+                    keys: "_TreeKeys | None" = None) -> set[str]:
         """Second wall. Raises TenantError for another tenant's point; returns the chunk ids
         that fail the rest of the filter in Python (dropped by the caller, never returned)."""
         bad: set[str] = set()
+        match = self._matcher(scoped, keys)
         for p in payloads:
             if p.get("tenant_id") != tenant_id:
                 raise TenantError(
                     f"the index returned chunk {p.get('chunk_id')!r} of another tenant: refusing"
                 )
-            if not matches(scoped, p):
+            if not match(p):
                 bad.add(str(p.get("chunk_id")))
         return bad
+
+    def _matcher(self, tree: FilterTree, keys: "_TreeKeys | None" = None) -> Callable[[dict[str, Any]], bool]:
+        """``compile_matcher(tree)`` (equal to ``matches(tree, payload)``), kept per tree like
+        :meth:`_compiled`: the post-check tests every returned payload against the search's tree."""
+        key = (keys or _TreeKeys()).of(tree)
+        cache = self._matcher_cache
+        if cache is None or len(cache) > 512:
+            cache = self._matcher_cache = {}
+        out = cache.get(key)
+        if out is None:
+            out = cache[key] = compile_matcher(tree)
+        return out
 
     def upsert(self, tenant_id: str, points: Sequence[IndexPoint]) -> None:
         """Upsert points that all belong to ``tenant_id``. Raises TenantError otherwise."""
@@ -386,7 +401,7 @@ class VectorIndex(ABC):
 
         t3 = time.perf_counter()
         fused, payloads, dropped = self._fuse_checked(tenant_id, scoped, profile, lex, sem, limit,
-                                                      (query, info, scope))
+                                                      (query, info, scope), keys)
         hits = tuple(hit_of(f, payloads[f.chunk_id]) for f in fused)
         timings["fuse"] = _ms(t3)
         timings["total"] = _ms(t0)
@@ -446,6 +461,7 @@ class VectorIndex(ABC):
         sem: list[Candidate],
         limit: int,
         request: tuple[str, CollectionInfo, Mapping[str, Sequence[Any]] | None] | None = None,
+        keys: "_TreeKeys | None" = None,
     ) -> tuple[list[Fused], dict[str, dict[str, Any]], set[str]]:
         """The top ``limit`` fused candidates whose payloads pass the second wall, their payloads,
         and the chunk ids dropped on the way (re-fused without them until none fails).
@@ -471,7 +487,7 @@ class VectorIndex(ABC):
             missing = {f.chunk_id for f in fused if f.chunk_id not in payloads}
             # second wall on what is returned: another tenant raises, a filter disagreement
             # between engine and Python (e.g. date vs datetime) is dropped (fail closed)
-            bad = self._post_check(tenant_id, scoped, payloads.values()) | missing
+            bad = self._post_check(tenant_id, scoped, payloads.values(), keys) | missing
             if not bad:
                 return fused, payloads, dropped
             dropped |= bad

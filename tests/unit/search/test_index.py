@@ -161,3 +161,34 @@ def test_post_check_refuses_another_tenants_point(tmp_path, schema, hash_embedde
     with pytest.raises(TenantError):
         _search(idx, hash_embedder)
     idx.close()
+
+
+def test_post_check_drops_what_python_rejects_with_a_cached_matcher(tmp_path, schema, hash_embedder):
+    """A payload the engine returned but the filter rejects in Python is dropped and the rest
+    re-fused; the compiled matcher is kept per tree and answers the same on the next search."""
+    from hopweave.models.filters import And, IsEmpty, Or, Range, matches
+
+    class Disagreeing(EdgeIndex):
+        victim: str | None = None
+
+        def _retrieve(self, point_ids, with_vector=True):
+            out = super()._retrieve(point_ids, with_vector)
+            return [(dict(p, tier="Bronze") if p.get("chunk_id") == self.victim else p, v) for p, v in out]
+
+    idx = Disagreeing(tmp_path, schema)
+    load(idx, random_payloads(60, seed=4, tenants=("t1",)), hash_embedder)
+    where = And(clauses=(Eq(field="tier", value="Gold"),
+                         Or(clauses=(IsEmpty(field="valid_from"), Range(field="valid_from", lte="2030-01-01")))))
+    clean = _search(idx, hash_embedder, where=where, limit=5)
+    assert clean.hits and clean.candidates["dropped_by_post_check"] == 0
+    idx.victim = clean.hits[0].chunk_id
+    for _ in range(2):  # the second search reuses the cached matcher
+        res = _search(idx, hash_embedder, where=where, limit=5)
+        assert res.candidates["dropped_by_post_check"] == 1
+        assert idx.victim not in res.ids() and res.ids()[:4] == clean.ids()[1:5]
+    assert len(idx._matcher_cache) == 1
+    (match,) = idx._matcher_cache.values()
+    scoped = idx.scoped_filter("t1", where, True)
+    for p in random_payloads(60, seed=4, tenants=("t1",)):
+        assert match(p) == matches(scoped, p)
+    idx.close()
