@@ -237,6 +237,7 @@ class ProcessEdgeIndex(EdgeIndex):
         for attempt in (1, 2):
             conn, proc = self._connection()
             try:
+                conn.settimeout(self.timeout_s)  # the index's timeout now, also on a reused connection
                 conn.sendall(data)
                 head, out = read_frame(conn)
             except TimeoutError:

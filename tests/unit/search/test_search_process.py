@@ -127,7 +127,9 @@ def test_writes_go_through_the_child_and_close_marks_the_index_complete(tmp_path
 
 
 def test_a_killed_child_is_replaced_and_a_stopped_one_times_out(store, schema, hash_embedder):
-    remote = ProcessEdgeIndex(store, schema, timeout_s=1.0)
+    # a generous timeout while children start (Python, imports, the shard: over 1 s on a loaded
+    # machine), then 1 s for the stopped child
+    remote = ProcessEdgeIndex(store, schema, timeout_s=60.0)
     try:
         first = _runs(remote, hash_embedder)[:2]
         pid = remote.pid
@@ -137,6 +139,7 @@ def test_a_killed_child_is_replaced_and_a_stopped_one_times_out(store, schema, h
         assert _runs(remote, hash_embedder)[:2] == first  # a new child, the same answers
         pid2 = remote.pid
         assert pid2 is not None and pid2 != pid
+        remote.timeout_s = 1.0  # applies to the connections already open too
         os.kill(pid2, signal.SIGSTOP)
         try:
             _stopped(pid2, 5)  # SIGSTOP takes effect when each thread is next scheduled
