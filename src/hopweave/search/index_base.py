@@ -200,15 +200,11 @@ class VectorIndex(ABC):
         return bad
 
     def _matcher(self, tree: FilterTree, keys: "_TreeKeys | None" = None) -> Callable[[dict[str, Any]], bool]:
-        """``compile_matcher(tree)`` (equal to ``matches(tree, payload)``), kept per tree like
-        :meth:`_compiled`: the post-check tests every returned payload against the search's tree."""
-        key = (keys or _TreeKeys()).of(tree)
-        cache = self._matcher_cache
-        if cache is None or len(cache) > 512:
-            cache = self._matcher_cache = {}
-        out = cache.get(key)
-        if out is None:
-            out = cache[key] = compile_matcher(tree)
+        """``compile_matcher(tree)`` (equal to ``matches(tree, payload)``), kept per tree: the
+        post-check tests every returned payload against the search's tree."""
+        if self._matcher_cache is None:
+            self._matcher_cache = {}
+        out: Callable[[dict[str, Any]], bool] = _kept(self._matcher_cache, tree, keys, compile_matcher)
         return out
 
     def upsert(self, tenant_id: str, points: Sequence[IndexPoint]) -> None:
@@ -302,14 +298,9 @@ class VectorIndex(ABC):
     def _compiled(self, tree: FilterTree, keys: "_TreeKeys | None" = None) -> Any:
         """``_compile(tree)``, kept per tree (a compiled filter depends only on the tree and the
         schema's field types, never on the data)."""
-        key = (keys or _TreeKeys()).of(tree)
-        cache = self._compiled_cache
-        if cache is None or len(cache) > 512:
-            cache = self._compiled_cache = {}
-        out = cache.get(key)
-        if out is None:
-            out = cache[key] = self._compile(tree)
-        return out
+        if self._compiled_cache is None:
+            self._compiled_cache = {}
+        return _kept(self._compiled_cache, tree, keys, self._compile)
 
     def dense_vectors(
         self, tenant_id: str, chunk_ids: Sequence[str], space: EmbeddingSpace | None = None
@@ -599,6 +590,17 @@ class _TreeKeys:
         if hit is None:
             hit = self._keys[id(tree)] = (tree, tree.model_dump_json())
         return hit[1]
+
+
+def _kept(cache: dict[str, Any], tree: FilterTree, keys: "_TreeKeys | None", make: Callable[[FilterTree], Any]) -> Any:
+    """``make(tree)``, kept in ``cache`` by the tree's JSON key (emptied past 512 trees)."""
+    key = (keys or _TreeKeys()).of(tree)
+    out = cache.get(key)
+    if out is None:
+        if len(cache) > 512:
+            cache.clear()
+        out = cache[key] = make(tree)
+    return out
 
 
 def _and(*trees: FilterTree) -> FilterTree:
