@@ -91,6 +91,7 @@ def test_open_checks_its_arguments() -> None:
         EnginePool.open("a", graph="b", workers=1)
 
 
+@pytest.mark.slow  # several seconds (processes, CLI runs): the slow suite, which CI also runs
 def test_the_default_config_shares_the_request_slots_among_the_workers(store: Path) -> None:
     from hopweave.adapters.serve_workers import shared_max_active
     from hopweave.engine.config import EngineConfig

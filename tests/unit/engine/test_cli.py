@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import EXAMPLE, SCENARIOS
 from typer.testing import CliRunner
 
@@ -26,6 +27,7 @@ def _retrieve(store: Path) -> dict:
     return json.loads(res.stdout)
 
 
+@pytest.mark.slow  # several seconds (processes, CLI runs): the slow suite, which CI also runs
 def test_retrieve_replay_and_trace_diff_after_a_pattern_edit(cli_store: Path) -> None:
     before = _retrieve(cli_store)
     for key in ("trace_id", "goal", "confidence", "entities", "filter", "chunks", "facts", "context", "tokens",

@@ -92,6 +92,7 @@ def test_copies_of_dead_workers_are_swept(tmp_path: Path) -> None:
     assert not stale.exists() and mine.exists() and other.exists()
 
 
+@pytest.mark.slow  # several seconds (processes, CLI runs): the slow suite, which CI also runs
 def test_two_workers_serve_record_and_stop_cleanly(store: Path, tmp_path: Path) -> None:
     import httpx
 

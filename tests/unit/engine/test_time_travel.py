@@ -137,6 +137,7 @@ def test_a_chunk_edited_in_place_is_caught(eng: Engine, travelled: tuple[Path, s
     assert as_recorded(eng, "deltabank", travelled[1]).identical
 
 
+@pytest.mark.slow  # several seconds (processes, CLI runs): the slow suite, which CI also runs
 def test_cli_replay_as_recorded_and_as_of_now(travelled: tuple[Path, str], eng: Engine) -> None:
     eng.close()  # the CLI opens the store itself (one opener of the shard at a time)
     store, trace = travelled

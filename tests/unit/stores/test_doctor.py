@@ -126,6 +126,7 @@ def _compacted(store: Path) -> Path:
     return store / GRAPH_SUBDIR
 
 
+@pytest.mark.slow  # several seconds (processes, CLI runs): the slow suite, which CI also runs
 def test_deep_decodes_every_node_and_names_a_forged_one(copy: Path) -> None:
     d = _compacted(copy)
     report = doctor(copy, deep=True)
