@@ -67,7 +67,6 @@ def test_query_cache_and_threads(embedder):
     assert all(e is embedder for e in seen)
 
 
-
 def test_prefetch_loads_the_default_encoder_once(monkeypatch):
     """Engine.open starts the default encoder's session in the background: one thread per
     process, which leaves the session loaded on the process-wide default embedder."""
@@ -82,6 +81,7 @@ def test_prefetch_loads_the_default_encoder_once(monkeypatch):
     for t in started:
         t.join(timeout=60)
     assert fresh._encoder is not None
+
 
 @pytest.fixture(scope="module")
 def onnx_embedder() -> OnnxEmbedder:

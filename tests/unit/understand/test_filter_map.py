@@ -96,7 +96,6 @@ def test_the_mapping_is_read_from_the_graph(fresh_store, maria: Session) -> None
     assert "policy_type" not in fields and fields[-1] == "language"
 
 
-
 def test_the_mapping_is_parsed_once_per_revision(fresh_store, maria: Session) -> None:  # type: ignore[no-untyped-def]
     # every caller (understanding, agentic rounds, the agent tool) shares one parse per revision
     first = read_filter_mapping(fresh_store, maria.tenant_id)
@@ -106,6 +105,7 @@ def test_the_mapping_is_parsed_once_per_revision(fresh_store, maria: Session) ->
     again = read_filter_mapping(fresh_store, maria.tenant_id)
     assert again is not first and again.version == first.version + 1
     assert read_filter_mapping(fresh_store, maria.tenant_id) is again
+
 
 def test_missing_mapping_node_is_a_config_error(maria: Session) -> None:
     from hopweave.graph.networkx_store import NetworkxGraphStore
