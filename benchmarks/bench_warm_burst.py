@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_concurrency as bc  # noqa: E402
 from machine import machine  # noqa: E402
 
+
 def proc_stat(pid: int) -> tuple[int, int, float]:
     """(minor faults, major faults, CPU seconds) of process ``pid`` (the CPU as
     ``bench_concurrency`` reads it)."""

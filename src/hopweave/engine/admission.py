@@ -16,11 +16,11 @@ deadline (issue 13, docs/BENCHMARKS.md "Admission that finishes what it starts")
   (its deadline less what finishing takes). At each hand-off, in arrival order, each waiter is
   expected to start after those before it, ``n`` at a time, each holding a slot for the
   expected hold (:class:`HoldClock`: the median of the last holds that ended with every slot
-  taken); a waiter whose work
-  would then end past its ``end`` is told at once and answers degraded, with none of its
-  stages started. In a standing queue a waiter is told only when even a slot handed over now
-  would leave it too little time: answering early there only feeds callers that resend at
-  once (measured: 100 closed-loop clients sent 13,669 requests in 30 s, 2 answered in full).
+  taken); a waiter whose work would then end past its ``end`` is told at once and answers
+  degraded, with none of its stages started. In a standing queue a waiter is told only when
+  even a slot handed over now would leave it too little time: answering early there only feeds
+  callers that resend at once (measured: 100 closed-loop clients sent 13,669 requests in 30 s,
+  2 answered in full).
 """
 
 from __future__ import annotations

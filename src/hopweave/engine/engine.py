@@ -171,8 +171,8 @@ class Engine:
         :func:`hopweave.open`, and StoreNotLoadedError for a server store never loaded from a
         pack when no ``domains`` are given."""
         from hopweave.errors import StoreNotLoadedError
-        from hopweave.stores.front import Stores, open_stores
         from hopweave.search.embedder import prefetch_default_encoder
+        from hopweave.stores.front import Stores, open_stores
         from hopweave.understand.text import prefetch_spacy
 
         prefetch_spacy()  # its import (pure Python) overlaps the stores' reads and hashing
@@ -579,8 +579,9 @@ class Engine:
     def _take_slot(self, req: Request, end: float, shed: bool) -> bool:
         """One of the request slots for work that must end by ``end`` (a ``time.perf_counter()``
         instant): True with it held, False when none was handed over while the expected hold
-        (:class:`~hopweave.engine.admission.HoldClock`) still fitted. With ``shed``, OverloadedError at once when
-        the expected wait (:meth:`expected_wait_ms`) is already past that point."""
+        (:class:`~hopweave.engine.admission.HoldClock`) still fitted. With ``shed``,
+        OverloadedError at once when the expected wait (:meth:`expected_wait_ms`) is already
+        past that point."""
         now = time.perf_counter()
         if end <= now:  # no time left at all
             return False
