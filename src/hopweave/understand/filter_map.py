@@ -229,6 +229,12 @@ def always_on_clauses(mapping: FilterMapping, session: Session,
     return clauses
 
 
+#: store object -> tenant -> ((metagraph revision, FilterMapping writes), mapping)
+_MAPPINGS: "weakref.WeakKeyDictionary[GraphStore, dict[str, tuple[tuple[str, int], FilterMapping]]]" = \
+    weakref.WeakKeyDictionary()
+_MAPPINGS_LOCK = threading.Lock()
+
+
 def read_filter_mapping(store: "GraphStore", tenant_id: str) -> FilterMapping:
     """The FilterMapping node's mapping, as visible to ``tenant_id``: parsed once per (store
     object, tenant, metagraph revision, FilterMapping writes through that object), so every
@@ -240,9 +246,7 @@ def read_filter_mapping(store: "GraphStore", tenant_id: str) -> FilterMapping:
     """
     key = (store.metagraph_revision(), store.data_generation(("FilterMapping",)))
     with _MAPPINGS_LOCK:
-        per_store = _MAPPINGS.get(store)
-        if per_store is None:
-            per_store = _MAPPINGS[store] = {}
+        per_store = _MAPPINGS.setdefault(store, {})
         hit = per_store.get(tenant_id)
     if hit is not None and hit[0] == key:
         return hit[1]
@@ -250,12 +254,6 @@ def read_filter_mapping(store: "GraphStore", tenant_id: str) -> FilterMapping:
     with _MAPPINGS_LOCK:
         per_store[tenant_id] = (key, mapping)
     return mapping
-
-
-#: store object -> tenant -> ((metagraph revision, FilterMapping writes), mapping)
-_MAPPINGS: "weakref.WeakKeyDictionary[GraphStore, dict[str, tuple[tuple[str, int], FilterMapping]]]" = \
-    weakref.WeakKeyDictionary()
-_MAPPINGS_LOCK = threading.Lock()
 
 
 def _parse_filter_mapping(store: "GraphStore", tenant_id: str) -> FilterMapping:
