@@ -7,6 +7,7 @@ Everything here is pure and deterministic.
 from __future__ import annotations
 
 import importlib.abc
+import importlib.machinery
 import math
 import re
 import sys
@@ -154,19 +155,54 @@ class CharNgramIndex:
 #: Array backends thinc (under spaCy) imports if it can; the rule-based pipeline uses none of
 #: them, and importing torch alone takes seconds of a cold start.
 _SPACY_UNUSED_BACKENDS = ("torch", "cupy", "cupyx", "tensorflow", "mxnet")
+#: spaCy's command line, which ``spacy/__init__`` imports only to export ``spacy.info``. With
+#: what it imports (typer, weasel, requests, httpx, jinja2) it is about 0.45 s of CPU under the
+#: GIL, a seventh of a cold start (docs/BENCHMARKS.md, issue 13).
+_SPACY_CLI = ("spacy.cli", "spacy.cli.info")
 _SPACY_LOCK = threading.Lock()
 
 
-class _Unused(importlib.abc.MetaPathFinder):
-    """Reports the unused backends as not installed, to the importing thread only."""
+def _spacy_info(*args: Any, **kwargs: Any) -> Any:
+    """``spacy.info``: spaCy's own, imported when first called."""
+    from spacy.cli.info import info
+
+    return info(*args, **kwargs)
+
+
+class _LeanImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """For the importing thread only: reports the unused backends as not installed, and stands
+    in for spaCy's command line (``spacy.info`` then imports the real one when called)."""
 
     def __init__(self) -> None:
         self.thread = threading.get_ident()
 
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if threading.get_ident() == self.thread and name.split(".")[0] in _SPACY_UNUSED_BACKENDS:
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if threading.get_ident() != self.thread:
+            return None
+        if name in _SPACY_CLI:
+            return importlib.machinery.ModuleSpec(name, self, is_package=name == _SPACY_CLI[0])
+        if name.split(".")[0] in _SPACY_UNUSED_BACKENDS:
             raise ModuleNotFoundError(f"{name} is not used by the rule-based spaCy pipeline", name=name)
         return None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None  # the default module
+
+    def exec_module(self, module: ModuleType) -> None:
+        if module.__name__ == _SPACY_CLI[1]:
+            module.info = _spacy_info  # type: ignore[attr-defined]
+
+    def forget_stand_ins(self) -> None:
+        """Drop the stand-ins, so that a later ``import spacy.cli`` imports the real one."""
+        for name in _SPACY_CLI:
+            if self._ours(sys.modules.get(name)):
+                del sys.modules[name]
+        spacy = sys.modules.get("spacy")
+        if self._ours(getattr(spacy, "cli", None)):
+            del spacy.cli  # type: ignore[union-attr]
+
+    def _ours(self, module: object) -> bool:
+        return getattr(getattr(module, "__spec__", None), "loader", None) is self
 
 
 def prefetch_spacy() -> None:
@@ -194,8 +230,10 @@ _SPACY: ModuleType | None = None
 def import_spacy() -> ModuleType:
     """``spacy``, imported without torch (or another array backend) when none is loaded yet:
     thinc treats a missing backend as absent, and the blank English pipeline with span rulers
-    never needs one (cold start: about 5 s less). Another thread importing torch meanwhile is
-    not affected. Waits for an import under way in another thread (:func:`prefetch_spacy`)."""
+    never needs one (cold start: about 5 s less). Its command line is not imported either
+    (``spacy.info`` imports it when called). Another thread importing torch meanwhile is
+    not affected; one importing ``spacy.cli`` in that same half second would get the
+    stand-in. Waits for an import under way in another thread (:func:`prefetch_spacy`)."""
     global _SPACY
     if _SPACY is not None:
         return _SPACY
@@ -204,12 +242,13 @@ def import_spacy() -> ModuleType:
             if "spacy" in sys.modules or any(b in sys.modules for b in _SPACY_UNUSED_BACKENDS):
                 import spacy
             else:
-                blocker = _Unused()
+                blocker = _LeanImport()
                 sys.meta_path.insert(0, blocker)
                 try:
                     import spacy
                 finally:
                     sys.meta_path.remove(blocker)
+                    blocker.forget_stand_ins()
             _SPACY = spacy
         return _SPACY
 

@@ -32,3 +32,22 @@ def test_spacy_prefetched_in_a_thread_is_complete_for_every_caller() -> None:
             "text.prefetch_spacy(); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_spacy_is_imported_without_its_command_line_and_spacy_info_still_works() -> None:
+    """spaCy's command line (typer, weasel, requests...) is about 0.45 s of a cold start and the
+    pipeline never uses it: it is left out of the import, and both ``spacy.info`` and a later
+    ``import spacy.cli`` get spaCy's real one."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from hopweave.understand.text import import_spacy; sp = import_spacy(); "
+            "assert not any(m.startswith('spacy.cli') or m in ('typer', 'weasel') for m in sys.modules), "
+            "sorted(m for m in sys.modules if 'cli' in m); "
+            "assert not hasattr(sp, 'cli'); "
+            "nlp = sp.blank('en'); nlp.add_pipe('span_ruler'); assert [t.text for t in nlp('a late-fee')]; "
+            "about = sp.info(silent=True); assert about['spacy_version'] == sp.__version__, about; "
+            "import spacy.cli.info; assert sys.modules['spacy.cli.info'].info is not sp.info; "
+            "from spacy.cli import setup_cli; print(callable(setup_cli))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.strip() == "True"
