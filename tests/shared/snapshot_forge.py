@@ -1,4 +1,4 @@
-"""Rewriting a format-3 graph snapshot (``graph._columns``) for tests: sections replaced, the
+"""Rewriting a format-3 or format-4 graph snapshot (``graph._columns``) for tests: sections replaced, the
 header's layout and sha256 made to match, so that the store's own checks must catch the change."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def forge(d: Path, replace: dict[str, bytes], **header_over: Any) -> None:
     """Rewrite the snapshot with some sections replaced and a matching sha256."""
     header, payload = parts(d)
     chunks, sections, at = [], {}, 0
-    for name in SECTIONS:
+    for name in [s for s in SECTIONS if s in header["sections"]]:
         raw = replace.get(name, section(header, payload, name))
         sections[name] = [at, len(raw)]
         chunks.append(raw)
@@ -70,11 +70,12 @@ def props_of(d: Path, nid: str, change: dict[str, Any]) -> dict[str, bytes]:
     return {"props": b"".join(raws), "props_off": np.cumsum([0] + [len(r) for r in raws]).astype("<i8").tobytes()}
 
 
-def write_format_2(store: Any) -> None:
+def write_format_2(store: Any, fmt: int = P.JSON_FORMAT) -> None:
     """Rewrite an open NetworkxGraphStore's snapshot in format 2 (one JSON object, what older
-    hopweave versions wrote) with everything committed so far: a store to convert."""
+    hopweave versions wrote; or ``fmt`` 3, columns without the ids' order) with everything
+    committed so far: a store to convert."""
     store._st.thaw()  # every node as a dict: what a format-2 snapshot is written from
     st = store._st
     P.write_snapshot(store.directory, st.node, st.succ, {"last_seq": store._seq, "nodes": st.node_count,
                                                          "edges": st.edge_count, "schema_version": store.schema.version},
-                     fmt=P.JSON_FORMAT)
+                     fmt=fmt)

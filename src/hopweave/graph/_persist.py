@@ -6,9 +6,10 @@ Layout of a graph directory::
                     re-read when the snapshot was replaced mid-read)
     graph.snapshot  line 1: JSON header {magic, format, last_seq, nodes, edges, schema_version,
                     payload_len, payload_sha256[, json_ints][, sections]}; then the payload.
-                    Format 3 (written): columns, see ``_columns`` (``sections``: where each
-                    array lies in the payload). Format 2 (read; rewritten as format 3 by the
-                    next compaction): one JSON object {"node": {id: {"label": L, prop: value,
+                    Format 4 (written): columns, see ``_columns`` (``sections``: where each
+                    array lies in the payload). Format 3 (read): the same without the
+                    ``by_id`` order. Formats 2 and 3 are rewritten as format 4 by the next
+                    compaction. Format 2 (read): one JSON object {"node": {id: {"label": L, prop: value,
                     ...}}, "succ": {src: {dst: {rel: props}}}} (``json_ints``: true when the
                     payload holds integers beyond 64 bits, which orjson would read as floats:
                     the json module then reads it)
@@ -21,9 +22,9 @@ threshold (``networkx_store.AUTO_COMPACT_BYTES``): replaying a record costs more
 from the snapshot.
 
 Nothing read from a store directory is executable: the snapshot is JSON and arrays of fixed
-dtypes (format 3, never unpickled) and the journal is JSON; the snapshot is checked against its
+dtypes (formats 3 and 4, never unpickled) and the journal is JSON; the snapshot is checked against its
 length and sha256 and then against the schema (labels, tenant ids, relationship types and
-endpoints; in format 3 a node's own properties when it is first decoded); journal records are checked for
+endpoints; in formats 3 and 4 a node's own properties when it is first decoded); journal records are checked for
 shape here and against the schema by the store when replayed. A pre-format-2 ``snapshot.pkl``
 (a pickle) is refused, never read.
 
@@ -67,11 +68,13 @@ LEGACY_SNAPSHOT = "snapshot.pkl"
 JOURNAL = "journal.jsonl"
 LOCK = "LOCK"
 MAGIC = "hopweave-networkx-snapshot"
-#: The snapshot format written: 3, columns (``_columns``). Format 2 (one JSON object) is still
-#: read, and rewritten as format 3 by the next compaction.
-FORMAT = 3
+#: The snapshot format written: 4, columns with the ids' order (``_columns``). Formats 2 (one
+#: JSON object) and 3 (columns without that order) are still read, and rewritten as format 4 by
+#: the next compaction.
+FORMAT = 4
+COLUMNS_FORMATS = (3, FORMAT)
 JSON_FORMAT = 2
-READ_FORMATS = (JSON_FORMAT, FORMAT)
+READ_FORMATS = (JSON_FORMAT, *COLUMNS_FORMATS)
 _HEADER_MAX = 4096
 #: Header flag of a snapshot the json module wrote (it holds integers beyond 64 bits).
 _EXACT_KEY = "json_ints"
@@ -202,16 +205,17 @@ class Snapshot:
 def write_snapshot(directory: Path, node: dict[str, Any], succ: dict[str, Any], header: dict[str, Any],
                    fmt: int = FORMAT, base: Columns | None = None, edited: dict[int, Any] | None = None) -> None:
     """Atomically replace the snapshot with ``node``/``succ`` (the eager dicts; with ``base``,
-    a columnar state: see ``_columns.encode``) under ``header``, in format ``fmt`` (3: columns;
-    2: one JSON object, what older hopweave versions read; eager dicts only).
+    a columnar state: see ``_columns.encode``) under ``header``, in format ``fmt`` (4: columns;
+    3 and 2, what older hopweave versions read: columns without the ids' order, and one JSON
+    object of the eager dicts only).
     Raises StoreIOError (the old snapshot is then untouched)."""
     with io_guard(directory, "creating"):
         directory.mkdir(parents=True, exist_ok=True)
         for stale in directory.glob(f".{SNAPSHOT}.*.tmp"):  # left by a killed writer (we hold the lock)
             stale.unlink(missing_ok=True)
-    if fmt == FORMAT:
-        chunks, sections, digest = encode(node, succ, base, edited)
-        head = dict(header, magic=MAGIC, format=FORMAT, payload_len=sum(map(len, chunks)),
+    if fmt in COLUMNS_FORMATS:
+        chunks, sections, digest = encode(node, succ, base, edited, by_id=fmt == FORMAT)
+        head = dict(header, magic=MAGIC, format=fmt, payload_len=sum(map(len, chunks)),
                     payload_sha256=digest, sections=sections)
     elif fmt == JSON_FORMAT and base is None:
         payload, slow = dumps_json({"node": node, "succ": succ})
@@ -270,7 +274,7 @@ def snapshot_signature(directory: Path) -> tuple[int, int, int] | None:
 
 
 def read_snapshot(directory: Path, schema: GraphSchema) -> Snapshot | Columns | None:
-    """The validated snapshot (format 2: the decoded dicts; format 3: the checked columns),
+    """The validated snapshot (format 2: the decoded dicts; formats 3 and 4: the checked columns),
     None when there is none.
 
     Raises StoreCorruptError (bad header, length, checksum, JSON or content; a legacy pickle
@@ -295,7 +299,7 @@ def read_snapshot(directory: Path, schema: GraphSchema) -> Snapshot | Columns | 
         raise StoreCorruptError(f"{path}: payload is {len(payload)} bytes, header says "
                                 f"{header['payload_len']} (truncated or appended to); {RELOAD}")
     mismatch = StoreCorruptError(f"{path}: payload checksum mismatch (the file was altered or damaged); {RELOAD}")
-    if header["format"] == FORMAT:
+    if header["format"] in COLUMNS_FORMATS:
         # hashing (no GIL) runs beside the columns' checks (Python): about 0.2 s less per 300 MB;
         # the columns are returned only once the checksum has matched
         with ThreadPoolExecutor(1, thread_name_prefix="hopweave-snapshot-sha256") as pool:
@@ -331,7 +335,7 @@ def _read_header(f: Any, path: Path) -> dict[str, Any]:
         raise StoreCorruptError(f"{path}: not a hopweave networkx snapshot; {RELOAD}")
     if header.get("format") not in READ_FORMATS:
         raise StoreCorruptError(f"{path}: snapshot format {header.get('format')!r}, this hopweave reads "
-                                f"formats {JSON_FORMAT} and {FORMAT}; rebuild the store with `hopweave load` "
+                                f"formats {', '.join(map(str, READ_FORMATS))}; rebuild the store with `hopweave load` "
                                 "(or open it with the hopweave version that wrote it)")
     plen, digest = header.get("payload_len"), header.get("payload_sha256")
     if not isinstance(plen, int) or plen < 0 or not isinstance(digest, str) or not isinstance(header.get("last_seq"), int):

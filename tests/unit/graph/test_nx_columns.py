@@ -1,6 +1,6 @@
-"""Snapshot format 3 (columns, ``graph._columns``): what the store answers from the arrays equals
-what the eager networkx dicts answer, through the journal, compaction and the format-2 path, and
-a forged or damaged file is refused with a typed error."""
+"""Snapshot formats 3 and 4 (columns, ``graph._columns``): what the store answers from the arrays
+equals what the eager networkx dicts answer, through the journal, compaction and the format-2 and
+format-3 paths, and a forged or damaged file is refused with a typed error."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from snapshot_forge import array as _array, forge as _forge, meta as _meta, part
 from snapshot_forge import props_of as _props_of, section as _section, set_value as _set
 from hopweave.errors import StoreCorruptError
 from hopweave.graph import _persist as P
+from hopweave.graph._columns import IdOrder
 from hopweave.graph.base import Edge, Node
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.filters import Eq
@@ -166,6 +167,47 @@ def test_a_format_2_store_opens_and_is_rewritten_at_compaction(tmp_path, schema)
     assert r._st.cols is not None and _dump(r.graph) == _dump(eager.graph)
 
 
+def test_a_format_3_store_opens_and_is_rewritten_as_format_4_at_compaction(tmp_path, schema):
+    """Format 3 (no ``by_id`` order): opens with a dict of the ids and answers the same; the
+    next compaction writes format 4, found by binary search."""
+    d = tmp_path / "graph"
+    eager = _eager(schema)
+    header = {"last_seq": 3, "nodes": eager.stats()["nodes"], "edges": eager.stats()["edges"]}
+    P.write_snapshot(d, eager.graph._node, eager.graph._succ, header, fmt=3)
+    assert _header(d)["format"] == 3 and "by_id" not in _header(d)["sections"]
+    s = NetworkxGraphStore.open(d, schema)
+    assert type(s._st.cols.pos) is dict  # type: ignore[union-attr]
+    assert _dump(s.graph) == _dump(eager.graph)
+    s.write("t1", [Node("C6", "Customer", {"name": "Fay"})], [])
+    eager.write("t1", [Node("C6", "Customer", {"name": "Fay"})], [])
+    s.compact()
+    s.close()
+    assert _header(d)["format"] == P.FORMAT == 4
+    r = NetworkxGraphStore.open(d, schema)
+    pos = r._st.cols.pos  # type: ignore[union-attr]
+    assert type(pos) is IdOrder and sorted(pos) == list(pos) and len(pos) == len(eager.graph)
+    for nid in eager.graph:
+        assert r._st.cols.ids[pos[nid]] == nid  # type: ignore[union-attr]
+    for missing in ("", "C0", "C60", "zzz", 7, None):
+        assert missing not in pos and pos.get(missing, -1) == -1
+    with pytest.raises(KeyError):
+        pos["C0"]
+    assert _dump(r.graph) == _dump(eager.graph)
+    assert r.get_node("t1", "C6").props["name"] == "Fay"  # type: ignore[union-attr]
+
+
+def test_a_duplicate_id_in_format_3_is_refused_at_open(tmp_path, schema):
+    d = tmp_path / "graph"
+    eager = _eager(schema)
+    P.write_snapshot(d, eager.graph._node, eager.graph._succ,
+                     {"last_seq": 3, "nodes": eager.stats()["nodes"], "edges": eager.stats()["edges"]}, fmt=3)
+    header, payload = _parts(d)
+    ids = json.loads(_section(header, payload, "ids"))
+    _forge(d, {"ids": json.dumps([ids[1]] + ids[1:]).encode()})
+    with pytest.raises(StoreCorruptError, match="occurs twice"):
+        NetworkxGraphStore.open(d, schema)
+
+
 def test_integers_beyond_64_bits_survive(tmp_path, schema):
     d = _columnar(tmp_path, schema, writes_after=False)
     s = NetworkxGraphStore.open(d, schema)
@@ -202,7 +244,7 @@ def test_the_one_call_node_encoding_equals_one_call_per_node(tmp_path, schema):
         assert _dump(r.graph) == _dump(s.graph)
 
 
-# ---- forged and damaged format-3 snapshots ------------------------------------------------------
+# ---- forged and damaged format-4 snapshots ------------------------------------------------------
 @pytest.mark.parametrize("case,needle", [
     ("label_out_of_range", "label or tenant code is out of range"),
     ("unknown_label", "not in the schema"),
@@ -219,8 +261,12 @@ def test_the_one_call_node_encoding_equals_one_call_per_node(tmp_path, schema):
     ("ids_not_strings", "section 'ids'"),
     ("missing_section", "sections"),
     ("eprops_not_objects", "section 'eprops'"),
+    ("by_id_out_of_range", "node index out of range"),
+    ("by_id_not_ascending", "not the node ids in ascending order"),
+    ("by_id_an_index_twice", "not the node ids in ascending order"),
+    ("by_id_missing", "sections"),
 ])
-def test_a_forged_format_3_snapshot_is_refused_at_open(tmp_path, schema, case, needle):
+def test_a_forged_format_4_snapshot_is_refused_at_open(tmp_path, schema, case, needle):
     d = _columnar(tmp_path, schema, writes_after=False)
     header, payload = _parts(d)
     ids = json.loads(_section(header, payload, "ids"))
@@ -242,6 +288,10 @@ def test_a_forged_format_3_snapshot_is_refused_at_open(tmp_path, schema, case, n
         "ids_not_strings": lambda: _forge(d, {"ids": json.dumps([1] + ids[1:]).encode()}),
         "missing_section": lambda: _forge(d, {}, sections={"meta": header["sections"]["meta"]}),
         "eprops_not_objects": lambda: _forge(d, {"eprops": b"[1]"}),
+        "by_id_out_of_range": lambda: _forge(d, {"by_id": _set(d, "by_id", 3, len(ids))}),
+        "by_id_not_ascending": lambda: _forge(d, {"by_id": _array(d, "by_id")[::-1].tobytes()}),
+        "by_id_an_index_twice": lambda: _forge(d, {"by_id": _set(d, "by_id", 1, int(_array(d, "by_id")[0]))}),
+        "by_id_missing": lambda: _forge(d, {}, sections={k: v for k, v in header["sections"].items() if k != "by_id"}),
     }
     forged[case]()
     with pytest.raises(StoreCorruptError, match=needle) as ei:
@@ -267,8 +317,8 @@ def test_a_forged_node_is_refused_when_first_read(tmp_path, schema, change, need
         s.graph  # noqa: B018 - thawing decodes every node
 
 
-@pytest.mark.parametrize("section", ["meta", "ids", "label", "out_dst", "eprops"])
-def test_a_damaged_format_3_snapshot_fails_its_checksum(tmp_path, schema, section):
+@pytest.mark.parametrize("section", ["meta", "ids", "label", "out_dst", "eprops", "by_id"])
+def test_a_damaged_format_4_snapshot_fails_its_checksum(tmp_path, schema, section):
     # the checksum is computed beside the columns' checks: whatever those make of the damage,
     # the error is the checksum's
     d = _columnar(tmp_path, schema, writes_after=False)

@@ -269,7 +269,7 @@ def test_snapshot_damage_is_refused(tmp_path, schema):
         "truncated": good[: len(good) - 10],
         "header": b"{not json\n" + good.split(b"\n", 1)[1],
         "magic": good.replace(P.MAGIC.encode(), b"someone-elses-format", 1),
-        "format": good.replace(b'"format": 3', b'"format": 9', 1),
+        "format": good.replace(f'"format": {P.FORMAT}'.encode(), b'"format": 9', 1),
         "empty": b"",
     }
     for name, raw in cases.items():

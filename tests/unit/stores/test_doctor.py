@@ -157,6 +157,12 @@ def test_an_old_snapshot_format_and_a_long_journal_are_warnings(copy: Path, monk
     assert report.ok  # warnings only
     assert checks["graph.snapshot"].severity == "warning" and "format 2" in checks["graph.snapshot"].detail
     assert checks["graph.snapshot"].fix == f"hopweave compact --graph {copy}"
+    g = open_graph_store(copy)
+    write_format_2(g, fmt=3)
+    g.close()
+    checks = _by_check(report := doctor(copy))
+    assert report.ok and checks["graph.snapshot"].severity == "warning"
+    assert "format 3" in checks["graph.snapshot"].detail and "dict of every node id" in checks["graph.snapshot"].detail
     _compacted(copy)
     checks = _by_check(doctor(copy))
     assert checks["graph.snapshot"].severity == "ok" and checks["graph.journal"].severity == "ok"
