@@ -27,8 +27,8 @@ section        type        content
 =============  ==========  =====================================================================
 
 Format 4 adds ``by_id``: a node is found by its id with a binary search in that order, and
-checking the order at open (ascending, so no id twice) takes about a third of the time a dict of
-a million ids takes to build (docs/BENCHMARKS.md, issue 13). Format 3 still opens (the dict is
+checking the order at open (ascending, so no id twice) takes less than half the time a dict of a
+million ids takes to build (docs/BENCHMARKS.md, issue 13). Format 3 still opens (the dict is
 built), and is rewritten as format 4 by the next compaction.
 
 The dtypes are fixed here, never read from the file, and arrays are views of the payload
@@ -177,8 +177,9 @@ def encode(node: dict[str, dict[str, Any]], succ: dict[str, dict[str, dict[str, 
     node = dict(node)  # readers may decode nodes meanwhile (they add unchanged ones)
     n0 = base.n if base is not None else 0
     if base is not None:
-        # (a binary search per id in format 4: a dict of them once many nodes were decoded)
-        where: Mapping[str, int] = base.pos if len(node) < n0 // 8 or isinstance(base.pos, dict) else dict(zip(base.ids, range(n0)))
+        where: Mapping[str, int] = base.pos
+        if not isinstance(where, dict) and len(node) >= n0 // 8:  # many decoded: a dict beats a search each
+            where = dict(zip(base.ids, range(n0)))
         new = [nid for nid in node if nid not in where]
         touched = sorted(where[nid] for nid in node if nid in where)
         ids = base.ids + new

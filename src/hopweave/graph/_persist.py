@@ -8,11 +8,11 @@ Layout of a graph directory::
                     payload_len, payload_sha256[, json_ints][, sections]}; then the payload.
                     Format 4 (written): columns, see ``_columns`` (``sections``: where each
                     array lies in the payload). Format 3 (read): the same without the
-                    ``by_id`` order. Formats 2 and 3 are rewritten as format 4 by the next
-                    compaction. Format 2 (read): one JSON object {"node": {id: {"label": L, prop: value,
-                    ...}}, "succ": {src: {dst: {rel: props}}}} (``json_ints``: true when the
-                    payload holds integers beyond 64 bits, which orjson would read as floats:
-                    the json module then reads it)
+                    ``by_id`` order. Format 2 (read): one JSON object {"node": {id:
+                    {"label": L, prop: value, ...}}, "succ": {src: {dst: {rel: props}}}}
+                    (``json_ints``: true when the payload holds integers beyond 64 bits,
+                    which orjson would read as floats: the json module then reads it).
+                    Formats 2 and 3 are rewritten as format 4 by the next compaction.
     journal.jsonl   one JSON object per committed write: {"seq", "t", "n", "e"}; fsync'd
 
 Both files are parsed by orjson, with exactly the values the json module reads (see
@@ -22,8 +22,8 @@ threshold (``networkx_store.AUTO_COMPACT_BYTES``): replaying a record costs more
 from the snapshot.
 
 Nothing read from a store directory is executable: the snapshot is JSON and arrays of fixed
-dtypes (formats 3 and 4, never unpickled) and the journal is JSON; the snapshot is checked against its
-length and sha256 and then against the schema (labels, tenant ids, relationship types and
+dtypes (formats 3 and 4, never unpickled) and the journal is JSON; the snapshot is checked against
+its length and sha256 and then against the schema (labels, tenant ids, relationship types and
 endpoints; in formats 3 and 4 a node's own properties when it is first decoded); journal records are checked for
 shape here and against the schema by the store when replayed. A pre-format-2 ``snapshot.pkl``
 (a pickle) is refused, never read.

@@ -196,6 +196,33 @@ def test_a_format_3_store_opens_and_is_rewritten_as_format_4_at_compaction(tmp_p
     assert r.get_node("t1", "C6").props["name"] == "Fay"  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("decoded", [0, 60])
+def test_compaction_over_format_4_finds_snapshot_nodes_by_search_or_by_a_dict(tmp_path, schema, decoded):
+    """Compaction on top of format-4 columns looks each written or decoded node up in the
+    snapshot: a binary search each when few are, a dict of the ids when many are (``decoded``)."""
+    d = tmp_path / "graph"
+    events = [Node(f"E{100 + i}", "Event", {"type": "Fee", "timestamp": "2026-05-02T10:00:00", "year": 2026})
+              for i in range(80)]
+    eager = NetworkxGraphStore(None, schema)
+    s = NetworkxGraphStore.open(d, schema)
+    for store in (eager, s):
+        small_graph(store)
+        store.write("t1", events, [Edge("A1", e.id, "HAS_EVENT", {"recorded_at": REC}) for e in events])
+    s.compact()
+    s.close()
+    s = NetworkxGraphStore.open(d, schema)
+    assert type(s._st.cols.pos) is IdOrder  # type: ignore[union-attr]
+    for e in events[:decoded]:
+        assert s.get_node("t1", e.id) is not None
+    assert (len(s._st.node) >= s._st.cols.n // 8) == bool(decoded)  # type: ignore[union-attr]
+    _more(s)
+    _more(eager)
+    s.compact()
+    s.close()
+    r = NetworkxGraphStore.open(d, schema)
+    assert _dump(r.graph) == _dump(eager.graph)
+
+
 def test_a_duplicate_id_in_format_3_is_refused_at_open(tmp_path, schema):
     d = tmp_path / "graph"
     eager = _eager(schema)
