@@ -296,8 +296,8 @@ class Engine:
         """Load the models and caches now (first-call costs), returning their timings in ms.
 
         The parts run side by side (the encoder session, spaCy's import and the classifier's
-        index, the vector shard): much of each is I/O or native code, so a cold start overlaps
-        them. Each timing is that part's own wall time."""
+        index, the graph store's lazily built indexes, the vector shard): much of each is I/O or
+        native code, so a cold start overlaps them. Each timing is that part's own wall time."""
         self._warm = True
         out: dict[str, float] = {}
 
@@ -314,7 +314,8 @@ class Engine:
                 stage.warmup()
 
         parts: list[tuple[str, Callable[[], object]]] = [
-            ("embedder", lambda: self.embedder.embed(["warm up"])), ("understander", understanders)]
+            ("embedder", lambda: self.embedder.embed(["warm up"])), ("understander", understanders),
+            ("graph", self.graph.warmup)]
         if self.index is not None:
             index = self.index
             parts.append(("vector_index", lambda: warm_index(index, self.embedder)))
@@ -326,8 +327,8 @@ class Engine:
         self._goals()
         out["tokenizer_and_metagraph"] = _ms(t)
         freeze_warm_heap()
-        return {k: round(out[k], 1) for k in ("embedder", "understander", "vector_index", "tokenizer_and_metagraph")
-                if k in out}
+        return {k: round(out[k], 1) for k in ("embedder", "understander", "graph", "vector_index",
+                                              "tokenizer_and_metagraph") if k in out}
 
     @property
     def trace_writer(self) -> GroupCommitter:

@@ -530,13 +530,13 @@ class Columns:
         code = self._rel_code.get(rel)
         if code is None:
             return iter(())
-        ptr, src, at = self._incoming()
+        ptr, src, at = self.incoming()
         a, b = int(ptr[dst]), int(ptr[dst + 1])
         sel = at[a:b]
         hit = np.flatnonzero(self.out_rel[sel] == code)
         return zip(sel[hit].tolist(), src[a:b][hit].tolist())
 
-    def _incoming(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def incoming(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The transposed CSR (in_ptr, source per edge, edge position), built on first use."""
         got = self._in
         if got is None:

@@ -179,6 +179,10 @@ class GraphStore(ABC):
         override it; the default relies on the backend's own timeouts."""
         self._write(tenant_id, nodes, edges)
 
+    def warmup(self) -> None:
+        """Build now what the first reads would build (none here; the embedded store's incoming
+        edge index). Reads only."""
+
     @abstractmethod
     def close(self) -> None: ...
 

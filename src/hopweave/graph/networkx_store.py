@@ -227,6 +227,15 @@ class NetworkxGraphStore(GraphStore):
                     self._meta_version += 1
             self._journal_offset = off
 
+    def warmup(self) -> None:
+        """Build the snapshot's incoming-edge index now (else the first walk along an edge
+        backwards builds it: at 1M nodes about 0.15 s, mostly numpy's sort, which releases the
+        GIL). Reads only."""
+        self._ensure()
+        cols = self._st.cols
+        if cols is not None:
+            cols.incoming()
+
     def refresh(self) -> None:
         """Catch up with writes other processes committed to the directory."""
         self._ensure()

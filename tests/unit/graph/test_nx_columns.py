@@ -13,7 +13,7 @@ import pytest
 from graph_helpers import bindings, pattern, small_graph
 from snapshot_forge import array as _array, forge as _forge, meta as _meta, parts as _parts
 from snapshot_forge import props_of as _props_of, section as _section, set_value as _set
-from hopweave.errors import StoreCorruptError
+from hopweave.errors import StoreCorruptError, StoreError
 from hopweave.graph import _persist as P
 from hopweave.graph._columns import IdOrder
 from hopweave.graph.base import Edge, Node
@@ -221,6 +221,24 @@ def test_compaction_over_format_4_finds_snapshot_nodes_by_search_or_by_a_dict(tm
     s.close()
     r = NetworkxGraphStore.open(d, schema)
     assert _dump(r.graph) == _dump(eager.graph)
+
+
+def test_warmup_builds_the_incoming_edge_index_before_the_first_backward_walk(tmp_path, schema):
+    d = _columnar(tmp_path, schema, writes_after=False)
+    s = NetworkxGraphStore.open(d, schema)
+    cols = s._st.cols
+    assert cols is not None and cols._in is None
+    s.warmup()
+    assert cols._in is not None
+    built = cols._in
+    cold = NetworkxGraphStore.open(d, schema)  # built on first use instead: the same answers
+    for nid, rel in (("TIER_Platinum", "HAS_TIER"), ("A1", "HOLDS"), ("E1", "HAS_EVENT")):
+        got = list(s._st.neighbors(nid, rel, "in"))
+        assert got and got == list(cold._st.neighbors(nid, rel, "in"))
+    assert cols._in is built  # built once
+    s.close()
+    with pytest.raises(StoreError, match="closed"):
+        s.warmup()
 
 
 def test_a_duplicate_id_in_format_3_is_refused_at_open(tmp_path, schema):
