@@ -179,7 +179,7 @@ class GraphStore(ABC):
         override it; the default relies on the backend's own timeouts."""
         self._write(tenant_id, nodes, edges)
 
-    def warmup(self) -> None:
+    def warmup(self) -> None:  # noqa: B027 - a hook: most backends build nothing lazily
         """Build now what the first reads would build (none here; the embedded store's incoming
         edge index). Reads only."""
 
