@@ -24,7 +24,7 @@ import numpy as np
 from hopweave.errors import EmbeddingSpaceError, InputError, StoreError, TenantError
 from hopweave.models.common import check_tenant
 from hopweave.models.documents import CURRENT, SUPERSEDED
-from hopweave.models.filters import Eq, FilterTree, In, and_, check_fields, compile_matcher, parse_filter
+from hopweave.models.filters import Eq, FilterTree, In, Not, and_, check_fields, compile_matcher, parse_filter
 from hopweave.models.ranking import Coverage, RankingProfile, SearchResult
 from hopweave.models.schema import GraphSchema
 from hopweave.search.embedder import EmbeddingSpace
@@ -295,6 +295,15 @@ class VectorIndex(ABC):
         self._count_cache = cache
         return cache[key]
 
+    def _all_in_space(self, space: EmbeddingSpace) -> bool:
+        """True when every point of the collection carries a vector in ``space``: a filter's
+        embedded count is then its eligible count, without a second count over a compound filter
+        (about 10-30 ms at 50,000 points for each new filter). Only the index's only writer knows
+        (the count is kept per write generation); otherwise False."""
+        if not self.exclusive_writer:
+            return False
+        return self._count_tree(Not(clause=Eq(field=SPACE_FIELD, value=space.key))) == 0
+
     def _compiled(self, tree: FilterTree, keys: "_TreeKeys | None" = None) -> Any:
         """``_compile(tree)``, kept per tree (a compiled filter depends only on the tree and the
         schema's field types, never on the data)."""
@@ -429,7 +438,9 @@ class VectorIndex(ABC):
     ) -> Coverage:
         """How many eligible records there are and how many carry a vector in the query's space."""
         eligible = self._count_tree(scoped, keys)
-        embedded = self._count_tree(space_tree, keys) if eligible else 0
+        embedded = 0
+        if eligible:
+            embedded = eligible if self._all_in_space(space) else self._count_tree(space_tree, keys)
         if semantic_ok and eligible > 0 and embedded == 0:
             semantic_reason = (
                 f"no eligible record has a vector in the query's space {space.key} "

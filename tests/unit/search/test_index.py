@@ -61,6 +61,27 @@ def test_ties_break_by_chunk_id(kind, tmp_path, schema, hash_embedder):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_full_coverage_follows_writes_that_drop_vectors(kind, tmp_path, schema, hash_embedder):
+    """Every point embedded: the embedded count is the eligible count (the only writer knows it
+    without a second count); once vectors are dropped, the counts are made again."""
+    idx = make_index(kind, tmp_path, schema, hash_embedder)
+    payloads = [p for p in random_payloads(60, seed=7, tenants=("t1", "t2")) if p["version"] == "current"]
+    load(idx, payloads, hash_embedder)
+    mine = [p for p in payloads if p["tenant_id"] == "t1"]
+    c = _search(idx, hash_embedder, limit=100).coverage
+    assert (c.eligible_records, c.embedded_records, c.embedding_coverage) == (len(mine), len(mine), "full")
+    victim = mine[0]["document_id"]
+    idx.invalidate_vectors("t2", Eq(field="document_id", value=victim))  # another tenant's: t1 stays full
+    assert _search(idx, hash_embedder, limit=100).coverage == c
+    idx.invalidate_vectors("t1", Eq(field="document_id", value=victim))
+    c2 = _search(idx, hash_embedder, limit=100).coverage
+    dropped = sum(1 for p in mine if p["document_id"] == victim)
+    assert c2.eligible_records == len(mine) and c2.embedded_records == len(mine) - dropped > 0
+    assert c2.embedding_coverage == "partial"
+    idx.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_coverage_missing_partial_and_other_space(kind, tmp_path, schema, hash_embedder):
     idx = make_index(kind, tmp_path, schema, hash_embedder)
     payloads = [p for p in random_payloads(60, seed=5, tenants=("t1",)) if p["version"] == "current"]
