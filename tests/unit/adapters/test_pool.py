@@ -245,6 +245,7 @@ def test_a_worker_that_dies_fails_its_requests_and_is_restarted(pool: EnginePool
     assert r.goal == "LateFeeDispute"
 
 
+@pytest.mark.slow  # several seconds (processes, CLI runs): the slow suite, which CI also runs
 def test_a_hung_worker_is_avoided_then_killed_and_restarted(pool: EnginePool) -> None:
     """A worker that stops answering (SIGSTOP) costs one caller its budget: then requests go to
     the other worker, and once it has sent nothing for ``hung_after_s`` it is killed and

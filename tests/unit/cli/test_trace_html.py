@@ -195,6 +195,7 @@ def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
     return width, bpp, rows
 
 
+@pytest.mark.slow  # several seconds (processes, CLI runs): the slow suite, which CI also runs
 @pytest.mark.skipif(
     _chromium() is None, reason="headless Chromium is not installed (Debian: apt-get install chromium)"
 )

@@ -79,6 +79,7 @@ def test_retrieve_replay_and_trace_diff_after_a_pattern_edit(cli_store: Path) ->
     assert res.exit_code == 2 and "NotFoundError" in res.output  # another tenant cannot see it
 
 
+@pytest.mark.slow  # several seconds (processes, CLI runs): the slow suite, which CI also runs
 def test_demo_loads_a_fresh_store_and_prints_the_block(tmp_path: Path) -> None:
     from generator.build import sized_pack  # the pack's generator step (conftest puts it on sys.path)
 

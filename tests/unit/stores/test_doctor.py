@@ -144,6 +144,7 @@ def test_deep_decodes_every_node_and_names_a_forged_one(copy: Path) -> None:
     assert res.exit_code == 1 and "restore a backup" in res.output
 
 
+@pytest.mark.slow  # several seconds (processes, CLI runs): the slow suite, which CI also runs
 def test_an_old_snapshot_format_and_a_long_journal_are_warnings(copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from hopweave.graph import _persist as P
     from hopweave.graph import networkx_store, open_graph_store
