@@ -125,10 +125,10 @@ def _check_embedded_files(stores: "Stores", add: Any, deep: bool) -> None:
     fmt, snap_bytes, journal_bytes = files["snapshot_format"], files["snapshot_bytes"], files["journal_bytes"]
     fix = f"hopweave compact --graph {stores.graph_uri.display}"
     if fmt is not None and fmt != FORMAT:
-        slower = ("opens build every node (format 4 opens from columns, several times faster at a million nodes)"
-                  if fmt == JSON_FORMAT else
-                  "opens build a dict of every node id (format 4 reads their stored order: about 0.3 s less per "
-                  "million nodes)")
+        slower = (f"opens build every node (format {FORMAT} opens from columns, several times faster at a million "
+                  "nodes)" if fmt == JSON_FORMAT else
+                  f"opens build a dict of every node id (format {FORMAT} reads their stored order: about 0.3 s less "
+                  "per million nodes)")
         add("snapshot", "warning", f"snapshot format {fmt}: {slower}", fix)
     else:
         add("snapshot", "ok", f"snapshot format {fmt}, {snap_bytes:,} bytes" if snap_bytes else "no snapshot yet")
