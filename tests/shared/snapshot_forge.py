@@ -70,7 +70,7 @@ def props_of(d: Path, nid: str, change: dict[str, Any]) -> dict[str, bytes]:
     return {"props": b"".join(raws), "props_off": np.cumsum([0] + [len(r) for r in raws]).astype("<i8").tobytes()}
 
 
-def write_format_2(store: Any, fmt: int = P.JSON_FORMAT) -> None:
+def write_older_format(store: Any, fmt: int = P.JSON_FORMAT) -> None:
     """Rewrite an open NetworkxGraphStore's snapshot in format 2 (one JSON object, what older
     hopweave versions wrote; or ``fmt`` 3, columns without the ids' order) with everything
     committed so far: a store to convert."""

@@ -15,7 +15,7 @@ from hopweave.graph.base import Node
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
 from generator.build import sized_pack  # noqa: E402
-from snapshot_forge import write_format_2  # noqa: E402 (tests/shared, on the path through conftest)
+from snapshot_forge import write_older_format  # noqa: E402 (tests/shared, on the path through conftest)
 
 runner = CliRunner()
 
@@ -27,7 +27,7 @@ def test_compact_folds_the_journal_and_keeps_every_node(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     g = open_graph_store(store)
     g.write("deltabank", [Node(id="CUST_COMPACT", label="Customer", props={"name": "Compact Test"})])
-    write_format_2(g)  # an older snapshot to convert
+    write_older_format(g)  # an older snapshot to convert
     g.write("deltabank", [Node(id="CUST_COMPACT2", label="Customer", props={"name": "After The Snapshot"})])
     before = g.stats()
     g.close()

@@ -18,7 +18,7 @@ from hopweave.stores.doctor import doctor
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tests" / "shared"))
-from snapshot_forge import forge, parts, props_of, section, write_format_2  # noqa: E402
+from snapshot_forge import forge, parts, props_of, section, write_older_format  # noqa: E402
 
 PACK = REPO / "examples" / "telecom"
 RUN = CliRunner()
@@ -152,14 +152,14 @@ def test_an_old_snapshot_format_and_a_long_journal_are_warnings(copy: Path, monk
 
     d = _compacted(copy)
     g = open_graph_store(copy)
-    write_format_2(g)
+    write_older_format(g)
     g.close()
     checks = _by_check(report := doctor(copy))
     assert report.ok  # warnings only
     assert checks["graph.snapshot"].severity == "warning" and "format 2" in checks["graph.snapshot"].detail
     assert checks["graph.snapshot"].fix == f"hopweave compact --graph {copy}"
     g = open_graph_store(copy)
-    write_format_2(g, fmt=3)
+    write_older_format(g, fmt=3)
     g.close()
     checks = _by_check(report := doctor(copy))
     assert report.ok and checks["graph.snapshot"].severity == "warning"
