@@ -294,9 +294,19 @@ def _facts_section(
         text = render(tpl.pattern_lines.get(n, tpl.line), _row_values(r), tpl.line, "{summary}", "{label} {id}")
         s.cands.append(_Cand(si, order, order, "fact", _with_src(text, (r.node_id,), provenance), (r.node_id,)))
         order += 1
+    _pattern_notes(s, si, names, facts_by_pattern, order)
+    return omitted
+
+
+def _pattern_notes(s: _Section, si: int, names: Sequence[str], facts_by_pattern: Mapping[str, PatternResult],
+                   order: int, not_run: bool = True) -> None:
+    """A note line for each of the section's patterns that failed, was cut short (not by its
+    own limit) or, with ``not_run``, did not run: a partial answer is never silent."""
     for n in names:
         pr = facts_by_pattern.get(n)
         if pr is None:
+            if not not_run:
+                continue
             note = f"(not run: pattern {n})"
         elif pr.error:
             note = f"(unavailable: pattern {n} failed: {pr.error})"
@@ -307,7 +317,6 @@ def _facts_section(
         # Notes rank first: an incomplete answer must be visible before its partial rows.
         s.cands.append(_Cand(si, 10_000 + order, -1, "note", note, (n,)))
         order += 1
-    return omitted
 
 
 @dataclass
@@ -361,7 +370,7 @@ def assemble(
             out.chunks.update(_chunks_section(s, len(secs), chunks, provenance))
         else:
             assigned.update(tpl.patterns)
-            out.precedent.update(_precedent_section(s, len(secs), precedent))
+            out.precedent.update(_precedent_section(s, len(secs), precedent, facts_by_pattern))
         _mark_empty(s, len(secs))
         secs.append(s)
     out.lines += _unassigned(facts, assigned)
@@ -412,9 +421,12 @@ def _chunks_section(s: _Section, si: int, chunks: Sequence[ChunkItem], provenanc
     return dropped
 
 
-def _precedent_section(s: _Section, si: int, precedent: Sequence[PrecedentItem]) -> dict[str, str]:
-    """Fill a precedent section; returns {trace id: why it was dropped}."""
+def _precedent_section(s: _Section, si: int, precedent: Sequence[PrecedentItem],
+                       facts_by_pattern: Mapping[str, PatternResult]) -> dict[str, str]:
+    """Fill a precedent section, with a note for each of its patterns that failed or was cut
+    short (the candidate traces are then partial); returns {trace id: why it was dropped}."""
     tpl = s.tpl
+    _pattern_notes(s, si, tpl.patterns, facts_by_pattern, len(precedent), not_run=False)
     kept, dropped = _cut_ranked(sorted(precedent, key=lambda p: (-p.score, p.trace_id)), tpl)
     for p in kept[tpl.max_lines :]:
         dropped[p.trace_id] = "max_lines"

@@ -119,6 +119,22 @@ def test_truncated_pattern_is_visible_and_empty_section_says_so() -> None:
         "none found" in a.block.text
 
 
+def test_a_cut_or_failed_precedent_pattern_is_visible_in_its_section() -> None:
+    """The precedent section's pattern narrows the candidate traces: when it was cut short by
+    its budget or failed, the section says so (a pattern that did not run adds no note there)."""
+    whole = PatternResult(pattern="precedent", version=1, sub_question="like cases?", rows=())
+    cut = whole.model_copy(update={"truncated": True, "truncated_reason": "budget_ms"})
+    failed = whole.model_copy(update={"error": "QueryTimeoutError"})
+    limited = whole.model_copy(update={"truncated": True, "truncated_reason": "limit"})
+    for result, note in ((cut, "(incomplete: pattern precedent truncated by budget_ms)"),
+                         (failed, "(unavailable: pattern precedent failed: QueryTimeoutError)")):
+        text = assemble(SECTIONS, [*_facts(), result], [], _precedent(), as_of=AS_OF).block.text
+        assert note in text[text.index("[Precedent"):]  # in the section, as a facts section shows its own
+    for result in (whole, limited, None):
+        facts = _facts() + ([result] if result is not None else [])
+        assert "pattern precedent" not in assemble(SECTIONS, facts, [], _precedent(), as_of=AS_OF).block.text
+
+
 def test_deterministic_bytes() -> None:
     a = assemble(SECTIONS, _facts(), _chunks(), _precedent(), as_of=AS_OF)
     b = assemble(SECTIONS, list(reversed(_facts())), list(reversed(_chunks())), list(reversed(_precedent())),
