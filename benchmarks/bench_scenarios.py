@@ -1,6 +1,6 @@
 """hopweave vs naive unfiltered vector top-10, over the example scenario set (issue 5).
 
-    python benchmarks/bench_scenarios.py --out docs/benchmarks/engine.md [--graph URI] [--vectors URI] [--nodes N] [--runs 5]
+    python benchmarks/bench_scenarios.py --out benchmarks/results/scenarios_DATE.md [--graph URI] [--vectors URI] [--nodes N] [--runs 5]
 
 For every scenario without an injected fault, both systems answer the scenario's utterance for
 its session at its as_of:
@@ -190,7 +190,7 @@ def markdown(res: dict[str, Any], cmd: str) -> str:
         "hopweave's context format (e.g. \"22/24 months on-time\"), so hopweave's 100% recall is a regression "
         "check, not an independent measure; the naive recall counts the facts that happen to be quoted in "
         "policy text. hopweave's latency covers understanding, the graph walks, precedent ranking (a second "
-        "embedding) and assembly; on this shared 2-core machine it varies with load (docs/benchmarks/perf.md "
+        "embedding) and assembly; on this shared 2-core machine it varies with load (benchmarks/results/maria_DATE.md "
         "measures it at scale).",
         "",
         "## Per scenario",
@@ -207,7 +207,7 @@ def markdown(res: dict[str, Any], cmd: str) -> str:
             f"{a['p50_ms']} / {b['p50_ms']} |"
         )
     lines += ["", "Reproduce: `hopweave demo examples/deltabank` (builds `.hopweave/store`), then "
-              "`python benchmarks/bench_scenarios.py --store .hopweave/store --out docs/benchmarks/engine.md` "
+              "`python benchmarks/bench_scenarios.py --store .hopweave/store --out benchmarks/results/scenarios_DATE.md` "
               "(which loads the DeltaBank pack itself into a store without a graph).", ""]
     return "\n".join(lines)
 

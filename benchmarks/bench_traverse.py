@@ -1,6 +1,6 @@
 """Benchmark: Maria's LateFeeDispute traversals on the DeltaBank graph scaled to N nodes.
 
-    python benchmarks/bench_traverse.py [--nodes 1000000] [--runs 500] [--store DIR] [--reuse] [--out docs/benchmarks/traverse.md]
+    python benchmarks/bench_traverse.py [--nodes 1000000] [--runs 500] [--store DIR] [--reuse] [--out benchmarks/results/traverse_DATE.md]
 
 Measures: load time (generate + validate + insert + snapshot), reopen time (snapshot + journal
 replay), p50/p95/max of seed 004's eight patterns run in parallel (``run_goal_patterns``, 8 workers)

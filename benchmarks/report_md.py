@@ -1,4 +1,4 @@
-"""Markdown report of a ``bench_maria`` run (docs/benchmarks/perf.md)."""
+"""Markdown report of a ``bench_maria`` run (benchmarks/results/maria_DATE.md)."""
 
 from __future__ import annotations
 
