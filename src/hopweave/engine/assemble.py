@@ -186,9 +186,15 @@ def _item_id(it: ChunkItem | PrecedentItem) -> str:
 
 
 def _cut_ranked(items: Sequence[_Ranked], tpl: SectionTemplate) -> tuple[list[_Ranked], dict[str, str]]:
-    """Score-cliff cut over items sorted by score desc; returns kept and {id: reason}."""
+    """Score-cliff cut over items sorted by score desc; returns kept and {id: reason}.
+
+    The cliff applies only when there are at least ``tpl.cliff_min_items`` items: fused scores
+    are rescaled over the candidates, so among a few the last one rescales to about 0 however
+    close its evidence is to the first's."""
     kept: list[_Ranked] = []
     dropped: dict[str, str] = {}
+    if len(items) < tpl.cliff_min_items:
+        return list(items), dropped
     best = items[0].score if items else 0.0
     prev = None
     stopped = False

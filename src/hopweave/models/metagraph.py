@@ -234,6 +234,10 @@ class SectionTemplate(_Frozen):
     min_score_ratio: float = Field(default=0.0, ge=0.0, le=1.0)
     #: ... and stop at the first relative drop from the previous item larger than this.
     cliff_drop: float = Field(default=1.0, gt=0.0, le=1.0)
+    #: The two cuts above apply only when the section has at least this many candidates: the
+    #: fused scores are rescaled over the candidates, so among a few of them the last one
+    #: rescales to about 0 however close its evidence is (1 = always apply).
+    cliff_min_items: int = Field(default=6, ge=1, le=1000)
     #: chunks: diversity across source documents. Selection is greedy by score, each chunk's
     #: score multiplied by this once per chunk already taken from its document.
     document_decay: float = Field(default=0.85, ge=0.0, le=1.0)

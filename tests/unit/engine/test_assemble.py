@@ -28,7 +28,7 @@ SECTIONS = [
     SectionTemplate(name="waivers", title="Waiver history", source="facts", patterns=("waivers_this_year",),
                     aggregates=[{"line": "{n} waivers used in {as_of_year}", "metrics": {"n": {"fn": "count"}}}]),
     SectionTemplate(name="policy", title="Applicable policy — {document}, section {section}", source="chunks",
-                    max_lines=3, min_score_ratio=0.5),
+                    max_lines=3, min_score_ratio=0.5, cliff_min_items=1),
     SectionTemplate(name="precedent", title="Precedent — {count} past decision traces from similar cases",
                     source="precedent", patterns=("precedent",), max_lines=3),
 ]
@@ -95,6 +95,33 @@ def test_seed_004_block() -> None:
     for line in a.block.lines:
         if line.kind in ("fact", "aggregate", "chunk", "precedent"):
             assert line.sources, line
+
+
+def _policy_only(min_items: int | None = None) -> list[SectionTemplate]:
+    extra = {} if min_items is None else {"cliff_min_items": min_items}
+    return [SectionTemplate(name="policy", title="Applicable policy", source="chunks", max_lines=5,
+                            min_score_ratio=0.6, **extra)]
+
+
+def _status(chunks: list[ChunkItem], sections: list[SectionTemplate]) -> dict[str, tuple[bool, str | None]]:
+    a = assemble(sections, [], chunks, [], as_of=AS_OF, budget_tokens=2000)
+    return {c.chunk_id: (c.in_context, c.omitted_reason) for c in a.chunks}
+
+
+def test_the_score_cliff_waits_for_enough_candidates() -> None:
+    # Three eligible passages: min-max fusion rescales the third to about 0 however close it
+    # was, so by default the cliff does not apply to so few candidates.
+    few = [_chunk("a", "doc-a", 1.0, "Tariff A applies to residential meters."),
+           _chunk("b", "doc-b", 0.7, "Tariff B applies to small business meters."),
+           _chunk("c", "doc-c", 0.02, "General terms for every customer of the utility.")]
+    assert all(kept for kept, _ in _status(few, _policy_only()).values())
+    # The same three with the cliff forced on lose the third ...
+    assert _status(few, _policy_only(min_items=1))["c"] == (False, "score_cliff")
+    # ... and with enough candidates the default applies it.
+    many = few + [_chunk(f"d{i}", f"doc-d{i}", 0.01, f"Unrelated passage number {i} about meters.")
+                  for i in range(3)]
+    status = _status(many, _policy_only())
+    assert status["c"] == (False, "score_cliff") and status["a"][0] and status["b"][0]
 
 
 def test_budget_leaves_lines_out_whole_and_counts_them() -> None:
