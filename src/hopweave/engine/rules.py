@@ -1,4 +1,4 @@
-"""Procedure applied to the case (issue 15, item 4): case facts, case state and rule verdicts.
+"""Procedure applied to the case: case facts, case state and rule verdicts.
 
 The goal's :class:`~hopweave.models.case.CaseSpec` (pack data) says where each case fact comes
 from (an entity, a session attribute, or a pattern's rows), which case state the facts put the
@@ -11,6 +11,7 @@ Pure functions; the engine re-runs the state's patterns when the state is not th
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Callable, Mapping, Sequence
 
 from hopweave.engine.assemble import metric_value
@@ -117,7 +118,7 @@ def case_for(engine: Any, run: Any, plan: Any, facts: list[PatternResult]) -> tu
         return run_goal_patterns(engine.graph, run.req.session.tenant_id, pats, b, max_workers=1)
 
     spec = plan.goal.case if plan.goal is not None else None
-    return apply_case(spec, plan.patterns, facts, plan.entity_values, run.req.session, rerun)
+    return apply_case(spec, plan.patterns, facts, plan.entity_values, run.req.session, rerun, as_of=run.req.as_of)
 
 
 __all__ = ["STATE_ENTITY", "case_for", "apply_rules", "case_facts", "resolve_state", "state_line", "state_patterns"]
@@ -130,22 +131,29 @@ def apply_case(
     entities: Mapping[str, Any],
     session: Session,
     rerun: Callable[[list[TraversalPattern], dict[str, Any]], list[PatternResult]],
+    *,
+    as_of: datetime | None = None,
 ) -> tuple[list[PatternResult], dict[str, Any]]:
     """Apply the goal's procedure to the case: resolve the case facts and state, re-run the
     state's patterns (``rerun(patterns, entities)``) when the state is not the default one the
     first run used, and judge the rules. Returns (facts, the values the assembler's templates
     get as ``entity_<name>``: ``CaseState`` and ``case`` (the state line)). ``spec`` None:
-    facts unchanged."""
+    facts unchanged.
+
+    Conditions also see ``as_of`` (the request's instant, for recurring windows such as
+    ``as_of during "11-15" to "03-15"``) unless a case fact has that name; the state line shows
+    the case facts only."""
     if spec is None:
         return facts, dict(entities)
     values = case_facts(spec, facts, entities, session)
-    state, why = resolve_state(spec, values)
+    judged = values if as_of is None or "as_of" in values else {**values, "as_of": as_of}
+    state, why = resolve_state(spec, judged)
     if state is not None and state != spec.default_state:
         again = state_patterns(patterns)
         if again:
             fresh = {f.pattern: f for f in rerun(again, {**entities, STATE_ENTITY: state})}
             facts = [fresh.get(f.pattern, f) for f in facts]
-    facts = apply_rules(spec, facts, values)
+    facts = apply_rules(spec, facts, judged)
     extra = {**entities, "case": state_line(state, why, values)}
     if state is not None:
         extra[STATE_ENTITY] = state

@@ -6,15 +6,28 @@ Grammar (keywords are lower-case)::
     or      := and ("or" and)*
     and     := not ("and" not)*
     not     := "not" not | cmp
-    cmp     := operand (("==" | "!=" | "<" | "<=" | ">" | ">=") operand
-                        | "in" list | "not" "in" list)?
+    cmp     := sum (("==" | "!=" | "<" | "<=" | ">" | ">=") sum
+                    | "in" list | "not" "in" list
+                    | "during" MONTHDAY "to" MONTHDAY | "on" list)?
+    sum     := term (("+" | "-") term)*
+    term    := unary (("*" | "/") unary)*
+    unary   := "-" unary | operand
     operand := NUMBER | STRING | DATE | "true" | "false" | "null" | NAME | "(" expr ")"
     list    := "[" (operand ("," operand)*)? "]"
 
-``NUMBER`` is ``-?digits[.digits]``, ``STRING`` is single- or double-quoted (no escapes),
+``NUMBER`` is ``digits[.digits]``, ``STRING`` is single- or double-quoted (no escapes),
 ``DATE`` is an ISO date ``YYYY-MM-DD`` (compared with a fact's ISO date or datetime string by
-its date), ``NAME`` a fact name (``[A-Za-z_][A-Za-z0-9_]*``). There are no calls, attributes,
-indexing or arithmetic; input is bounded (length, tokens, nesting, list size).
+its date), ``NAME`` a fact name (``[A-Za-z_][A-Za-z0-9_]*``), ``MONTHDAY`` a quoted
+``"MM-DD"``. There are no calls, attributes or indexing; input is bounded (length, tokens,
+nesting, list size).
+
+- **Arithmetic** (``+ - * /``) is over numbers only: ``amount > 1.5 * avg_monthly_usage``.
+  A fact that is not a number, or a division by zero, makes the comparison *unknown*.
+- **Recurring windows**: ``d during "11-15" to "03-15"`` holds when the date ``d`` falls on a
+  month-day from the first to the second, both included, every year (a window whose start comes
+  after its end runs over the new year); ``d on ["sat", "sun"]`` holds when ``d`` falls on one of
+  the weekdays (``mon`` ... ``sun``). ``d`` is a date fact, an ISO date or datetime string, or
+  ``as_of`` (the request's instant, which rules see unless a case fact of that name exists).
 
 Evaluation is three-valued over a mapping of fact values: a comparison with a fact that is
 absent (or None) is *unknown*, and every verdict carries the reason in words
@@ -37,12 +50,15 @@ MAX_DEPTH = 20
 MAX_LIST = 50
 
 _TOKEN = re.compile(
-    r"\s*(?:(?P<date>\d{4}-\d{2}-\d{2})(?![\d.])|(?P<num>-?\d+(?:\.\d+)?)(?![\w.])"
-    r"|\"(?P<dq>[^\"\\]*)\"|'(?P<sq>[^'\\]*)'|(?P<op>==|!=|<=|>=|<|>|\(|\)|\[|\]|,)"
+    r"\s*(?:(?P<date>\d{4}-\d{2}-\d{2})(?![\d.])|(?P<num>\d+(?:\.\d+)?)(?![\w.])"
+    r"|\"(?P<dq>[^\"\\]*)\"|'(?P<sq>[^'\\]*)'|(?P<op>==|!=|<=|>=|<|>|\(|\)|\[|\]|,|\+|-|\*|/)"
     r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*))"
 )
-_KEYWORDS = {"and", "or", "not", "in", "true", "false", "null"}
+_KEYWORDS = {"and", "or", "not", "in", "true", "false", "null", "during", "to", "on"}
 _CMP = ("==", "!=", "<", "<=", ">", ">=")
+_ARITH = ("+", "-", "*", "/")
+_WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_MONTHDAY = re.compile(r"(\d{2})-(\d{2})")
 
 Value = Union[str, int, float, bool, date, None]
 
@@ -82,7 +98,31 @@ class Not:
     item: "Expr"
 
 
-Expr = Union[Lit, Name, Cmp, In, BoolOp, Not]
+@dataclass(frozen=True)
+class Arith:
+    op: str  # "+" | "-" | "*" | "/" | "neg" (unary minus: ``left`` only)
+    left: "Expr"
+    right: "Expr | None" = None
+
+
+@dataclass(frozen=True)
+class During:
+    """``item during start to end``: a yearly month-day window, both ends included."""
+
+    item: "Expr"
+    start: tuple[int, int]
+    end: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class OnWeekday:
+    """``item on [days]``: the date falls on one of these weekdays (0 = Monday)."""
+
+    item: "Expr"
+    days: tuple[int, ...]
+
+
+Expr = Union[Lit, Name, Cmp, In, BoolOp, Not, Arith, During, OnWeekday]
 
 
 @dataclass(frozen=True)
@@ -108,8 +148,8 @@ def _tokens(text: str) -> list[tuple[str, Any]]:
         if m is None or m.end() == pos:
             bad = text[pos:].lstrip()[:20]
             raise RuleExpressionError(f"unexpected {bad!r} at character {pos} in {text!r}: only fact names, "
-                                      "numbers, quoted strings, ISO dates, comparisons, and/or/not, in [...] "
-                                      "and parentheses are allowed")
+                                      "numbers, quoted strings, ISO dates, comparisons, + - * /, and/or/not, "
+                                      "in [...], during ... to ..., on [...] and parentheses are allowed")
         pos = m.end()
         kind = m.lastgroup
         if kind == "date":
@@ -172,7 +212,19 @@ class _Parser:
         e = self.or_()
         if self.peek() is not None:
             raise self.fail("and/or or the end")
+        self.condition(e)
         return e
+
+    def condition(self, e: Expr) -> None:
+        """Refuse arithmetic where a condition is expected (``amount + 1`` decides nothing)."""
+        if isinstance(e, Arith):
+            raise RuleExpressionError(f"{show(e)} is a number, not a condition, in {self.text!r}: compare it "
+                                      "(e.g. > 0)")
+        if isinstance(e, BoolOp):
+            for i in e.items:
+                self.condition(i)
+        elif isinstance(e, Not):
+            self.condition(e.item)
 
     def or_(self) -> Expr:
         items = [self.and_()]
@@ -195,17 +247,73 @@ class _Parser:
         return self.cmp()
 
     def cmp(self) -> Expr:
-        left = self.operand()
+        left = self.sum_()
         t = self.peek()
         if t is not None and t[0] == "op" and t[1] in _CMP:
             self.i += 1
-            return Cmp(t[1], left, self.operand())
+            return Cmp(t[1], left, self.sum_())
         if self.accept("kw", "in"):
             return In(left, self.list_())
         if t == ("kw", "not") and self.i + 1 < len(self.toks) and self.toks[self.i + 1] == ("kw", "in"):
             self.i += 2
             return In(left, self.list_(), negated=True)
+        if self.accept("kw", "during"):
+            start = self.month_day()
+            if not self.accept("kw", "to"):
+                raise self.fail("'to' in during \"MM-DD\" to \"MM-DD\"")
+            return During(left, start, self.month_day())
+        if self.accept("kw", "on"):
+            return OnWeekday(left, self.weekdays())
         return left
+
+    def sum_(self) -> Expr:
+        left = self.term()
+        while (t := self.peek()) is not None and t[0] == "op" and t[1] in ("+", "-"):
+            self.i += 1
+            self.enter()
+            left = Arith(t[1], left, self.term())
+        return left
+
+    def term(self) -> Expr:
+        left = self.unary()
+        while (t := self.peek()) is not None and t[0] == "op" and t[1] in ("*", "/"):
+            self.i += 1
+            self.enter()
+            left = Arith(t[1], left, self.unary())
+        return left
+
+    def unary(self) -> Expr:
+        if self.accept("op", "-"):
+            self.enter()
+            item = self.unary()
+            self.depth -= 1
+            if isinstance(item, Lit) and _is_num(item.value):
+                return Lit(-item.value)  # type: ignore[operator]
+            return Arith("neg", item)
+        return self.operand()
+
+    def month_day(self) -> tuple[int, int]:
+        t = self.peek()
+        m = _MONTHDAY.fullmatch(t[1]) if t is not None and t[0] == "lit" and isinstance(t[1], str) else None
+        if m is None:
+            raise self.fail('a month-day "MM-DD"')
+        self.i += 1
+        md = (int(m.group(1)), int(m.group(2)))
+        try:
+            date(2000, *md)  # a leap year: "02-29" is a valid month-day
+        except ValueError:
+            raise RuleExpressionError(f"{m.group(0)!r} is not a valid month-day in {self.text!r}") from None
+        return md
+
+    def weekdays(self) -> tuple[int, ...]:
+        days: list[int] = []
+        for o in self.list_():
+            if not (isinstance(o, Lit) and isinstance(o.value, str) and o.value.lower()[:3] in _WEEKDAYS):
+                raise RuleExpressionError(f"on [...] takes weekday names ({', '.join(_WEEKDAYS)}) in {self.text!r}")
+            days.append(_WEEKDAYS.index(o.value.lower()[:3]))
+        if not days:
+            raise RuleExpressionError(f"on [...] needs at least one weekday in {self.text!r}")
+        return tuple(sorted(set(days)))
 
     def operand(self) -> Expr:
         t = self.peek()
@@ -233,7 +341,7 @@ class _Parser:
         if self.accept("op", "]"):
             return ()
         while True:
-            o = self.operand()
+            o = self.unary()
             if not isinstance(o, (Lit, Name)):
                 raise RuleExpressionError(f"list items must be values or fact names in {self.text!r}")
             items.append(o)
@@ -270,6 +378,10 @@ def names(e: Expr) -> set[str]:
         return set().union(*(names(i) for i in e.items))
     if isinstance(e, Not):
         return names(e.item)
+    if isinstance(e, Arith):
+        return names(e.left) | (names(e.right) if e.right is not None else set())
+    if isinstance(e, (During, OnWeekday)):
+        return names(e.item)
     return set()
 
 
@@ -296,7 +408,20 @@ def show(e: Expr) -> str:
         return f"{show(e.item)} {'not in' if e.negated else 'in'} [{', '.join(show(o) for o in e.options)}]"
     if isinstance(e, BoolOp):
         return f" {e.op} ".join(f"({show(i)})" if isinstance(i, BoolOp) else show(i) for i in e.items)
+    if isinstance(e, Arith):
+        if e.op == "neg":
+            return f"-{_show_operand(e.left)}"
+        assert e.right is not None
+        return f"{_show_operand(e.left)} {e.op} {_show_operand(e.right)}"
+    if isinstance(e, During):
+        return f'{show(e.item)} during "{e.start[0]:02d}-{e.start[1]:02d}" to "{e.end[0]:02d}-{e.end[1]:02d}"'
+    if isinstance(e, OnWeekday):
+        return f"{show(e.item)} on [{', '.join(repr(_WEEKDAYS[d]).replace(chr(39), chr(34)) for d in e.days)}]"
     return f"not {show(e.item)}"
+
+
+def _show_operand(e: Expr) -> str:
+    return f"({show(e)})" if isinstance(e, Arith) and e.op != "neg" else show(e)
 
 
 def _fmt(v: Any) -> str:
@@ -307,13 +432,52 @@ def _fmt(v: Any) -> str:
     return v.isoformat() if isinstance(v, (date, datetime)) else str(v)
 
 
+class _NotANumber(Exception):
+    """Arithmetic over a value that is not a number, or a division by zero (a verdict of unknown)."""
+
+
 def _value(e: Expr, facts: Mapping[str, Any]) -> Any:
     if isinstance(e, Lit):
         return e.value
     if isinstance(e, Name):
         v = facts.get(e.name, _MISSING)
         return _MISSING if v is None else v
+    if isinstance(e, Arith):
+        return _arith(e, facts)
     raise RuleExpressionError(f"{show(e)} is not a value")
+
+
+def _arith(e: Arith, facts: Mapping[str, Any]) -> float | int:
+    a = _value(e.left, facts)
+    b = _value(e.right, facts) if e.right is not None else 0
+    if not (_is_num(a) and _is_num(b)):
+        raise _NotANumber(f"{show(e)} needs numbers")
+    if e.op == "neg":
+        return -a
+    if e.op == "/":
+        if b == 0:
+            raise _NotANumber(f"{show(e)} divides by zero")
+        q = a / b
+        return int(q) if q.is_integer() else q
+    return {"+": a + b, "-": a - b, "*": a * b}[e.op]
+
+
+def _as_date(v: Any) -> date | None:
+    if isinstance(v, datetime):
+        return v.date()
+    if isinstance(v, date):
+        return v
+    if isinstance(v, str):
+        try:
+            return datetime.fromisoformat(v[:19]).date() if len(v) > 10 else date.fromisoformat(v)
+        except ValueError:
+            return None
+    return None
+
+
+def _in_window(d: date, start: tuple[int, int], end: tuple[int, int]) -> bool:
+    md = (d.month, d.day)
+    return start <= md <= end if start <= end else (md >= start or md <= end)
 
 
 def _coerce(a: Any, b: Any) -> tuple[Any, Any]:
@@ -373,16 +537,32 @@ def evaluate(e: Expr | str, facts: Mapping[str, Any]) -> Verdict:
     missing = sorted(n for n in names(e) if facts.get(n) is None)
     if missing:
         return Verdict(None, f"{show(e)} cannot be evaluated: {', '.join(missing)} unknown")
-    if isinstance(e, Cmp):
-        r = _compare(e.op, _value(e.left, facts), _value(e.right, facts))
-    else:
-        item = _value(e.item, facts)
-        hits = [_compare("==", item, _value(o, facts)) for o in e.options]
-        r = any(h is True for h in hits)
-        r = (not r) if e.negated else r
+    try:
+        r = _judge(e, facts)
+    except _NotANumber as exc:
+        return Verdict(None, f"{show(e)} cannot be evaluated: {exc}{_facts_shown(e, facts)}")
     if r is None:
         return Verdict(None, f"{show(e)} cannot be evaluated: values are not comparable{_facts_shown(e, facts)}")
     return Verdict(r, f"{show(e)} is {'true' if r else 'false'}{_facts_shown(e, facts)}")
+
+
+def _judge(e: Expr, facts: Mapping[str, Any]) -> bool | None:
+    """True / False / None (not comparable) for a comparison, membership, window or weekday."""
+    if isinstance(e, Cmp):
+        return _compare(e.op, _value(e.left, facts), _value(e.right, facts))
+    if isinstance(e, In):
+        item = _value(e.item, facts)
+        hit = any(_compare("==", item, _value(o, facts)) is True for o in e.options)
+        return (not hit) if e.negated else hit
+    if isinstance(e, (During, OnWeekday)):
+        d = _as_date(_value(e.item, facts))
+        if d is None:
+            return None
+        return _in_window(d, e.start, e.end) if isinstance(e, During) else d.weekday() in e.days
+    if isinstance(e, Arith):  # a bare sum is not a condition
+        _value(e, facts)
+        return None
+    raise RuleExpressionError(f"{show(e)} is not a condition")
 
 
 def _bool_op(e: BoolOp, facts: Mapping[str, Any]) -> Verdict:

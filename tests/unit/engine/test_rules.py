@@ -96,3 +96,18 @@ def test_engine_gold_customer_sees_platinum_rule_not_firing(engine) -> None:  # 
                         record=False)
     assert "Rule 'Platinum courtesy waiver' fires" in m.context.text
     assert "Case state: LateFeeDispute_open" in m.context.text
+
+
+def test_rules_see_the_request_instant_for_recurring_windows() -> None:
+    spec = CaseSpec.model_validate({
+        "facts": {"amount": {"pattern": "fee", "property": "amount"}},
+        "rules": ["rules"],
+    })
+    rules = [{"name": "Winter moratorium", "condition": 'as_of during "11-15" to "03-15" and amount > 0'}]
+    facts = [_pr("fee", [{"amount": 39}]), _pr("rules", rules)]
+    verdicts = {}
+    for day in ("2026-01-10", "2026-07-10", "2027-02-01"):
+        out, extra = apply_case(spec, [], facts, {}, SESSION, lambda p, e: [], as_of=datetime.fromisoformat(day))
+        verdicts[day] = out[1].rows[0].properties["verdict"]
+        assert "as_of" not in extra["case"]  # the state line shows the case facts only
+    assert verdicts == {"2026-01-10": "fires", "2026-07-10": "does not fire", "2027-02-01": "fires"}

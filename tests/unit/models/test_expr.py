@@ -77,3 +77,61 @@ def test_bounds() -> None:
         parse("not " * (MAX_DEPTH + 2) + "a")
     with pytest.raises(RuleExpressionError):
         parse(123)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("usage > 1.5 * avg_usage", True),            # 200 > 150
+    ("usage > 2 * avg_usage", False),
+    ("usage - avg_usage == 100", True),
+    ("usage / avg_usage >= 2", True),
+    ("(usage + avg_usage) / 3 == 100", True),
+    ("-amount < 0", True),
+    ("amount + 1 * 2 == 41", True),               # * before +
+    ("usage > -5", True),
+    ("amount in [-39, 39]", True),
+])
+def test_arithmetic_over_case_facts(text: str, value: bool) -> None:
+    v = evaluate(text, {"usage": 200, "avg_usage": 100, "amount": 39})
+    assert v.value is value, v.reason
+
+
+def test_arithmetic_on_non_numbers_or_division_by_zero_is_unknown() -> None:
+    v = evaluate("amount / zero > 1", {"amount": 39, "zero": 0})
+    assert v.value is None and "divides by zero" in v.reason
+    v = evaluate("tier * 2 > 1", {"tier": "Gold"})
+    assert v.value is None and "needs numbers" in v.reason
+    assert evaluate("amount * 2 > 1", {}).value is None  # absent fact: unknown, as everywhere
+
+
+@pytest.mark.parametrize(("day", "value"), [
+    ("2026-11-15", True), ("2026-12-31", True), ("2027-01-01", True), ("2027-03-15", True),
+    ("2027-03-16", False), ("2026-11-14", False), ("2026-07-01", False), ("2031-02-01", True),
+])
+def test_a_winter_window_recurs_every_year(day: str, value: bool) -> None:
+    v = evaluate('as_of during "11-15" to "03-15"', {"as_of": day})
+    assert v.value is value, v.reason
+
+
+def test_windows_within_a_year_and_weekdays() -> None:
+    assert evaluate('d during "06-01" to "08-31"', {"d": "2026-07-04T10:00:00"}).value is True
+    assert evaluate('d during "06-01" to "08-31"', {"d": "2026-09-01"}).value is False
+    assert evaluate('d on ["sat", "sun"]', {"d": "2026-12-05"}).value is True   # a Saturday
+    assert evaluate('d on ["sat", "sun"]', {"d": "2026-12-07"}).value is False  # a Monday
+    assert evaluate('d on ["mon"]', {"d": "not a date"}).value is None
+    assert evaluate('d during "01-01" to "12-31"', {}).value is None
+
+
+@pytest.mark.parametrize("text", [
+    'd during "13-01" to "03-15"', 'd during "02-30" to "03-15"', 'd during "11-15" "03-15"',
+    'd during 11 to 12', 'd on ["someday"]', "d on []", "amount + 1", "amount * 2 or tier", "not amount - 1",
+    "amount +", "* 2 > 1",
+])
+def test_bad_windows_and_bare_sums_are_rejected(text: str) -> None:
+    with pytest.raises(RuleExpressionError):
+        parse(text)
+
+
+def test_new_forms_show_round_trip() -> None:
+    for text in ['as_of during "11-15" to "03-15"', 'd on ["sat", "sun"]', "usage > 1.5 * avg_usage",
+                 "(a + b) * c >= -2", "-x < 1"]:
+        assert show(parse(show(parse(text)))) == show(parse(text))
