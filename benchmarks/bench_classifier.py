@@ -19,11 +19,9 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -51,67 +49,11 @@ def _split(name: str) -> list[Any]:
     return load_split(p if p.suffix else PACK_DIR / "utterances" / f"{name}.yaml")
 
 
-def prf(y_true: list[str], y_pred: list[str], labels: list[str]) -> dict[str, dict[str, float]]:
-    """Per-label precision, recall, F1 and support."""
-    out = {}
-    for c in labels:
-        tp = sum(1 for t, p in zip(y_true, y_pred) if t == c and p == c)
-        fp = sum(1 for t, p in zip(y_true, y_pred) if t != c and p == c)
-        fn = sum(1 for t, p in zip(y_true, y_pred) if t == c and p != c)
-        p_ = tp / (tp + fp) if tp + fp else 0.0
-        r_ = tp / (tp + fn) if tp + fn else 0.0
-        f = 2 * p_ * r_ / (p_ + r_) if p_ + r_ else 0.0
-        out[c] = {"precision": p_, "recall": r_, "f1": f, "support": tp + fn}
-    return out
-
-
 def evaluate(clf: Any, items: list[Any], threshold: float) -> dict[str, Any]:
-    from hopweave.understand.calibration import calibration_metrics
+    """The split's figures (``hopweave.understand.intent_eval.intent_report``)."""
+    from hopweave.understand.intent_eval import intent_report
 
-    cls = clf.classify_many([i.text for i in items])
-    goals = sorted({i.goal for i in items if i.goal})
-    y_true = [i.goal or NONE for i in items]
-    y_pred = [c.best if c.confidence >= threshold and c.best else NONE for c in cls]
-    ins = [k for k, i in enumerate(items) if i.goal]
-    oos = [k for k, i in enumerate(items) if not i.goal]
-    answered = [k for k in ins if y_pred[k] != NONE]
-    per = prf(y_true, y_pred, goals + [NONE])
-    by_tag: dict[str, list[bool]] = defaultdict(list)
-    for k, i in enumerate(items):
-        for t in i.tags:
-            by_tag[t].append(y_pred[k] == y_true[k])
-    cal = calibration_metrics([c.confidence for c in cls], [c.best == i.goal for c, i in zip(cls, items)])
-    errors = [
-        {"text": i.text, "label": i.goal, "predicted": None if y_pred[k] == NONE else y_pred[k],
-         "best": c.best, "confidence": c.confidence, "tags": list(i.tags)}
-        for k, (i, c) in enumerate(zip(items, cls)) if y_pred[k] != y_true[k]
-    ]
-    return {
-        "n": len(items), "n_in_scope": len(ins), "n_out_of_scope": len(oos),
-        "in_scope_accuracy": sum(y_pred[k] == y_true[k] for k in ins) / len(ins),
-        "in_scope_abstained": sum(y_pred[k] == NONE for k in ins) / len(ins),
-        "selective_accuracy": (sum(y_pred[k] == y_true[k] for k in answered) / len(answered)) if answered else 0.0,
-        "oos_abstain_rate": sum(y_pred[k] == NONE for k in oos) / len(oos),
-        "abstain_rate": sum(p == NONE for p in y_pred) / len(items),
-        "macro_f1": statistics.fmean(v["f1"] for v in per.values()),
-        "macro_f1_goals": statistics.fmean(per[g]["f1"] for g in goals),
-        "per_label": per,
-        "by_tag": {t: {"n": len(v), "correct": sum(v) / len(v)} for t, v in sorted(by_tag.items())},
-        "calibration": cal,
-        "reliability": _reliability([c.confidence for c in cls], [c.best == i.goal for c, i in zip(cls, items)]),
-        "errors": errors,
-    }
-
-
-def _reliability(p: list[float], y: list[bool], edges: tuple[float, ...] = (0, 0.2, 0.5, 0.8, 0.9, 1.0001)) -> list[dict[str, Any]]:
-    rows = []
-    for lo, hi in zip(edges, edges[1:]):
-        ks = [k for k, v in enumerate(p) if lo <= v < hi]
-        if ks:
-            rows.append({"bin": f"[{lo:.1f}, {min(hi, 1.0):.1f}{']' if hi > 1 else ')'}", "n": len(ks),
-                         "mean_confidence": statistics.fmean(p[k] for k in ks),
-                         "accuracy": sum(y[k] for k in ks) / len(ks)})
-    return rows
+    return intent_report(items, clf.classify_many([i.text for i in items]), threshold)
 
 
 def maria_check(understander: Any) -> dict[str, Any]:

@@ -169,3 +169,75 @@ def calibrate_cmd(
         m = cal.provenance["fit_metrics"]
         typer.echo(f"wrote {target}: coef {list(cal.coef)} intercept {cal.intercept} "
                    f"(n={cal.provenance['n']}, log-loss {m['log_loss']}, ECE {m['ece']})")
+
+
+def _print_intents(pack: Path, split: str, r: dict[str, Any]) -> None:
+    pct = lambda v: f"{100 * v:.1f}%"  # noqa: E731
+    typer.echo(f"{pack.name}: {split} split, {r['n']} utterances ({r['n_in_scope']} in scope, "
+               f"{r['n_out_of_scope']} out of scope), threshold {r['threshold']}")
+    typer.echo(f"  in-scope accuracy {pct(r['in_scope_accuracy'])}  (abstained {pct(r['in_scope_abstained'])}, "
+               f"right when it answers {pct(r['selective_accuracy'])})")
+    typer.echo(f"  out of scope abstained {pct(r['oos_abstain_rate'])}  macro-F1 {r['macro_f1']:.3f}")
+    cal = r["calibration"]
+    typer.echo(f"  calibration: ECE {cal['ece']}  Brier {cal['brier']}  log-loss {cal['log_loss']}")
+    labels = list(r["confusion"])
+    typer.echo("\nper label: precision / recall / F1 (support)")
+    for label, m in r["per_label"].items():
+        typer.echo(f"  {label:28s} {m['precision']:.3f} / {m['recall']:.3f} / {m['f1']:.3f} ({int(m['support'])})")
+    typer.echo("\nconfusion (label -> predicted: count)")
+    for label in labels:
+        row = ", ".join(f"{p}: {n}" for p, n in r["confusion"][label].items())
+        typer.echo(f"  {label:28s} {row or '-'}")
+    if r["errors"]:
+        typer.echo(f"\nerrors ({len(r['errors'])})")
+        for e in r["errors"]:
+            typer.echo(f"  {e['label'] or '(no goal)'} -> {e['predicted'] or '(no goal)'} "
+                       f"(best {e['best']} {e['confidence']:.2f}): {e['text']}")
+
+
+def _register_eval_intents() -> None:
+    """``hopweave eval intents PACK``: registered on the ``eval`` group (search_cmds)."""
+    from hopweave.cli.search_cmds import eval_app
+
+    @eval_app.command("intents")
+    @handle_errors
+    def eval_intents(
+        pack: Path = typer.Argument(..., help="A pack folder (its goals, classifier.yaml and utterances/)."),
+        split: str = typer.Option("validation", "--split", help="A file of the pack's utterances/ folder by "
+                                  "name (validation, test, ...) or a path to a labelled YAML file."),
+        threshold: Optional[float] = typer.Option(None, "--threshold", help="Abstain threshold to read the "
+                                                  "predictions at (default: the classifier's)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the full report as JSON."),
+    ) -> None:
+        """The pack's goal classifier on its labelled utterances, in one process: in-scope
+        accuracy, abstention, per-goal precision / recall / F1, the confusion between goals,
+        calibration error and every mistake. Built from the pack's files (goal types,
+        classifier.yaml, its calibration file) without loading a store."""
+        from hopweave.errors import InputError
+        from hopweave.pack.manifest import pack_path, read_manifest
+        from hopweave.understand.datasets import load_split
+        from hopweave.understand.intent_eval import intent_report, pack_classifier
+
+        m = read_manifest(pack)
+        path = Path(split)
+        if not path.suffix:
+            if not m.utterances:
+                raise InputError(f"{pack}: the manifest names no utterances folder; pass --split FILE.yaml")
+            path = pack_path(pack, m.utterances, "utterances") / f"{split}.yaml"
+        if not path.is_file():
+            raise InputError(f"{path}: no such labelled split; name a file of the pack's utterances folder "
+                             "(validation, test) or give a path")
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
+            raise InputError(f"--threshold must be in [0, 1], got {threshold}")
+        items = load_split(path)
+        clf = pack_classifier(pack)
+        thr = clf.threshold if threshold is None else threshold
+        report = intent_report(items, clf.classify_many([i.text for i in items]), thr)
+        report = {"pack": m.name, "split": str(split), **report}
+        if as_json:
+            emit_json(report)
+        else:
+            _print_intents(pack, split, report)
+
+
+_register_eval_intents()
