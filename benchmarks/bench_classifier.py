@@ -50,8 +50,8 @@ def _split(name: str) -> list[Any]:
 
 
 def evaluate(clf: Any, items: list[Any], threshold: float) -> dict[str, Any]:
-    """The split's figures (``hopweave.understand.intent_eval.intent_report``)."""
-    from hopweave.understand.intent_eval import intent_report
+    """The split's figures (``hopweave.pack.intent_eval.intent_report``)."""
+    from hopweave.pack.intent_eval import intent_report
 
     return intent_report(items, clf.classify_many([i.text for i in items]), threshold)
 

@@ -216,7 +216,7 @@ def _register_eval_intents() -> None:
         from hopweave.errors import InputError
         from hopweave.pack.manifest import pack_path, read_manifest
         from hopweave.understand.datasets import load_split
-        from hopweave.understand.intent_eval import intent_report, pack_classifier
+        from hopweave.pack.intent_eval import intent_report, pack_classifier
 
         m = read_manifest(pack)
         path = Path(split)
