@@ -40,7 +40,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from datetime import date, datetime
-from typing import Any, Mapping, Union
+from typing import Any, Callable, Mapping, Union
 
 from hopweave.errors import RuleExpressionError
 
@@ -267,19 +267,18 @@ class _Parser:
         return left
 
     def sum_(self) -> Expr:
-        left = self.term()
-        while (t := self.peek()) is not None and t[0] == "op" and t[1] in ("+", "-"):
-            self.i += 1
-            self.enter()
-            left = Arith(t[1], left, self.term())
-        return left
+        return self.left_assoc(("+", "-"), self.term)
 
     def term(self) -> Expr:
-        left = self.unary()
-        while (t := self.peek()) is not None and t[0] == "op" and t[1] in ("*", "/"):
+        return self.left_assoc(("*", "/"), self.unary)
+
+    def left_assoc(self, ops: tuple[str, ...], operand: Callable[[], Expr]) -> Expr:
+        """``operand (op operand)*`` for the operators ``ops``, left-associative (the token bound
+        limits a chain's length)."""
+        left = operand()
+        while (t := self.peek()) is not None and t[0] == "op" and t[1] in ops:
             self.i += 1
-            self.enter()
-            left = Arith(t[1], left, self.unary())
+            left = Arith(t[1], left, operand())
         return left
 
     def unary(self) -> Expr:
@@ -463,6 +462,7 @@ def _arith(e: Arith, facts: Mapping[str, Any]) -> float | int:
 
 
 def _as_date(v: Any) -> date | None:
+    """``v`` as a date: a date, the date of a datetime, or an ISO date / datetime string; else None."""
     if isinstance(v, datetime):
         return v.date()
     if isinstance(v, date):
@@ -491,10 +491,7 @@ def _coerce(a: Any, b: Any) -> tuple[Any, Any]:
         if isinstance(b, datetime):
             b = b.date()
         elif isinstance(b, str):
-            try:
-                b = datetime.fromisoformat(b[:19]).date() if len(b) > 10 else date.fromisoformat(b)
-            except ValueError:
-                pass
+            b = _as_date(b) or b
     return a, b
 
 
