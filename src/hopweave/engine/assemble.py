@@ -162,6 +162,17 @@ class _Cand:
     header: str | None = None  # per-item header (chunk sections with a templated title)
     item_id: str | None = None  # chunk id / trace id
     tokens: int = 0
+    #: The provenance marker ``text`` ends with ("" if none): clipping shortens the text before it, never it.
+    src: str = ""
+
+    @property
+    def body(self) -> str:
+        """The text without its provenance marker."""
+        return self.text[: len(self.text) - len(self.src)] if self.src else self.text
+
+    def clipped(self, words: int) -> str:
+        """The text cut to its first ``words`` words, "…", then its provenance marker."""
+        return " ".join(self.body.split()[:words]) + " …" + self.src
 
 
 @dataclass
@@ -253,13 +264,14 @@ def _citation(c: ChunkItem) -> str:
     return ", ".join(parts)
 
 
-def _with_src(text: str, sources: Iterable[str], provenance: bool) -> str:
-    """``text`` with a compact inline provenance marker (the full list stays on the line)."""
+def _src_suffix(sources: Iterable[str], provenance: bool) -> str:
+    """The compact inline provenance marker a line ends with ("  (src: a, b, c +2)"; the full
+    list stays on the line's ``sources``), or "" without provenance or sources."""
     src = list(sources)
     if not provenance or not src:
-        return text
+        return ""
     shown = ", ".join(src[:3]) + (f" +{len(src) - 3}" if len(src) > 3 else "")
-    return f"{text}  (src: {shown})"
+    return f"  (src: {shown})"
 
 
 def _facts_section(
@@ -281,8 +293,8 @@ def _facts_section(
         if not text:
             continue
         shown = [f"{p}: {len(rows_by_pattern[p])} row{'' if len(rows_by_pattern[p]) == 1 else 's'}" for p in pats]
-        s.cands.append(_Cand(si, order, order, "aggregate", _with_src(text, shown, provenance), srcs,
-                             citation="; ".join(shown)))
+        src = _src_suffix(shown, provenance)
+        s.cands.append(_Cand(si, order, order, "aggregate", text + src, srcs, citation="; ".join(shown), src=src))
         order += 1
     row_names = names if tpl.row_patterns is None else [n for n in tpl.row_patterns if n in names]
     where = parse_filter_cached(tpl.row_where) if tpl.row_where else None
@@ -298,7 +310,8 @@ def _facts_section(
             omitted.append(OmittedLine(section=tpl.name, kind="fact", tokens=0, reason="max_lines", sources=(r.node_id,)))
             continue
         text = render(tpl.pattern_lines.get(n, tpl.line), _row_values(r), tpl.line, "{summary}", "{label} {id}")
-        s.cands.append(_Cand(si, order, order, "fact", _with_src(text, (r.node_id,), provenance), (r.node_id,)))
+        src = _src_suffix((r.node_id,), provenance)
+        s.cands.append(_Cand(si, order, order, "fact", text + src, (r.node_id,), src=src))
         order += 1
     _pattern_notes(s, si, names, facts_by_pattern, order)
     return omitted
@@ -421,9 +434,10 @@ def _chunks_section(s: _Section, si: int, chunks: Sequence[ChunkItem], provenanc
     for i, c in enumerate(kept):
         vals = {**c.metadata, **c.model_dump(exclude={"metadata", "channels"})}
         short = " ".join(x for x in (c.chunk_id, c.revision, c.version) if x)
-        text = _with_src(render(line_t, vals, '"{text}"'), (short,), provenance)
+        src = _src_suffix((short,), provenance)
         header = f"[{render(tpl.title, vals, '{document}')}]" if "{" in tpl.title else None
-        s.cands.append(_Cand(si, i, i, "chunk", text, (c.chunk_id,), _citation(c), header, c.chunk_id))
+        s.cands.append(_Cand(si, i, i, "chunk", render(line_t, vals, '"{text}"') + src, (c.chunk_id,), _citation(c),
+                             header, c.chunk_id, src=src))
     return dropped
 
 
@@ -509,11 +523,10 @@ _CLIP_FLOOR_WORDS = 4
 
 
 def _min_tokens(c: _Cand, counter: TokenCounter) -> int:
-    """Tokens of ``c`` clipped to its floor (its item header included)."""
-    words = c.text.split()
-    if len(words) <= _CLIP_FLOOR_WORDS:
+    """Tokens of ``c`` clipped to its floor (its item header and provenance marker included)."""
+    if len(c.body.split()) <= _CLIP_FLOOR_WORDS:
         return c.tokens
-    return counter.count(" ".join(words[:_CLIP_FLOOR_WORDS]) + " …") + (counter.count(c.header) if c.header else 0)
+    return counter.count(c.clipped(_CLIP_FLOOR_WORDS)) + (counter.count(c.header) if c.header else 0)
 
 
 class _Selection:
@@ -546,20 +559,20 @@ class _Selection:
 
     def take_clipped(self, c: _Cand, counter: TokenCounter, limit: int) -> bool:
         """Choose ``c`` cut to the words that fit ``limit`` tokens (and the budget), ending in "…"
-        (a required section's only line). Returns False when not even one word fits."""
+        and then its provenance marker, which is never cut (a required section's only line).
+        Returns False when not even one word and the marker fit."""
         limit = min(limit, self.budget - self.used)
         room = limit - (self.cost(c) - c.tokens) - (counter.count(c.header) if c.header else 0)
-        words = c.text.split()
-        lo, hi = 0, len(words) - 1  # the longest prefix whose clipped text fits: binary search
+        lo, hi = 0, len(c.body.split()) - 1  # the longest prefix whose clipped text fits: binary search
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if counter.count(" ".join(words[:mid]) + " …") <= room:
+            if counter.count(c.clipped(mid)) <= room:
                 lo = mid
             else:
                 hi = mid - 1
         if lo == 0:
             return False
-        clipped = " ".join(words[:lo]) + " …"
+        clipped = c.clipped(lo)
         c.text = clipped
         c.tokens = counter.count(clipped) + (counter.count(c.header) if c.header else 0)
         return self.take(c)

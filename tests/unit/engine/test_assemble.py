@@ -180,3 +180,18 @@ def test_render_fallbacks() -> None:
 def test_tiny_budget_never_exceeded(budget: int) -> None:
     a = assemble(SECTIONS, _facts(), _chunks(), _precedent(), as_of=AS_OF, budget_tokens=budget)
     assert a.block.tokens <= budget
+
+
+def test_a_clipped_line_keeps_its_provenance_marker() -> None:
+    """A required line cut to fit ends in "…" and then its whole ``(src: ...)`` marker."""
+    required = [s.model_copy(update={"required": True}) for s in SECTIONS]
+    full = assemble(required, _facts(), _chunks(), _precedent(), as_of=AS_OF, budget_tokens=2000)
+    for budget in range(40, full.block.tokens, 7):
+        a = assemble(required, _facts(), _chunks(), _precedent(), as_of=AS_OF, budget_tokens=budget)
+        assert a.block.tokens <= budget
+        for ln in a.block.lines:
+            if ln.kind in ("fact", "aggregate", "chunk"):
+                assert "(src: " in ln.text and ln.text.endswith(")"), (budget, ln.text)
+    tight = assemble(required, _facts(), _chunks(), _precedent(), as_of=AS_OF, budget_tokens=80)
+    clipped = [ln.text for ln in tight.block.lines if " …  (src: " in ln.text]
+    assert clipped, tight.block.text

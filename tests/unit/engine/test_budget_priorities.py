@@ -61,7 +61,7 @@ def test_required_section_is_clipped_rather_than_dropped() -> None:
         assert a.block.tokens <= budget
         assert _lines(a, "policy"), budget
     a = assemble(secs, _facts(), _chunks(), _precedent(), as_of=AS_OF, budget_tokens=40)
-    assert _lines(a, "policy")[0].endswith("…")
+    assert _lines(a, "policy")[0].endswith("…  (src: wp-3.2 v3 current)")  # cut before its provenance
     assert next(c for c in a.chunks if c.chunk_id == "wp-3.2").in_context
 
 
