@@ -36,7 +36,8 @@ def proc_stat(pid: int) -> tuple[int, int, float]:
 def _expected_hold_ms(engine: Any) -> float:
     """The engine's expected slot hold (ms): ``HoldClock.expected_ms``, or the median of the
     last holds on an engine from before it (for A/B runs against an older tree)."""
-    clock = engine._hold_clock
+    admission = getattr(engine, "admission", None)
+    clock = admission.hold_clock if admission is not None else engine._hold_clock
     return float(clock.expected_ms() if hasattr(clock, "expected_ms") else clock.quantile_ms(0.5))
 
 

@@ -3,7 +3,7 @@
 The engine lets ``EngineConfig.max_active`` requests work at once; the others wait. These rules
 make a burst beyond capacity spend its CPU on answers that finish, instead of on stages cut
 short at the deadline, and answer the requests it cannot serve early rather than at their
-deadline (issue 13, docs/BENCHMARKS.md "Admission that finishes what it starts"):
+deadline (docs/BENCHMARKS.md "Admission that finishes what it starts"):
 
 - **No barging.** A freed slot goes to a waiting request, never to one that arrives at that
   moment (a semaphore lets a newcomer take it while the woken waiter is still being scheduled,
@@ -28,7 +28,19 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
+
+from hopweave.engine.result import Degradation
+from hopweave.errors import OverloadedError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.engine.config import EngineConfig, Run
+
+T = TypeVar("T")
+#: What a request that got no slot in time answers with (its stages are skipped).
+NO_SLOT_FALLBACK = "generic retrieval without patterns; clarify"
 
 
 class RecentTimes:
@@ -82,9 +94,9 @@ class HoldClock:
 class _Waiter:
     __slots__ = ("end", "granted", "refused", "signal", "since")
 
-    def __init__(self, end: float | None) -> None:
+    def __init__(self, end: float | None, since: float) -> None:
         self.end = end
-        self.since = time.perf_counter()
+        self.since = since
         self.signal = threading.Semaphore(0)  # released once: granted or refused
         self.granted = False
         self.refused = False
@@ -92,11 +104,16 @@ class _Waiter:
 
 class Slots:
     """``n`` slots, handed out first come, first served (see the module docstring).
-    ``expected_hold_s`` says how long a request is expected to hold a slot (seconds)."""
+    ``expected_hold_s`` says how long a request is expected to hold a slot (seconds); ``clock``
+    is the clock of the ``end`` instants and of the queue's waits (default
+    ``time.perf_counter``; a test passes its own to decide when a queue stands). Raises
+    ValueError for ``n < 1``."""
 
-    def __init__(self, n: int, expected_hold_s: Callable[[], float]) -> None:
+    def __init__(self, n: int, expected_hold_s: Callable[[], float],
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         if n < 1:
             raise ValueError("Slots needs at least one slot")
+        self._clock = clock
         self._n = n
         self._free = n
         self._queue: collections.deque[_Waiter] = collections.deque()
@@ -130,7 +147,7 @@ class Slots:
                 return True
             if wait_s <= 0:
                 return False
-            waiter = _Waiter(end)
+            waiter = _Waiter(end, self._clock())
             self._queue.append(waiter)
         waiter.signal.acquire(timeout=wait_s)
         with self._lock:
@@ -155,7 +172,7 @@ class Slots:
         with self._lock:
             standing = False
             if self._queue:
-                now, hold = time.perf_counter(), self._expected_hold_s()
+                now, hold = self._clock(), self._expected_hold_s()
                 oldest = self._queue[0]
                 standing = oldest.end is not None and now - oldest.since > (oldest.end - oldest.since) / 4
                 order = list(reversed(self._queue)) if standing else list(self._queue)
@@ -179,4 +196,219 @@ class Slots:
             self._free += 1
 
 
-__all__ = ["HoldClock", "RecentTimes", "Slots"]
+@dataclass(frozen=True)
+class Grant:
+    """A request slot handed over (``held_since``: the ``Admission`` clock's instant it was
+    taken), or none handed over in time (``held_since`` None)."""
+
+    held_since: float | None
+
+    @property
+    def granted(self) -> bool:
+        """True when a slot is held (give it back with :meth:`Admission.release`)."""
+        return self.held_since is not None
+
+
+#: No slot was handed over in time.
+REFUSED = Grant(None)
+
+
+class Admission:
+    """The engine's admission control: ``config.max_active`` request slots (:class:`Slots`),
+    the clocks that say how long a slot is held and how long finishing takes, the reserves kept
+    at the end of a budget, and the requests in flight.
+
+    Args:
+        config: the engine's budgets (``max_active``, ``deadline_reserve_ms``,
+            ``reserve_per_request_ms``, ``budget_ms``).
+        clock: the clock of every instant it takes or returns (default ``time.perf_counter``,
+            the clock of a request's deadline).
+    """
+
+    def __init__(self, config: "EngineConfig", clock: Callable[[], float] = time.perf_counter) -> None:
+        self.config = config
+        self.clock = clock
+        #: How long requests hold a slot (the expected hold of the hand-offs, ``expected_wait_ms``).
+        self.hold_clock = HoldClock()
+        #: The request slots: first come, first served, handed over only to work that can finish.
+        self.slots = Slots(config.max_active, lambda: self.hold_clock.expected_ms() / 1000.0, clock)
+        self._finish_clock = RecentTimes()
+        self._block_clocks: dict[str, RecentTimes] = {}
+        self._lock = threading.Lock()
+        self._inflight = 0
+
+    # ---- requests in flight ----------------------------------------------------------------
+    @property
+    def inflight(self) -> int:
+        """Requests running the pipeline now (admitted or not)."""
+        return self._inflight
+
+    @contextmanager
+    def in_flight(self) -> Iterator[None]:
+        """Count one request in flight for the block (the reserves grow with them)."""
+        with self._lock:
+            self._inflight += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._inflight -= 1
+
+    def load_reserve_ms(self, budget_ms: float) -> float:
+        """``reserve_per_request_ms`` per request in flight (they assemble one at a time under
+        the GIL), at most 40% of ``budget_ms``."""
+        return min(self.config.reserve_per_request_ms * self._inflight, budget_ms * 0.4)
+
+    def reserve_ms(self, budget_ms: float) -> float:
+        """The end of a ``budget_ms`` budget the stages leave for assembly:
+        ``deadline_reserve_ms`` (at most 10% of it) plus :meth:`load_reserve_ms`."""
+        return self.config.reserve_ms(budget_ms) + self.load_reserve_ms(budget_ms)
+
+    def finish_reserve_ms(self, budget_ms: float) -> float:
+        """The end of a budget kept for finishing a request that did no work (assembly, result,
+        trace hand-off): the slowest of the last finishes measured (:meth:`finished`), at least
+        ``deadline_reserve_ms`` and at most 10% of the budget. A request not started by then is
+        answered degraded (or shed) so that it still lands by its deadline."""
+        return max(self.config.reserve_ms(budget_ms), min(self._finish_clock.recent_max_ms(), budget_ms * 0.1))
+
+    def finished(self, ms: float) -> None:
+        """Record how long one request's finish (the stages after the slot) took."""
+        self._finish_clock.add(ms)
+
+    # ---- slots -------------------------------------------------------------------------------
+    def expected_wait_ms(self) -> float:
+        """How long a request arriving now would wait for a request slot: the requests already
+        waiting plus it, ``max_active`` at a time, each round the expected hold
+        (:class:`HoldClock`; 0 before any was measured: a cold estimate admits, it never sheds)."""
+        n = self.config.max_active
+        rounds = (self.slots.waiting + 1 + n - 1) // n
+        return rounds * self.hold_clock.expected_ms()
+
+    def overloaded(self, budget_ms: int | None, why: str) -> OverloadedError:
+        """The error of a request shed without an answer (``budget_ms`` None: the default)."""
+        return OverloadedError(f"{why} ({self.config.max_active} requests in progress, budget "
+                               f"{budget_ms or self.config.budget_ms} ms): shed without an answer; retry shortly")
+
+    def take(self, end: float, *, shed: bool = False, budget_ms: int | None = None) -> Grant:
+        """One of the request slots for work that must end by ``end`` (an instant of
+        :attr:`clock`), handed over only while the expected hold still fits before it.
+
+        Args:
+            end: when the work in the slot must be done.
+            shed: raise rather than wait when the expected wait (:meth:`expected_wait_ms`) is
+                already past that point.
+            budget_ms: the request's budget, named in the error (None: the default).
+
+        Returns:
+            The grant (:data:`REFUSED` when no slot was handed over in time).
+
+        Raises:
+            OverloadedError: with ``shed``, when the expected wait is past ``end``.
+        """
+        now = self.clock()
+        if end <= now:  # no time left at all
+            return REFUSED
+        wait = end - self.hold_clock.expected_ms(self.slots.busy) / 1000.0 - now
+        if shed and self.slots.busy and self.expected_wait_ms() / 1000.0 > wait:
+            raise self.overloaded(budget_ms, f"the expected wait for a request slot ({self.expected_wait_ms():.0f} "
+                                             "ms) is past the request's deadline")
+        return Grant(self.clock()) if self.slots.acquire(wait, end) else REFUSED
+
+    def release(self, grant: Grant) -> None:
+        """Give back a granted slot (its hold time feeds the expected hold); a refused grant
+        holds nothing and is ignored."""
+        if grant.held_since is None:
+            return
+        self.hold_clock.add(round((self.clock() - grant.held_since) * 1000, 3), self.slots.full)
+        self.slots.release()
+
+    def admit(self, run: "Run", shed: bool = False) -> Grant:
+        """A slot for one run of the pipeline, handed over only while the expected slot hold
+        still fits before the run's deadline less its reserve (:meth:`reserve_ms`). When none
+        was handed over in time the run is refused (:meth:`refuse`).
+
+        Raises:
+            OverloadedError: with ``shed``, when no slot can be handed over in time.
+        """
+        grant = self.take(run.deadline - self.reserve_ms(run.budget_ms) / 1000.0, shed=shed,
+                          budget_ms=run.req.budget_ms)
+        if not grant.granted:
+            self.refuse(run, shed)
+        return grant
+
+    def refuse(self, run: "Run", shed: bool) -> None:
+        """A run that got no request slot in time: out of time (its budget ends now, so every
+        stage is skipped and flagged) with a ``request capacity`` degradation, so a burst far
+        beyond capacity gets degraded answers within budget instead of late ones.
+
+        Raises:
+            OverloadedError: with ``shed`` (the request is refused instead).
+        """
+        if shed:
+            raise self.overloaded(run.req.budget_ms, "no request slot freed up in time to finish within the budget")
+        run.budget_ms = max(int((self.clock() - run.t_start) * 1000), 0)
+        run.degraded.append(Degradation(
+            stage="engine", what="request capacity",
+            reason=f"the engine was at capacity ({self.config.max_active} requests in progress): no request slot "
+                   "freed up in time to finish within the budget", fallback=NO_SLOT_FALLBACK))
+
+    @contextmanager
+    def admitted(self, budget_ms: int | None = None, *, arrived: float | None = None,
+                 kind: str = "call") -> Iterator[float]:
+        """One request slot for work outside the pipeline (the agent tool's search), under the
+        same admission: wait for a slot until the budget (from ``arrived``, default now) less
+        what the work is expected to take once it has the slot (the 90th percentile of the last
+        blocks of the same ``kind``, at least ``deadline_reserve_ms``, at most half the budget),
+        then hold it for the block.
+
+        Yields:
+            The call's deadline (an instant of :attr:`clock`).
+
+        Raises:
+            OverloadedError: no slot freed up in time (the caller retries; nothing waits in an
+            unbounded queue).
+        """
+        t0 = self.clock() if arrived is None else arrived
+        budget = (budget_ms or self.config.budget_ms) / 1000.0
+        clock = self._block_clocks.setdefault(kind, RecentTimes())
+        keep = min(max(clock.quantile_ms(0.9), self.config.reserve_ms(budget * 1000)) / 1000.0, budget * 0.5)
+        wait = budget - keep - (self.clock() - t0)
+        if wait <= 0 or not self.slots.acquire(wait):
+            raise OverloadedError(f"the engine was at capacity ({self.config.max_active} requests in progress) "
+                                  f"for the call's budget ({round(budget * 1000)} ms, {round(keep * 1000)} ms of "
+                                  "it kept for the work itself); retry shortly")
+        t = self.clock()
+        try:
+            yield t0 + budget
+        finally:
+            self.slots.release()
+            clock.add(round((self.clock() - t) * 1000, 3))
+
+
+class Ticket:
+    """A queued request that the caller can abandon before a worker starts it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = "queued"
+
+    def wrap(self, work: Callable[[], T]) -> Callable[[], T | None]:
+        """``work`` that does nothing (returns None) once the ticket was abandoned."""
+        def run() -> T | None:
+            with self._lock:
+                if self._state == "abandoned":
+                    return None
+                self._state = "started"
+            return work()
+
+        return run
+
+    def abandon(self) -> bool:
+        """True when the request had not started (it never will now)."""
+        with self._lock:
+            if self._state == "queued":
+                self._state = "abandoned"
+            return self._state == "abandoned"
+
+
+__all__ = ["REFUSED", "Admission", "Grant", "HoldClock", "RecentTimes", "Slots", "Ticket"]

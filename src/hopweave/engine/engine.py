@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 
 from hopweave.engine import precedent
 from hopweave.engine import record as trace_record
-from hopweave.engine.admission import HoldClock, RecentTimes, Slots
+from hopweave.engine.admission import NO_SLOT_FALLBACK, REFUSED, Admission, Grant, Ticket
 from hopweave.engine.assemble import assemble
 from hopweave.engine.boundary import Request, check_request, check_session_attributes
 from hopweave.engine.branches import graph_branch, pattern_degradations, search_documents
@@ -60,11 +60,11 @@ from hopweave.engine.stages import (
     default_embedder,
     index_revision,
     run_stage,
-    warm_index,
 )
 from hopweave.engine.tokens import TokenCounter, default_counter
 from hopweave.engine.trace_writer import GroupCommitter
-from hopweave.errors import ConfigError, HopweaveError, InputError, OverloadedError, PatternValidationError
+from hopweave.engine.warmup import WarmUp, warm_parts
+from hopweave.errors import ConfigError, HopweaveError, InputError, PatternValidationError
 from hopweave.graph.base import GraphStore
 from hopweave.models.common import Bindings, PatternResult, Session
 from hopweave.models.filters import FilterTree, IsEmpty
@@ -78,7 +78,7 @@ from hopweave.understand.understander import UnderstandingStage
 T = TypeVar("T")
 D = TypeVar("D")
 __all__ = ["Engine", "EngineConfig"]
-_UNDERSTAND_FALLBACK = "generic retrieval without patterns; clarify"
+_UNDERSTAND_FALLBACK = NO_SLOT_FALLBACK
 
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -129,18 +129,14 @@ class Engine:
         # Trace writes go through one group commit (engine/trace_writer.py), off the request path.
         self._trace_writer: GroupCommitter | None = None
         self._lock = threading.Lock()
-        self._inflight = 0
-        self._finish_clock = RecentTimes()
-        self._hold_clock = HoldClock()  # how long requests hold a slot (expected_wait_ms, the hand-offs)
-        # the request slots: first come, first served, handed over only to work that can finish
-        self._slots = Slots(self.config.max_active, lambda: self._hold_clock.expected_ms() / 1000.0)
-        self._block_clocks: dict[str, RecentTimes] = {}  # admitted(kind=...): each kind's time in a slot
+        #: The request slots, reserves and clocks (:class:`~hopweave.engine.admission.Admission`).
+        self.admission = Admission(self.config)
+        #: Whether the engine is warm (:class:`~hopweave.engine.warmup.WarmUp`).
+        self.warming = WarmUp()
         self._goal_cache: tuple[str, dict[str, GoalType], dict[str, list[TraversalPattern]]] | None = None
         self._trace_vectors = precedent.TraceVectorCache(
             vectors_dir(self.store_dir) if self.store_dir is not None else None)
         self._closed = False
-        self._warm = False
-        self._warm_lock = threading.Lock()
 
     # ---- construction ------------------------------------------------------------------
     @classmethod
@@ -207,17 +203,28 @@ class Engine:
                    domains=domains if domains is not None else opened.domains(), embedder=embedder,
                    understander=understander, config=config, store_dir=opened.store_dir, settings=opened.settings)
 
-    def sibling(self, *, index: DocumentIndex | None, understander: UnderstandingStage | None) -> "Engine":
-        """An engine on the same graph, domains, caches and config with another index and/or
-        understanding stage (fault injection in replays). Close it with :meth:`close_pools`."""
+    def sibling(self, *, index: DocumentIndex | None, understander: UnderstandingStage | None,
+                config: EngineConfig | None = None) -> "Engine":
+        """An engine on the same graph, domains and caches with another index and/or
+        understanding stage (fault injection in replays), and its own request slots.
+
+        Args:
+            index: the sibling's vector index (None: no document search).
+            understander: its understanding stage (None: this engine's).
+            config: its budgets (None: this engine's).
+
+        Returns:
+            The sibling engine; close it with :meth:`close_pools` (the stores stay open).
+        """
         e = Engine(self.graph, index, domains=self.domains, embedder=self._embedder,
-                   understander=understander or self._understander, config=self.config, counter=self._counter,
-                   store_dir=self.store_dir, settings=self.store_settings)
+                   understander=understander or self._understander, config=config or self.config,
+                   counter=self._counter, store_dir=self.store_dir, settings=self.store_settings)
         e._understanders = self._understanders
         e._goal_cache = self._goal_cache
         e._trace_vectors = self._trace_vectors
         e._trace_writer = self.trace_writer
-        e._warm = self._warm
+        if self.warming.warm:
+            e.warming.mark_warm()
         return e
 
     def close_pools(self) -> None:
@@ -279,56 +286,21 @@ class Engine:
     def _ensure_warm(self) -> float | None:
         """Warm up once per engine, outside any request's budget (a cold process would otherwise
         spend its first budget loading models). Returns the ms spent, or None if already warm."""
-        if self._warm:
-            return None
-        with self._warm_lock:
-            if self._warm:
-                return None
-            t = time.perf_counter()
-            try:
-                self.warmup()
-            except Exception:  # a failing stage is reported by the request itself
-                pass
-            self._warm = True
-            return _ms(t)
+        return self.warming.ensure(self.warmup)
 
     def warmup(self) -> dict[str, float]:
-        """Load the models and caches now (first-call costs), returning their timings in ms.
+        """Load the models and caches now (first-call costs), side by side.
 
-        The parts run side by side (the encoder session, spaCy's import and the classifier's
-        index, the graph store's lazily built indexes, the vector shard): much of each is I/O or
-        native code, so a cold start overlaps them. Each timing is that part's own wall time."""
-        self._warm = True
-        out: dict[str, float] = {}
+        Returns:
+            Each part's own wall time in ms (:func:`~hopweave.engine.warmup.warm_parts`).
 
-        def timed(name: str, work: Callable[[], object]) -> None:
-            t = time.perf_counter()
-            work()
-            out[name] = _ms(t)
-
+        Raises:
+            What a part raises (a request's own warm-up leaves it to the stage that meets it).
+        """
+        self.warming.mark_warm()
         stages = [self._understander] if self._understander is not None else [
             self.understander_for(s) for s in (self.domains.domains() if self.domains else [])]
-
-        def understanders() -> None:
-            for stage in stages:
-                stage.warmup()
-
-        parts: list[tuple[str, Callable[[], object]]] = [
-            ("embedder", lambda: self.embedder.embed(["warm up"])), ("understander", understanders),
-            ("graph", self.graph.warmup)]
-        if self.index is not None:
-            index = self.index
-            parts.append(("vector_index", lambda: warm_index(index, self.embedder)))
-        with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="hopweave-warmup") as pool:
-            for f in [pool.submit(timed, name, work) for name, work in parts]:
-                f.result()
-        t = time.perf_counter()
-        self.counter.count("warm up")
-        self._goals()
-        out["tokenizer_and_metagraph"] = _ms(t)
-        freeze_warm_heap()
-        return {k: round(out[k], 1) for k in ("embedder", "understander", "graph", "vector_index",
-                                              "tokenizer_and_metagraph") if k in out}
+        return warm_parts(lambda: self.embedder, stages, self.graph, self.index, self.counter, self._goals)
 
     @property
     def trace_writer(self) -> GroupCommitter:
@@ -426,30 +398,31 @@ class Engine:
         t0 = time.perf_counter() if arrived is None else arrived
         req = check_request(utterance, **kwargs)
         loop = asyncio.get_running_loop()
-        ticket = _Ticket()
+        ticket = Ticket()
         work = loop.run_in_executor(self._request_pool, ticket.wrap(functools.partial(self._retrieve, req, t0, shed)))
-        if self._warm:  # (the first request warms the engine, outside any budget)
+        if self.warming.warm:  # (the first request warms the engine, outside any budget)
             budget_s = (req.budget_ms or self.config.budget_ms) / 1000.0
             wait = budget_s - self.finish_reserve_ms(budget_s * 1000) / 1000.0 - (time.perf_counter() - t0)
             done, _ = await asyncio.wait({work}, timeout=max(wait, 0.0))
             if not done and ticket.abandon():  # still queued for a worker: answer degraded (or shed), now
                 if shed:
-                    raise self._overloaded(req, "no worker took the request before its deadline")
+                    raise self.admission.overloaded(req.budget_ms, "no worker took the request before its deadline")
                 return self._retrieve(req, t0)
         result = await work  # started: its stages end at its deadline
         assert result is not None  # only an abandoned ticket returns None, and that was not awaited
         return result
 
-    def _overloaded(self, req: Request, why: str) -> OverloadedError:
-        return OverloadedError(f"{why} ({self.config.max_active} requests in progress, budget "
-                               f"{req.budget_ms or self.config.budget_ms} ms): shed without an answer; retry shortly")
-
     def finish_reserve_ms(self, budget_ms: float) -> float:
-        """The end of a budget kept for finishing a request that did no work (assembly, result,
-        trace hand-off): the slowest of the last finishes measured (:class:`RecentTimes`), at
-        least ``deadline_reserve_ms`` and at most 10% of the budget. A request not started by
-        then is answered degraded (or shed) so that it still lands by its deadline."""
-        return max(self.config.reserve_ms(budget_ms), min(self._finish_clock.recent_max_ms(), budget_ms * 0.1))
+        """The end of a budget kept for finishing a request that did no work
+        (:meth:`~hopweave.engine.admission.Admission.finish_reserve_ms`).
+
+        Args:
+            budget_ms: the request's budget.
+
+        Returns:
+            The reserve in ms; a request not started by then is answered degraded (or shed).
+        """
+        return self.admission.finish_reserve_ms(budget_ms)
 
     def retrieve_request(self, req: Request, t0: float, shed: bool = False) -> RetrievalResult:
         """:meth:`retrieve` of a request already checked (:func:`~hopweave.engine.boundary.check_request`)
@@ -475,49 +448,41 @@ class Engine:
             t0 = time.perf_counter()
         budget_ms = req.budget_ms or self.config.budget_ms
         end = t0 + (budget_ms - self.config.reserve_ms(budget_ms)) / 1000.0
-        if not self._take_slot(req, end, shed):
-            return self._retrieve_one(req, t0, shed, slot=False)
-        held = time.perf_counter()
+        grant = self.admission.take(end, shed=shed, budget_ms=req.budget_ms)
+        if not grant.granted:
+            return self._retrieve_one(req, t0, shed, grant=REFUSED)
         try:
             parts = split_intents(self, req)
         except BaseException:
-            self._release(held)
+            self.admission.release(grant)
             raise
         if not parts:  # one intent: the pipeline runs in the slot the split ran in
-            return self._retrieve_one(req, t0, shed, slot=held)
-        self._release(held)
+            return self._retrieve_one(req, t0, shed, grant=grant)
+        self.admission.release(grant)
         # the parts share the request's one budget, which runs from the call
         return retrieve_parts(self, req, parts, t0)
 
     def _retrieve_one(self, req: Request, t0: float | None = None, shed: bool = False,
-                      slot: float | bool | None = None) -> RetrievalResult:
-        """One run of the pipeline. ``slot``: None takes a request slot here; a float is the
-        instant the caller took the slot this run now holds; False: the caller got none in time."""
+                      grant: Grant | None = None) -> RetrievalResult:
+        """One run of the pipeline. ``grant``: the request slot the caller took for this run
+        (:data:`~hopweave.engine.admission.REFUSED`: it got none in time); None: the run takes
+        its own here."""
         settings = self.settings_for(req.session.tenant_id)
         check_session_attributes(req.session, settings)
         warm_ms = self._ensure_warm()
         start = time.perf_counter() if t0 is None or warm_ms is not None else t0  # warm-up is outside budgets
         run = Run(req, settings, start, req.budget_ms or self.config.budget_ms, [], {})
-        with self._lock:
-            self._inflight += 1
-        try:
-            if slot is None:
-                admitted = self._admit(run, shed)
-                held = time.perf_counter()
-            else:
-                admitted, held = slot is not False, float(slot)
-                if not admitted:
-                    self._refuse(run, shed)
+        with self.admission.in_flight():
+            if grant is None:
+                grant = self.admission.admit(run, shed)
+            elif not grant.granted:
+                self.admission.refuse(run, shed)
             try:
                 plan = self._plan(run)
                 chunks, prof, facts, prec_items = self._search_and_traverse(run, plan)
             finally:
-                if admitted:
-                    self._release(held)
+                self.admission.release(grant)
             return self._finish(run, plan, chunks, prof, facts, prec_items, warm_ms)
-        finally:
-            with self._lock:
-                self._inflight -= 1
 
     def _finish(self, run: Run, plan: Plan, chunks: tuple[ChunkItem, ...], prof: RankingProfile | None,
                 facts: list[PatternResult], prec_items: list[precedent.PrecedentItem],
@@ -539,7 +504,7 @@ class Engine:
         recorded = self._record(run, result) if (self.config.record if req.record is None else req.record) else False
         run.timings["record"] = _ms(t)
         run.timings["total"] = _ms(run.t_start)
-        self._finish_clock.add(_ms(t_finish))
+        self.admission.finished(_ms(t_finish))
         if warm_ms is not None:
             run.timings["warmup"] = warm_ms
         return result.model_copy(update={"timings_ms": {k: round(v, 3) for k, v in run.timings.items()},
@@ -547,91 +512,40 @@ class Engine:
                                          "rounds": tuple(rounds), "escalation": _escalation(plan)})
 
     def _reserve_ms(self, run: Run) -> float:
-        """The end of the budget kept for assembly: ``deadline_reserve_ms`` plus
-        ``reserve_per_request_ms`` per request in flight (they assemble one at a time under the
-        GIL), at most 10% + 40% of the budget."""
-        return self.config.reserve_ms(run.budget_ms) + min(self.config.reserve_per_request_ms * self._inflight, run.budget_ms * 0.4)
-
-    def _admit(self, run: Run, shed: bool = False) -> bool:
-        """One of ``config.max_active`` request slots, in arrival order (:class:`~hopweave.engine.admission.Slots`),
-        handed over only while the expected slot hold still fits before the deadline less its
-        reserve. Returns True with a slot held; False when none was handed over in time: the run
-        is then out of time (every stage is skipped and flagged) and answers degraded at once, so
-        a burst far beyond capacity gets degraded answers within budget instead of late ones and
-        spends no CPU on stages that would be cut short. With ``shed``, such a request is
-        refused instead (OverloadedError), at once when the expected wait
-        (:meth:`expected_wait_ms`) is already past that point."""
-        if self._take_slot(run.req, run.deadline - self._reserve_ms(run) / 1000.0, shed):
-            return True
-        self._refuse(run, shed)
-        return False
-
-    def _refuse(self, run: Run, shed: bool) -> None:
-        """A run that got no request slot in time: OverloadedError with ``shed``, else out of time
-        (its budget ends now) and flagged."""
-        if shed:
-            raise self._overloaded(run.req, "no request slot freed up in time to finish within the budget")
-        run.budget_ms = max(int((time.perf_counter() - run.t_start) * 1000), 0)
-        run.degraded.append(Degradation(
-            stage="engine", what="request capacity",
-            reason=f"the engine was at capacity ({self.config.max_active} requests in progress): no request slot "
-                   "freed up in time to finish within the budget", fallback=_UNDERSTAND_FALLBACK))
-
-    def _take_slot(self, req: Request, end: float, shed: bool) -> bool:
-        """One of the request slots for work that must end by ``end`` (a ``time.perf_counter()``
-        instant): True with it held, False when none was handed over while the expected hold
-        (:class:`~hopweave.engine.admission.HoldClock`) still fitted. With ``shed``,
-        OverloadedError at once when the expected wait (:meth:`expected_wait_ms`) is already
-        past that point."""
-        now = time.perf_counter()
-        if end <= now:  # no time left at all
-            return False
-        wait = end - self._hold_clock.expected_ms(self._slots.busy) / 1000.0 - now
-        if shed and self._slots.busy and self.expected_wait_ms() / 1000.0 > wait:
-            raise self._overloaded(req, f"the expected wait for a request slot ({self.expected_wait_ms():.0f} ms) "
-                                        "is past the request's deadline")
-        return self._slots.acquire(wait, end)
-
-    def _release(self, held: float) -> None:
-        """Give back a request slot held since ``held`` (its hold time feeds the expected hold)."""
-        self._hold_clock.add(_ms(held), self._slots.full)
-        self._slots.release()
+        """The end of the run's budget kept for assembly (:meth:`Admission.reserve_ms`)."""
+        return self.admission.reserve_ms(run.budget_ms)
 
     def expected_wait_ms(self) -> float:
-        """How long a request arriving now would wait for a request slot: the requests already
-        waiting plus it, ``max_active`` at a time, each round the expected hold
-        (:class:`~hopweave.engine.admission.HoldClock`; 0 before any was measured: a cold estimate
-        admits, it never sheds)."""
-        rounds = (self._slots.waiting + 1 + self.config.max_active - 1) // self.config.max_active
-        return rounds * self._hold_clock.expected_ms()
+        """How long a request arriving now would wait for a request slot.
+
+        Returns:
+            The expected wait in ms (:meth:`~hopweave.engine.admission.Admission.expected_wait_ms`;
+            0 before any slot hold was measured).
+        """
+        return self.admission.expected_wait_ms()
 
     @contextmanager
     def admitted(self, budget_ms: int | None = None, *, arrived: float | None = None,
                  kind: str = "call") -> Iterator[float]:
         """One of the ``config.max_active`` request slots for work outside :meth:`retrieve` (the
-        agent tool's search), under the same admission: wait for a slot until the budget (which
-        runs from ``arrived``, a ``time.perf_counter()`` instant, default now) less what the work
-        is expected to take once it has the slot (the 90th percentile of the last blocks of the same
-        ``kind``, at least ``deadline_reserve_ms``, at most half the budget), then hold it for the
-        block. Yields the call's deadline (``time.perf_counter()`` clock). Raises OverloadedError
-        when no slot freed up in time (the caller retries; nothing waits in an unbounded queue)."""
-        t0 = time.perf_counter() if arrived is None else arrived
+        agent tool's search), under the same admission; a cold engine warms up first, outside
+        the budget.
+
+        Args:
+            budget_ms: the call's budget (default ``config.budget_ms``).
+            arrived: when the call arrived (a ``time.perf_counter()`` instant; default now).
+            kind: the kind of work (each kind's recent time in a slot is kept for it).
+
+        Yields:
+            The call's deadline (``time.perf_counter()`` clock).
+
+        Raises:
+            OverloadedError: no slot freed up in time (the caller retries).
+        """
         if self._ensure_warm() is not None:  # a cold engine warms outside any budget, as retrieve does
-            t0 = time.perf_counter()
-        budget = (budget_ms or self.config.budget_ms) / 1000.0
-        clock = self._block_clocks.setdefault(kind, RecentTimes())
-        keep = min(max(clock.quantile_ms(0.9), self.config.reserve_ms(budget * 1000)) / 1000.0, budget * 0.5)
-        wait = budget - keep - (time.perf_counter() - t0)
-        if wait <= 0 or not self._slots.acquire(wait):
-            raise OverloadedError(f"the engine was at capacity ({self.config.max_active} requests in progress) "
-                                  f"for the call's budget ({round(budget * 1000)} ms, {round(keep * 1000)} ms of "
-                                  "it kept for the work itself); retry shortly")
-        t = time.perf_counter()
-        try:
-            yield t0 + budget
-        finally:
-            self._slots.release()
-            clock.add(_ms(t))
+            arrived = None
+        with self.admission.admitted(budget_ms, arrived=arrived, kind=kind) as deadline:
+            yield deadline
 
     def _run_stage(self, degraded: list[Degradation], stage: Stage, work: Callable[[], T] | Future[T], *,
                    default: D, what: str, fallback: str, timeout: float | None = None,
@@ -774,7 +688,7 @@ class Engine:
         remaining budget. Returns True once durable; False (and a Degradation) when it failed or is
         still queued (it is written when the queue drains, but never claimed)."""
         session, subject = run.req.session, run.settings.subject
-        timeout = run.remaining(min(self.config.reserve_per_request_ms * self._inflight, run.budget_ms * 0.4))
+        timeout = run.remaining(self.admission.load_reserve_ms(run.budget_ms))
         fut = self.trace_writer.submit(
             result.tenant_id, lambda: trace_record.build(result, session, self.graph, subject), run.deadline)
         if timeout < MIN_STAGE_S:  # queued, but no time to wait for it: never claimed
@@ -787,58 +701,9 @@ class Engine:
             fallback="result returned without a recorded trace (recorded=False)", timeout=timeout)
 
 
-def _started(result: RetrievalResult | None) -> RetrievalResult:
-    """The result of a request that was not abandoned (a ticket answers None only after
-    :meth:`_Ticket.abandon`, whose caller answers without it). Raises RuntimeError otherwise."""
-    if result is None:
-        raise RuntimeError("an abandoned request was awaited")
-    return result
-
-
-class _Ticket:
-    """A queued request that the caller can abandon before a worker starts it."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._state = "queued"
-
-    def wrap(self, work: Callable[[], T]) -> Callable[[], T | None]:
-        def run() -> T | None:
-            with self._lock:
-                if self._state == "abandoned":
-                    return None
-                self._state = "started"
-            return work()
-
-        return run
-
-    def abandon(self) -> bool:
-        """True when the request had not started (it never will now)."""
-        with self._lock:
-            if self._state == "queued":
-                self._state = "abandoned"
-            return self._state == "abandoned"
-
-
 def _escalation(plan: Plan) -> str:
     policy = plan.goal.escalation if plan.goal is not None else None
     return policy.mode if policy is not None else "single"
-
-
-def freeze_warm_heap() -> bool:
-    """After a warm-up, move what it loaded (models, caches, pipelines) out of the cyclic GC's
-    reach too, when the process has already frozen its heap (the embedded store does at
-    ``FREEZE_THRESHOLD`` nodes): a full collection otherwise rescans those long-lived objects
-    in the middle of a retrieval (42 ms each, about twice per 200 requests at 50k chunks / 1M
-    nodes; 1.6 ms once frozen). One full collection first, so no garbage is frozen. Returns
-    whether it froze."""
-    import gc
-
-    if not gc.isenabled() or gc.get_freeze_count() == 0:
-        return False
-    gc.collect()
-    gc.freeze()
-    return True
 
 
 def _read_settings(store_dir: str | Path) -> "StoreSettings | None":

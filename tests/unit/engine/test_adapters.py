@@ -72,7 +72,7 @@ def test_agent_tool_goes_through_the_engines_request_slots(engine) -> None:
     import time
 
     tool = RetrieveTool(engine, MARIA, budget_ms=60)
-    held = [engine._slots.acquire(5) for _ in range(engine.config.max_active)]
+    held = [engine.admission.slots.acquire(5) for _ in range(engine.config.max_active)]
     try:
         assert all(held)
         t = time.perf_counter()
@@ -81,7 +81,7 @@ def test_agent_tool_goes_through_the_engines_request_slots(engine) -> None:
         assert time.perf_counter() - t < 5  # shed within about its budget, not queued forever
     finally:
         for _ in held:
-            engine._slots.release()
+            engine.admission.slots.release()
     assert tool("courtesy waiver")  # a slot is free again
     with pytest.raises(InputError, match="budget_ms"):
         RetrieveTool(engine, MARIA, budget_ms=0)

@@ -9,7 +9,7 @@ import time
 import pytest
 from conftest import AS_OF, MARIA
 
-from hopweave.engine.admission import HoldClock, RecentTimes, Slots
+from hopweave.engine.admission import REFUSED, HoldClock, RecentTimes, Slots
 from hopweave.engine.engine import Engine
 
 
@@ -83,12 +83,13 @@ def test_a_waiter_that_would_start_too_late_behind_the_others_is_told_at_once() 
 
 def test_a_standing_queue_serves_its_newest_waiter_first() -> None:
     """Once the oldest waiter has waited more than a quarter of the time it had, the newest
-    (with the most time left) gets the slot: adaptive LIFO."""
-    slots = Slots(1, lambda: 0.0)
+    (with the most time left) gets the slot: adaptive LIFO (on an injected clock: no sleep)."""
+    now = [100.0]
+    slots = Slots(1, lambda: 0.0, clock=lambda: now[0])
     assert slots.acquire(0)
-    end = time.perf_counter() + 2.0
+    end = now[0] + 2.0
     threads, got = _queue(slots, 3, end=end)
-    time.sleep(0.6)  # > 2.0 / 4
+    now[0] += 0.6  # > 2.0 / 4
     slots.release()
     threads[2].join(5)
     assert [(i, ok) for i, ok, _ in got] == [(2, True)]
@@ -135,9 +136,9 @@ def test_a_request_that_cannot_finish_in_time_answers_at_once_without_starting(e
     sib = engine.sibling(index=engine.index, understander=None)
     sib.warmup()
     for _ in range(8):
-        sib._hold_clock.add(5_000.0, True)
+        sib.admission.hold_clock.add(5_000.0, True)
     held = 0
-    while sib._slots.acquire(0):
+    while sib.admission.slots.acquire(0):
         held += 1
     try:
         t = time.perf_counter()
@@ -149,7 +150,7 @@ def test_a_request_that_cannot_finish_in_time_answers_at_once_without_starting(e
         assert out.chunks == () and out.goal is None
     finally:
         for _ in range(held):
-            sib._slots.release()
+            sib.admission.slots.release()
         sib.close_pools()
 
 
@@ -161,13 +162,12 @@ def test_a_one_intent_request_keeps_the_slot_its_split_ran_in(engine: Engine, mo
 
     from hopweave.engine import multi_intent
 
-    sib = engine.sibling(index=engine.index, understander=None)
-    sib.config = dataclasses.replace(sib.config, max_active=1)
-    sib._slots = Slots(1, lambda: sib._hold_clock.expected_ms() / 1000.0)
+    sib = engine.sibling(index=engine.index, understander=None,
+                         config=dataclasses.replace(engine.config, max_active=1))
     sib.warmup()
     taken = []
-    acquire = sib._slots.acquire
-    monkeypatch.setattr(sib._slots, "acquire", lambda *a, **k: taken.append(a) or acquire(*a, **k))
+    acquire = sib.admission.slots.acquire
+    monkeypatch.setattr(sib.admission.slots, "acquire", lambda *a, **k: taken.append(a) or acquire(*a, **k))
     utterance = "Why was I charged a monthly fee? I am on the Gold tier and have paid on time."
     assert multi_intent.may_split(utterance) and multi_intent.split_intents(sib, _req(utterance)) is None
     try:
@@ -182,3 +182,60 @@ def _req(utterance: str):  # type: ignore[no-untyped-def]
     from hopweave.engine.boundary import check_request
 
     return check_request(utterance, session=MARIA, as_of=AS_OF, record=False)
+
+
+def _admission(max_active: int = 1, clock: list[float] | None = None):  # type: ignore[no-untyped-def]
+    from hopweave.engine.admission import Admission
+    from hopweave.engine.config import EngineConfig
+
+    now = clock if clock is not None else [50.0]
+    return Admission(EngineConfig(max_active=max_active, deadline_reserve_ms=40, reserve_per_request_ms=1.5),
+                     clock=lambda: now[0]), now
+
+
+def test_admission_times_a_hold_on_its_clock_and_expects_it_of_the_next_waiter() -> None:
+    adm, now = _admission()
+    grant = adm.take(now[0] + 1.0)
+    assert grant.granted and grant.held_since == 50.0 and adm.slots.full
+    now[0] += 0.25  # the hold: 250 ms on the injected clock
+    adm.release(grant)
+    assert not adm.slots.full and adm.hold_clock.expected_ms() == 250.0
+    assert adm.expected_wait_ms() == 250.0  # one round of one slot
+    adm.release(REFUSED)  # a refused grant holds nothing
+    assert not adm.slots.full
+
+
+def test_admission_refuses_work_that_cannot_end_in_time_and_sheds_on_request() -> None:
+    from hopweave.errors import OverloadedError
+
+    adm, now = _admission()
+    assert adm.take(now[0]) is REFUSED  # no time left at all
+    held = adm.take(now[0] + 5.0)
+    for _ in range(HoldClock.MIN_BUSY):
+        adm.hold_clock.add(2_000.0, busy=True)
+    with pytest.raises(OverloadedError, match="expected wait"):
+        adm.take(now[0] + 1.0, shed=True)  # a 2 s hold does not fit in 1 s
+    assert not adm.take(now[0] + 1.0).granted and adm.slots.waiting == 0  # told without queueing
+    adm.release(held)
+
+
+def test_admission_reserves_grow_with_the_requests_in_flight() -> None:
+    adm, _ = _admission(max_active=4)
+    assert adm.reserve_ms(800) == 40.0 and adm.load_reserve_ms(800) == 0.0
+    with adm.in_flight(), adm.in_flight():
+        assert adm.inflight == 2 and adm.reserve_ms(800) == 43.0
+    assert adm.inflight == 0
+    assert adm.finish_reserve_ms(800) == 40.0
+    adm.finished(70.0)
+    assert adm.finish_reserve_ms(800) == 70.0 and adm.finish_reserve_ms(200) == 20.0
+
+
+def test_a_ticket_abandoned_before_it_started_never_runs() -> None:
+    from hopweave.engine.admission import Ticket
+
+    ran: list[int] = []
+    ticket = Ticket()
+    work = ticket.wrap(lambda: ran.append(1) or 1)
+    assert ticket.abandon() and work() is None and ran == []
+    started = Ticket()
+    assert started.wrap(lambda: 2)() == 2 and not started.abandon()

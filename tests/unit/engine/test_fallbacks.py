@@ -113,7 +113,7 @@ def test_search_timeout_is_flagged(engine: Engine) -> None:
             pass
 
     eng = _sibling(engine, Slow(engine.index), budget_ms=400)
-    eng._warm = True
+    eng.warming.mark_warm()
     r = eng.retrieve(UTTERANCE, session=MARIA, as_of=AS_OF, record=False)
     assert any(x.stage == "search" and "did not finish" in x.reason for x in r.degraded)
     assert "22/24 months on-time" in r.context.text

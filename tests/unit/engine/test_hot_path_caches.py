@@ -9,7 +9,7 @@ from datetime import date
 import pytest
 
 from hopweave.engine.assemble import _metric, jaccard, metric_value, shingles
-from hopweave.engine.engine import freeze_warm_heap
+from hopweave.engine.warmup import freeze_warm_heap
 from hopweave.errors import FilterError, RuleExpressionError
 from hopweave.models import filters
 from hopweave.models.common import Row

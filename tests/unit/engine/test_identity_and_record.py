@@ -92,7 +92,7 @@ def _engine_on(engine: Engine, graph, budget_ms: int = 1500) -> Engine:  # type:
 def test_a_stuck_writer_cannot_hang_a_recording_request(engine: Engine) -> None:
     stuck = _StuckWrites(engine.graph)
     eng = _engine_on(engine, stuck)
-    eng._warm = True
+    eng.warming.mark_warm()
     try:
         t = time.perf_counter()
         r = eng.retrieve("I want to dispute this $39 late fee on my Platinum card.", session=MARIA, as_of=AS_OF,
@@ -109,7 +109,7 @@ def test_a_stuck_writer_cannot_hang_a_recording_request(engine: Engine) -> None:
 
 def test_a_disk_full_write_is_a_flagged_result(engine: Engine) -> None:
     eng = _engine_on(engine, _StuckWrites(engine.graph, OSError(28, "No space left on device")))
-    eng._warm = True
+    eng.warming.mark_warm()
     try:
         r = eng.retrieve("I want to dispute this $39 late fee on my Platinum card.", session=MARIA, as_of=AS_OF)
     finally:

@@ -82,7 +82,7 @@ def test_the_combined_trace_is_recorded_within_the_request_budget_not_100_ms(eng
     eng = Engine(_SlowWrites(engine.graph), engine.index, domains=DELTABANK_REGISTRY, embedder=engine.embedder,  # type: ignore[arg-type]
                  understander=engine.understander_for(DELTABANK), counter=engine.counter,
                  config=EngineConfig(budget_ms=60_000, pattern_budget_scale=100.0, record_min_ms=100))
-    eng._warm = True
+    eng.warming.mark_warm()
     try:
         r = eng.retrieve(ASK, session=MARIA, as_of=AS_OF, token_budget=900, record=True)
     finally:

@@ -89,7 +89,7 @@ class _Stalled:
 def test_stalled_index_returns_within_the_budget_and_still_records(engine: Engine) -> None:
     stalled = _Stalled(engine.index)
     eng = _engine(engine, engine.graph, stalled, budget_ms=1500, record_min_ms=100)
-    eng._warm = True
+    eng.warming.mark_warm()
     try:
         t = time.perf_counter()
         r = eng.retrieve(UTTERANCE, session=MARIA, as_of=AS_OF, record=True)

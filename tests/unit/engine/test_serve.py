@@ -140,7 +140,7 @@ def test_no_slot_before_the_deadline_sheds_or_degrades(engine: Engine) -> None:
     # an 800 ms budget (the fixture's engine gives 60 s) that ran out while it queued
     req = check_request(UTTERANCE, session=MARIA, as_of=AS_OF, record=False, budget_ms=800)
     held = 0
-    while sib._slots.acquire(0):  # every request slot taken
+    while sib.admission.slots.acquire(0):  # every request slot taken
         held += 1
     try:
         spent = time.perf_counter() - 10.0
@@ -152,7 +152,7 @@ def test_no_slot_before_the_deadline_sheds_or_degrades(engine: Engine) -> None:
         assert any(d.what == "request capacity" for d in out.degraded)
     finally:
         for _ in range(held):
-            sib._slots.release()
+            sib.admission.slots.release()
         sib.close_pools()
 
 

@@ -177,7 +177,7 @@ def _overload_engine(engine: Engine, budget_ms: int) -> Engine:
     eng = Engine(engine.graph, engine.index, domains=DELTABANK_REGISTRY, embedder=engine.embedder,
                  understander=engine.understander_for(DELTABANK), counter=engine.counter,
                  config=EngineConfig(budget_ms=budget_ms))
-    eng._warm = True
+    eng.warming.mark_warm()
     return eng
 
 
