@@ -165,6 +165,17 @@ class DeadlineError(HopweaveError):
     capacity, if this happens under normal load."""
 
 
+class UnsafeRegexError(ConfigError):
+    """A regular expression from data (a pack file, a store's settings) is invalid, too long, or
+    has a shape whose matching time can explode (nested repetition, a backreference): the message
+    names the file and key or setting, and what to rewrite."""
+
+
+class RegexTimeoutError(ConfigError):
+    """A regular expression from data did not finish within its time bound on some input: the
+    message names the pattern and where it came from; simplify the pattern."""
+
+
 class OverloadedError(HopweaveError):
     """The service's bounded request queue is full: the request was not started. Retry after
     the delay the service gives (HTTP 503 + Retry-After)."""

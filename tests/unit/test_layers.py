@@ -5,7 +5,7 @@ Floors, lowest first (a package may import its own modules and anything on a low
 packages on the same floor stand side by side and do not import each other):
 
     0  errors
-    1  fileio, paths, config
+    1  fileio, paths, config, wire, bounded (stage deadlines, time-bounded data regexes)
     2  models
     3  graph, search
     4  understand, stores (opening the graph store and the vector index by URI)
@@ -30,7 +30,7 @@ ROOT = "hopweave"
 
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("errors",),
-    ("fileio", "paths", "config", "wire"),
+    ("fileio", "paths", "config", "wire", "bounded"),
     ("models",),
     ("graph", "search"),
     ("understand", "stores"),

@@ -29,6 +29,7 @@ import hashlib
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
+from hopweave.bounded import DataRegex, compile_data_regex
 from hopweave.engine.tokens import count_joined
 from hopweave.engine.result import ContextBlock, ContextLine, RequestPart, RetrievalResult
 from hopweave.errors import HopweaveError
@@ -56,12 +57,13 @@ class Span:
     additive: bool  # introduced by an additive conjunction
 
 
-def clause_spans(utterance: str, separators: re.Pattern[str], min_words: int) -> list[Span]:
+def clause_spans(utterance: str, separators: re.Pattern[str] | DataRegex, min_words: int) -> list[Span]:
     """The utterance's clauses with their spans (clauses under ``min_words`` words join the
-    previous clause). Returns [] when there is at most one clause."""
+    previous clause). Returns [] when there is at most one clause. Raises UnsafeRegexError,
+    RegexTimeoutError (the separators are pack data, matched time-bounded)."""
     out: list[Span] = []
     pos, additive = 0, False
-    both = re.compile(f"(?:{ADDITIVE.pattern})|(?:{separators.pattern})", re.IGNORECASE)
+    both = compile_data_regex(f"(?:{ADDITIVE.pattern})|(?:{separators.pattern})", "classifier clause_separators")
     cuts = [(m.start(), m.end(), bool(ADDITIVE.fullmatch(m.group(0).strip()))) for m in both.finditer(utterance)
             if m.end() > m.start()]
     for start, end, add in cuts + [(len(utterance), len(utterance), False)]:

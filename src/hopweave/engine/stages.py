@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import Executor, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Callable, Mapping, Protocol, Sequence, TypeVar, runtime_check
 
 import numpy as np
 
+from hopweave.bounded import stage_deadline
 from hopweave.engine.result import Degradation, Stage
 from hopweave.errors import TenantError
 from hopweave.graph.base import GraphStore
@@ -96,6 +98,17 @@ def default_embedder() -> Embedder:
     return make()
 
 
+def _within(work: Callable[[], T], deadline: float) -> Callable[[], T]:
+    """``work`` run under the stage deadline ``deadline`` (:func:`hopweave.bounded.stage_deadline`):
+    its :func:`~hopweave.bounded.check_deadline` calls stop it once its caller no longer waits."""
+
+    def run() -> T:
+        with stage_deadline(deadline):
+            return work()
+
+    return run
+
+
 def run_stage(
     degraded: list[Degradation],
     stage: Stage,
@@ -111,7 +124,9 @@ def run_stage(
     (seconds), or wait for an already submitted future. Returns the stage's value, or
     ``default`` after appending a :class:`Degradation` (timeout, or any error typed as
     ``<ErrorType>: <message>``). A TenantError propagates: a tenant problem is never a degraded
-    result. Raises ValueError for a programming error (a callable with a timeout but no pool)."""
+    result. A callable run with a timeout runs under that stage deadline (:mod:`hopweave.bounded`):
+    its deadline checks stop it when it overruns, so it does not work on past its answer. Raises
+    ValueError for a programming error (a callable with a timeout but no pool)."""
     try:
         if isinstance(work, Future):
             return work.result(timeout=max(timeout or 0.0, 0.001))
@@ -123,7 +138,7 @@ def run_stage(
             return work()
         if pool is None:
             raise ValueError("run_stage: a timed stage needs a pool")
-        work = pool.submit(work)
+        work = pool.submit(_within(work, time.perf_counter() + timeout))
         return work.result(timeout=max(timeout, 0.001))
     except FutureTimeout:
         if isinstance(work, Future):

@@ -175,6 +175,10 @@ def _classifier_files(d: Path, rel: str) -> tuple[dict[str, Any], dict[str, Any]
     cfg = read_yaml(path, "classifier settings")
     if not isinstance(cfg, dict):
         raise PackError(f"{path}: classifier settings must be a mapping")
+    if "clause_separators" in cfg:
+        from hopweave.bounded import compile_data_regex
+
+        compile_data_regex(cfg["clause_separators"], f"{path}, key clause_separators")  # UnsafeRegexError
     cal = None
     cal_file = cfg.get("calibration_file")
     if cal_file:

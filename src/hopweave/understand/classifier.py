@@ -15,14 +15,15 @@ and ``calibration.DEFAULT_CALIBRATION``; never another pack's files.
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hopweave.bounded import DataRegex, compile_data_regex, regex_problem
 
 from hopweave.errors import ConfigError, InputError
 from hopweave.fileio import read_yaml
@@ -66,11 +67,18 @@ class ClassifierConfig(BaseModel):
     #: Directory the file was read from (calibration_file is relative to it). Not in the YAML.
     base_dir: Optional[str] = None
 
-    def separators(self) -> re.Pattern[str]:
-        try:
-            return re.compile(self.clause_separators, re.IGNORECASE)
-        except re.error as exc:
-            raise ConfigError(f"classifier clause_separators is not a valid regex: {exc}") from exc
+    @field_validator("clause_separators")
+    @classmethod
+    def _safe_separators(cls, v: str) -> str:
+        problem = regex_problem(v)
+        if problem is not None:
+            raise ValueError(f"clause_separators {v!r} is refused: {problem}")
+        return v
+
+    def separators(self) -> DataRegex:
+        """The clause separators, case-insensitive and time-bounded (:mod:`hopweave.bounded`).
+        Raises UnsafeRegexError (not reached for a validated config)."""
+        return compile_data_regex(self.clause_separators, "classifier settings, key clause_separators")
 
     def calibration_path(self) -> Path | None:
         """The calibration file next to the settings file they were read from (None: settings

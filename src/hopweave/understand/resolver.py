@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable
 
+from hopweave.bounded import check_deadline
 from hopweave.errors import InputError
 from hopweave.models.common import Bindings, Scalar, Session, to_datetime
 from hopweave.models.domain import AuthoritativeAttribute, DomainSettings, IdentifierFormat
@@ -44,7 +45,7 @@ from hopweave.models.internal_patterns import internal_pattern
 from hopweave.models.metagraph import Bind, EdgeStep, Literal_, Predicate, Seed
 from hopweave.understand.models import Entity, Mention
 from hopweave.understand.temporal import find_dates
-from hopweave.understand.text import check_utterance, import_spacy
+from hopweave.understand.text import check_utterance, import_spacy, tokenizer_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.graph.base import GraphStore, Node
@@ -288,7 +289,9 @@ class EntityResolver:
     def _vocabulary_entities(self, nlp: Any, nodes: dict[str, "Node"],
                              single: dict[str, tuple[tuple[str, str], ...]], text: str) -> list[Entity]:
         with self._nlp_lock:  # spaCy's shared StringStore is not safe to grow from several threads
-            doc = nlp(text)
+            check_deadline("the entity ruler")  # the lock may have been waited for
+            doc = nlp(tokenizer_text(text))
+        check_deadline("entity matching")
         found: dict[tuple[str, str, int, int], bool] = {}  # (label, node id, start, end) -> fuzzy
         for span in doc.spans.get(SPANS_KEY, ()):
             nid, fuzzy = (span.id_[: -len(_FUZZY)], True) if span.id_.endswith(_FUZZY) else (span.id_, False)

@@ -17,6 +17,7 @@ from collections import Counter
 from types import ModuleType
 from typing import Any, Iterable, Sequence
 
+from hopweave.bounded import DataRegex
 from hopweave.errors import InputError
 
 #: Longest accepted utterance, in characters (longer input raises InputError). A customer's
@@ -55,13 +56,29 @@ def check_utterance(utterance: object, max_chars: int = MAX_CHARS) -> str:
     return cleaned
 
 
+#: The tokenizer's input bound: in a run of more than this many characters that are neither word
+#: characters nor whitespace (punctuation, symbols, emoji), the tokenizer sees the first this many
+#: and spaces for the rest (see :func:`tokenizer_text`).
+MAX_SYMBOL_RUN = 16
+_SYMBOL_RUN = re.compile(rf"[^\w\s]{{{MAX_SYMBOL_RUN + 1},}}")
+
+
+def tokenizer_text(text: str) -> str:
+    """``text`` as the entity tokenizer (spaCy) sees it: the same length, so every span stays
+    valid, with each run of more than :data:`MAX_SYMBOL_RUN` non-word, non-space characters cut
+    to its first :data:`MAX_SYMBOL_RUN` and spaces for the rest. spaCy's suffix search takes time
+    quadratic in such a run (seconds for a few thousand ``!``); a run of at most
+    :data:`MAX_SYMBOL_RUN` is returned unchanged, so text without a longer run is unchanged."""
+    return _SYMBOL_RUN.sub(lambda m: m.group(0)[:MAX_SYMBOL_RUN] + " " * (len(m.group(0)) - MAX_SYMBOL_RUN), text)
+
+
 def normalize(text: str) -> str:
     """NFKC, collapsed whitespace, stripped (used for comparing utterances, not for spans)."""
     return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip()
 
 
 def split_clauses(
-    text: str, separators: re.Pattern[str], min_words: int = 2, max_clauses: int = 8
+    text: str, separators: "re.Pattern[str] | DataRegex", min_words: int = 2, max_clauses: int = 8
 ) -> list[str]:
     """The clauses of a (possibly mixed) request: split at ``separators``; clauses shorter than
     ``min_words`` words and repeats are dropped; at most the first ``max_clauses`` are kept.

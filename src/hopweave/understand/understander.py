@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from hopweave.bounded import check_deadline
 from hopweave.errors import InputError
 from hopweave.models.common import Session, check_tenant, to_datetime
 from hopweave.models.domain import DomainSettings
@@ -117,13 +118,16 @@ class Understander:
             notes.append("the utterance does not look like English; the classifier and vocabulary are English-only")
         if not session.locale.lower().startswith("en"):
             notes.append(f"session locale {session.locale!r}: the classifier and vocabulary are English-only")
+        check_deadline("goal classification")
         cls = self.classifier.classify(text)
         if cls.abstained:
             notes.append(
                 f"no confident goal (best {cls.best} at {cls.confidence:.2f} < threshold {cls.threshold:.2f}): "
                 "fall back to generic retrieval or ask the customer to clarify"
             )
+        check_deadline("entity resolution")
         res = self.resolver.resolve(text, session, when)
+        check_deadline("filter mapping")
         mapping = self.filter_mapping(session.tenant_id)
         store: Any = _VocabularyReads(self.store, self.resolver.pipeline(session.tenant_id)[2])
         tree, fnotes = compile_filter(mapping, res.entities, session, store, self.store.schema,
@@ -135,6 +139,7 @@ class Understander:
         if res.unscoped:
             notes.append(f"no {', '.join(res.unscoped)} on record for this session: only documents that are "
                          "not specific to one are searched")
+        check_deadline("the lexical plan")
         lexical = build_lexical_plan(text, res.entities, session, when, store, self.settings)
         return Understanding(
             utterance=utterance,

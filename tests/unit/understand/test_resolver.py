@@ -138,3 +138,15 @@ def test_as_of_is_required(resolver: EntityResolver, maria: Session) -> None:
 
     with pytest.raises(InputError, match="as_of"):
         resolver.resolve("late fee", maria, None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("run", ["!" * 3000, ")$" * 1500, "\U0001F600" * 3000])
+def test_a_long_symbol_run_keeps_the_entities_and_their_spans(resolver: EntityResolver, maria: Session,
+                                                               run: str) -> None:
+    base = resolver.resolve(MARIA_UTTERANCE, maria, AS_OF).entities
+    text = MARIA_UTTERANCE + " " + run + " thanks"
+    got = resolver.resolve(text, maria, AS_OF).entities
+    assert [(e.type, e.value, e.span) for e in got] == [(e.type, e.value, e.span) for e in base]
+    for e in got:
+        if e.span is not None:
+            assert text[e.span[0] : e.span[1]] == e.text

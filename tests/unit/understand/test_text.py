@@ -48,3 +48,14 @@ def test_spacy_is_imported_without_its_command_line_and_spacy_info_still_works()
             "import spacy.cli.info; assert sys.modules['spacy.cli.info'].info is not sp.info; "
             "from spacy.cli import setup_cli; print(callable(setup_cli))")
     assert _fresh_python(code) == "True"
+
+
+def test_tokenizer_text_cuts_only_long_symbol_runs_and_keeps_the_length() -> None:
+    from hopweave.understand.text import MAX_SYMBOL_RUN, tokenizer_text
+
+    for normal in ("I want to dispute this $39 late fee!!! :-) ... ??", "a!" * 2000, "!" * MAX_SYMBOL_RUN, "😀" * 16):
+        assert tokenizer_text(normal) == normal
+    hostile = "fee " + "!?" * 40 + " ok " + "😀" * 500
+    out = tokenizer_text(hostile)
+    assert len(out) == len(hostile)
+    assert out.split() == ["fee", ("!?" * 40)[:MAX_SYMBOL_RUN], "ok", "😀" * MAX_SYMBOL_RUN]
