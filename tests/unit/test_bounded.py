@@ -98,7 +98,8 @@ def test_work_past_its_stage_deadline_stops_instead_of_running_on() -> None:
     with ThreadPoolExecutor(1) as pool:
         out = run_stage(degraded, "understand", endless, default="fallback", what="goal", fallback="none",
                         timeout=0.05, pool=pool)
-        assert out == "fallback" and degraded[0].reason.startswith("understand did not finish")
+        assert out == "fallback" and len(degraded) == 1  # the wait timed out, or the work stopped first
+        assert degraded[0].reason.startswith(("understand did not finish", "DeadlineError: the next step not started"))
         assert stopped.wait(5.0), "the stage's work went on past its deadline"
 
 
