@@ -1,4 +1,5 @@
-"""``hopweave audit SCENARIOS --as-of DATE --html report.html``: the audit report (issue 14).
+"""``hopweave audit SCENARIOS --as-of DATE --html report.html``: the audit report, and
+``hopweave audit --trace ID --tenant T``: what one recorded trace showed against today.
 
 One page a person reads without JSON: a summary table (scenario, as_of, goal, pass/fail,
 document revisions in force and cited, what changed by the audit date), then per scenario the
@@ -108,20 +109,36 @@ def render_audit(rows: Sequence[AuditRow], audit_as_of: str, source: str) -> str
 @app.command()
 @handle_errors
 def audit(
-    paths: list[Path] = typer.Argument(..., help="Scenario files or folders."),
-    as_of: str = typer.Option(..., "--as-of", help="The audit date: what changed by then is shown."),
+    paths: Optional[list[Path]] = typer.Argument(None, help="Scenario files or folders."),
+    as_of: Optional[str] = typer.Option(
+        None, "--as-of", help="The audit date: what changed by then is shown (with --trace: the as_of to re-run "
+        "the request at, default the trace's own)."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write the report as HTML to this file."),
     store: Optional[str] = GraphOpt,
     vectors: Optional[str] = VectorsOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
+    trace: Optional[str] = typer.Option(
+        None, "--trace", help="Audit one recorded trace: the words it showed (pinned) against today's store."),
+    tenant: Optional[str] = typer.Option(None, "--tenant", help="With --trace: its tenant (or $HOPWEAVE_TENANT)."),
+    pii: bool = typer.Option(False, "--pii", help="With --trace: show the [Note] lines quoting the utterance."),
 ) -> None:
     """Audit scenarios: what the agent saw at each as_of, the documents and procedure (workflow,
-    rule) revisions in force, pass/fail, and what changed by --as-of (exit 1 when a scenario fails)."""
+    rule) revisions in force, pass/fail, and what changed by --as-of (exit 1 when a scenario fails).
+    With --trace ID: the chunks and context lines the trace showed, as pinned, against today's
+    index and today's store (exit 1 when the pins no longer rebuild the recorded context)."""
     from hopweave.cli.engine_cmds import _open_engine
     from hopweave.engine.audit import audit as run
     from hopweave.engine.boundary import check_as_of
     from hopweave.engine.replay import REPLAY_CONFIG
+    from hopweave.errors import InputError
 
+    if trace is not None:
+        if paths or html is not None:
+            raise InputError("--trace audits one recorded trace: give no scenario paths and no --html")
+        _audit_trace(trace, tenant, as_of, store, vectors, as_json, pii)
+        return
+    if not paths or as_of is None:
+        raise InputError("give scenario files or folders and --as-of DATE (or --trace ID --tenant TENANT)")
     check_as_of(as_of)
     engine = _open_engine(store, vectors, **REPLAY_CONFIG.__dict__)
     try:
@@ -141,4 +158,24 @@ def audit(
         typer.echo(f"\n{sum(r.passed for r in rows)}/{len(rows)} scenarios passed"
                    + (f"; report written to {html}" if html else ""))
     if not all(r.passed for r in rows):
+        raise typer.Exit(code=1)
+
+
+def _audit_trace(trace: str, tenant: Optional[str], as_of: Optional[str], store: Optional[str],
+                 vectors: Optional[str], as_json: bool, pii: bool) -> None:
+    from hopweave.cli.engine_cmds import _open_engine, _tenant
+    from hopweave.engine.audit import audit_trace
+    from hopweave.engine.boundary import check_as_of
+    from hopweave.engine.replay import REPLAY_CONFIG
+
+    if as_of is not None:
+        check_as_of(as_of)
+    who = _tenant(tenant)
+    engine = _open_engine(store, vectors, **REPLAY_CONFIG.__dict__)
+    try:
+        report = audit_trace(engine, who, trace, as_of=as_of, pii=pii)
+    finally:
+        engine.close()
+    emit_json(report.model_dump(mode="json")) if as_json else typer.echo(report.render())
+    if not report.identical:
         raise typer.Exit(code=1)

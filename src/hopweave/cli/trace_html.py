@@ -124,7 +124,8 @@ def collect(store: GraphStore, tenant: str, trace_id: str) -> TraceGraph:
     versions = _pattern_versions(trace.props.get("patterns_json"))
     nodes: dict[str, GNode] = {}
     edges: list[GEdge] = []
-    outgoing = sorted(r.name for r in schema.relationships if "DecisionTrace" in r.from_labels)
+    # the pinned texts are the context's own lines (shown as the context, not as graph nodes)
+    outgoing = sorted(r.name for r in schema.relationships if "DecisionTrace" in r.from_labels and r.name != "PINNED")
     for rel in outgoing:
         for target in schema.rel(rel).to_labels:
             for g in _walk(store, tenant, trace_id, rel, "out", target):

@@ -1,4 +1,6 @@
-"""The audit of a scenario folder (issue 14): for every scenario, what the agent saw at its
+"""The audit of a scenario folder, and of one recorded trace.
+
+Scenarios: for every scenario, what the agent saw at its
 as_of, which document revisions and which procedure revisions (workflows, rules, heuristics:
 graph nodes whose label declares a validity interval) were in force then, whether the
 expectations held, and what changed by the audit date (the same request as of that date: other
@@ -7,18 +9,27 @@ revisions, other context).
 :func:`audit` returns :class:`AuditRow` s; ``hopweave audit SCENARIOS --as-of DATE --html FILE``
 renders them (``hopweave.cli.audit_cmds``). Nothing is recorded; same store + same dates ->
 the same rows.
+
+One trace: :func:`audit_trace` (``hopweave audit --trace ID``) sets what the agent saw, rebuilt
+from the trace's pinned texts, against today: per chunk the words as seen and today's words in
+the index (or that the chunk is gone), the fact nodes changed since, and the context of the same
+request re-run on today's store (at the trace's as_of unless another is given), line by line.
 """
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any, Iterable
 
 from pydantic import BaseModel, ConfigDict
 
+from hopweave.engine import record as trace_record
 from hopweave.engine.engine import Engine
-from hopweave.engine.replay import check, load_scenario, run_scenario, scenario_paths
+from hopweave.engine.pins import PinCheck, PinStatus, pinned_texts
+from hopweave.engine.replay import as_recorded, check, load_scenario, replay_trace, run_scenario, scenario_paths
 from hopweave.engine.result import RetrievalResult
+from hopweave.models.filters import In
 
 
 class CitedRevision(BaseModel):
@@ -165,4 +176,118 @@ def audit(engine: Engine, paths: Iterable[str | Path], as_of: str) -> list[Audit
     return rows
 
 
-__all__ = ["AuditRow", "CitedRevision", "ProcedureRevision", "audit", "cited", "procedure"]
+class TextChange(BaseModel):
+    """A chunk the trace showed: its words as seen (pinned) and today's words in the index."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk_id: str
+    what: str
+    status: PinStatus
+    as_seen: str | None
+    today: str | None
+    #: the words that differ, as ``[-as seen-]{+today+}`` with a few words around them
+    words: str = ""
+
+
+class TraceAudit(BaseModel):
+    """What trace ``trace_id`` showed against today's store (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    trace_id: str
+    as_of: str | None
+    #: the as-seen context rebuilt byte for byte from the pins (its hash matches the recording)
+    identical: bool
+    recorded_hash: str
+    today_as_of: str
+    today_hash: str
+    chunks: tuple[TextChange, ...]
+    facts: tuple[PinCheck, ...]
+    #: the context as seen -> the same request on today's store, unified diff lines
+    context_diff: tuple[str, ...]
+
+    def render(self) -> str:
+        """The human report: verdict, changed chunks with their words, changed facts, context diff."""
+        verdict = "byte-identical" if self.identical else "NOT reproducible from its pins"
+        out = [f"trace {self.trace_id} (as_of {self.as_of}): as seen, rebuilt from its pins: {verdict}"]
+        changed = [c for c in self.chunks if c.status != "same"]
+        out.append(f"chunks: {len(self.chunks) - len(changed)}/{len(self.chunks)} unchanged today")
+        for c in changed:
+            out.append(f"  {c.status}: {c.chunk_id} {c.what}".rstrip())
+            out.append(f"    {c.words}" if c.status == "changed" else "    (no longer in the index: the words as seen "
+                       "are kept in the trace's pins)")
+        facts = [f for f in self.facts if f.status != "same"]
+        out.append(f"facts: {len(self.facts) - len(facts)}/{len(self.facts)} unchanged today")
+        out += [f"  {f.status}: {f.id} {f.what}".rstrip() for f in facts]
+        if self.context_diff:
+            out.append(f"context as seen -> the same request on today's store as of {self.today_as_of}:")
+            out += [f"  {ln}" for ln in self.context_diff]
+        else:
+            out.append(f"context: the same request on today's store as of {self.today_as_of} gives the same text")
+        return "\n".join(out)
+
+
+def word_diff(a: str, b: str, around: int = 5) -> str:
+    """The words of ``b`` that differ from ``a`` as ``[-old-]{+new+}``, with ``around`` words of
+    context on each side (``…`` where words are left out); "" when they are the same."""
+    wa, wb = a.split(), b.split()
+    out: list[str] = []
+    ops = difflib.SequenceMatcher(a=wa, b=wb, autojunk=False).get_opcodes()
+    for k, (tag, i1, i2, j1, j2) in enumerate(ops):
+        if tag == "equal":
+            seg = wa[i1:i2]
+            head = seg[:around] if k > 0 else []
+            tail = seg[-around:] if k < len(ops) - 1 else []
+            out += seg if len(seg) <= len(head) + len(tail) else head + ["…"] + tail
+            continue
+        if i2 > i1:
+            out.append("[-" + " ".join(wa[i1:i2]) + "-]")
+        if j2 > j1:
+            out.append("{+" + " ".join(wb[j1:j2]) + "+}")
+    return "" if len(ops) <= 1 and (not ops or ops[0][0] == "equal") else " ".join(out)
+
+
+def audit_trace(engine: Engine, tenant_id: str, trace_id: str, *, as_of: Any = None,
+                pii: bool = False) -> TraceAudit:
+    """What trace ``trace_id`` of ``tenant_id`` showed against today: its as-seen context rebuilt
+    from its pins, each chunk's pinned words against today's index, the fact nodes changed since,
+    and the context of the same request re-run on today's store at ``as_of`` (default the
+    trace's own), nothing recorded. The context diff has the trace's [Note] lines (they quote
+    the utterance) redacted unless ``pii``.
+
+    Raises:
+        NotFoundError: unknown trace (or another tenant's). InputError: a trace without pins.
+        StoreError: a store cannot be read.
+    """
+    rebuilt = as_recorded(engine, tenant_id, trace_id)
+    trace = trace_record.load(engine.graph, tenant_id, trace_id)
+    pins = trace.pins.get("chunks", [])
+    kept = pinned_texts(engine.graph, tenant_id, [p["text_id"] for p in pins if p.get("text_id")])
+    today: dict[str, str] = {}
+    if engine.index is not None and pins:
+        ids = tuple(sorted(p["chunk_id"] for p in pins))
+        for row in engine.index.fetch(tenant_id, In(field="chunk_id", values=ids), current_only=False):
+            today[str(row.get("chunk_id"))] = str(row.get("text") or "")
+    status = {c.id: c for c in rebuilt.chunks}
+    chunks = []
+    for p in pins:
+        seen, now = kept.get(p.get("text_id") or ""), today.get(p["chunk_id"])
+        check_ = status[p["chunk_id"]]
+        words = word_diff(seen, now) if seen is not None and now is not None and check_.status == "changed" else ""
+        chunks.append(TextChange(chunk_id=p["chunk_id"], what=check_.what, status=check_.status,
+                                 as_seen=seen, today=now, words=words))
+    result, _ = replay_trace(engine, tenant_id, trace_id, record=False, as_of=as_of if as_of is not None else trace.as_of)
+    then_text, now_text = rebuilt.text, result.context.text
+    if not pii:
+        then_text, now_text = trace_record.redact_context(then_text), trace_record.redact_context(now_text)
+    diff = list(difflib.unified_diff(then_text.splitlines(), now_text.splitlines(), "as seen", "today",
+                                     lineterm="", n=0))[2:]
+    return TraceAudit(trace_id=trace_id, as_of=trace.as_of, identical=rebuilt.identical,
+                      recorded_hash=rebuilt.recorded_hash, today_as_of=result.as_of.isoformat(),
+                      today_hash=result.context.hash, chunks=tuple(chunks), facts=rebuilt.facts,
+                      context_diff=tuple(diff))
+
+
+__all__ = ["AuditRow", "CitedRevision", "ProcedureRevision", "TextChange", "TraceAudit", "audit", "audit_trace",
+           "cited", "procedure", "word_diff"]

@@ -7,10 +7,12 @@ Every retrieval becomes a ``:DecisionTrace {kind: "retrieval"}`` written through
     (t)-[:<subject.trace_relationship>]->(:<subject.label>)   (t)-[:FOR_GOAL]->(:GoalType)
     (t)-[:CITES]->(:Document)          every document revision whose chunk reached the context
     (t)-[:SAW_FACT]->(node)            every graph node whose row reached the context
+    (t)-[:PINNED]->(:PinnedText)       the exact text of every chunk and fact line it showed
 
 with the goal, entities, filter, chunk/fact/precedent ids, ranking profile, as_of, timings, the
 context text and its hash, and the pins of what was seen (``pins_json``: chunk revisions and text
-hashes, fact row hashes, embedding space; ``context_skeleton``: see :mod:`hopweave.engine.pins`).
+hashes, fact row hashes, embedding space; ``context_skeleton`` and the pinned texts: see
+:mod:`hopweave.engine.pins`).
 The trace id is a hash of the inputs, the as_of, the store revision and
 what was seen, so replaying the same case on the same store gives the same id (an idempotent
 upsert), and any change in what was seen gives a new id that :func:`diff` can compare.
@@ -82,9 +84,11 @@ def build(
 ) -> tuple[list[Node], list[Edge]]:
     """The trace node and its edges for ``result`` (edges only to nodes visible to the tenant);
     ``subject`` names the session subject's label and the trace's relationship to it."""
-    from hopweave.engine.pins import pins, skeleton
+    from hopweave.engine.pins import PIN_LABEL, PIN_REL, full_hash, pins, skeleton
 
     tenant = result.tenant_id
+    pin_texts = PIN_LABEL in store.schema.label_map and PIN_REL in store.schema.rel_map
+    texts: dict[str, str] | None = {} if pin_texts else None
     seen: dict[str, Node | None] = {}  # each node read once: the pins and the edges ask for the same facts
 
     def get(nid: str) -> Node | None:
@@ -125,15 +129,21 @@ def build(
         "tokens": result.context.tokens,
         "store_revision": result.store_revision,
         "metagraph_revision": result.metagraph_revision,
-        "pins_json": pins(result, lambda nid: None if (n := get(nid)) is None else dict(n.props)),
-        "context_skeleton": skeleton(result),
+        "pins_json": pins(result, lambda nid: None if (n := get(nid)) is None else dict(n.props), texts=pin_texts),
+        "context_skeleton": skeleton(result, texts),
         "summary": (
             f"retrieval for {result.goal or 'unclear goal'} "
             f"({len(ctx_chunks)} chunks, {len(fact_ids) + len(agg_ids)} facts, {len(prec_ids)} precedent)"
         ),
     }
     node = Node(id=result.trace_id, label="DecisionTrace", props={k: v for k, v in props.items() if v is not None})
+    nodes = [node]
     edges: list[Edge] = []
+    if props["context_skeleton"] is not None:  # the texts the skeleton's slots name, each stored once
+        for tid, text in sorted((texts or {}).items()):
+            if get(tid) is None:
+                nodes.append(Node(id=tid, label=PIN_LABEL, props={"sha256": full_hash(text), "text": text}))
+            edges.append(Edge(src=result.trace_id, dst=tid, type=PIN_REL))
 
     def link(dst: str, rel: str, labels: Sequence[str] | None = None, **eprops: Any) -> None:
         target = get(dst)
@@ -152,7 +162,7 @@ def build(
     saw = set(store.schema.rel("SAW_FACT").to_labels)
     for nid in sorted(set(fact_ids) | set(agg_ids) | set(prec_ids)):
         link(nid, "SAW_FACT", tuple(saw))
-    return [node], edges
+    return nodes, edges
 
 
 def record(store: GraphStore, result: RetrievalResult, session: Session, subject: SubjectSpec) -> bool:

@@ -21,6 +21,7 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import Callable, TypeVar
 
+from hopweave.engine.pins import PIN_LABEL
 from hopweave.errors import StoreBusyError
 from hopweave.graph.base import Edge, GraphStore, Node
 
@@ -115,7 +116,7 @@ class GroupCommitter:
 
     def _write(self, tenant_id: str, items: list[tuple[_Pending, list[Node], list[Edge]]]) -> None:
         timeout = max(max(p.deadline for p, _, _ in items) - time.perf_counter(), self.min_write_s)
-        nodes = [n for _, ns, _ in items for n in ns]
+        nodes = _unique_pins([n for _, ns, _ in items for n in ns])
         edges = [e for _, _, es in items for e in es]
         try:
             self.store.write(tenant_id, nodes, edges, timeout_s=timeout)
@@ -134,6 +135,20 @@ class GroupCommitter:
         self.traces += len(items)
         for p, _, _ in items:
             settle(p.future, True)
+
+
+def _unique_pins(nodes: list[Node]) -> list[Node]:
+    """``nodes`` without repeats of a pinned text (content-addressed: one id, one text) that two
+    traces of the round both pinned first."""
+    seen: set[str] = set()
+    out: list[Node] = []
+    for n in nodes:
+        if n.label == PIN_LABEL:
+            if n.id in seen:
+                continue
+            seen.add(n.id)
+        out.append(n)
+    return out
 
 
 T = TypeVar("T")

@@ -121,7 +121,8 @@ def test_as_of_now_shows_the_new_text_and_diff_names_the_chunks(eng: Engine, tra
     assert "chunks: + waiver-policy-v5.pdf v5 section 3.2" in d.render()
 
 
-def test_a_chunk_edited_in_place_is_caught(eng: Engine, travelled: tuple[Path, str], tmp_path: Path) -> None:
+def test_a_chunk_edited_in_place_is_named_and_the_words_as_seen_kept(eng: Engine, travelled: tuple[Path, str],
+                                                                     tmp_path: Path) -> None:
     t = rec.load(eng.graph, "deltabank", travelled[1])
     pin = next(p for p in t.pins["chunks"] if p["section"] == "3.2")
     where = And(clauses=(Eq(field="chunk_id", value=pin["chunk_id"]),))
@@ -129,9 +130,9 @@ def test_a_chunk_edited_in_place_is_caught(eng: Engine, travelled: tuple[Path, s
     eng.index.set_payload("deltabank", {"text": original.replace("$75", "$80")}, where)
     try:
         r = as_recorded(eng, "deltabank", travelled[1])
-        assert not r.identical and r.rebuilt_hash != t.context_hash
+        assert r.identical and r.rebuilt_hash == t.context_hash  # the pinned text, not today's
         assert [c.status for c in r.chunks if c.id == pin["chunk_id"]] == ["changed"]
-        assert "no longer in the store as recorded" in r.text
+        assert "up to $75, without escalation" in r.text and "$80" not in r.text
     finally:
         eng.index.set_payload("deltabank", {"text": original}, where)
     assert as_recorded(eng, "deltabank", travelled[1]).identical
