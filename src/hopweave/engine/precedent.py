@@ -24,6 +24,7 @@ import numpy as np
 from hopweave.engine.result import ChannelView, PrecedentItem
 from hopweave.search.text_vectors import NOT_PRECEDENT_KINDS, TextVectorCache
 from hopweave.models.common import PatternResult, Row
+from hopweave.models.instants import format_datetime
 from hopweave.models.ranking import RankingProfile
 from hopweave.search.embedder import Embedder
 from hopweave.search.fusion import fuse
@@ -71,7 +72,7 @@ def candidates(
     without recorded retrievals and traces later than ``as_of``. ``fetch(node_id)`` supplies
     the trace's properties when the row does not carry ``text``/``kind`` (tenant-scoped get)."""
     out: dict[str, Candidate] = {}
-    stamp = as_of.strftime("%Y-%m-%dT%H:%M:%S")
+    stamp = format_datetime(as_of)
     for pr in sorted(facts, key=lambda f: f.pattern):
         if pr.pattern not in patterns:
             continue

@@ -109,6 +109,33 @@ class State:
         counts.update(self._added_by_label)
         return dict(counts)
 
+    def all_nodes(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every node as (id, attribute dict), snapshot nodes first (decoded and checked as
+        they are read; nothing is cached)."""
+        cols = self.cols
+        if cols is None:
+            yield from self.node.items()
+            return
+        for i in range(cols.n):
+            nid = cols.ids[i]
+            yield nid, self.node.get(nid) or cols.attrs(i)
+        for nid, attrs in self.node.items():
+            if nid not in cols.pos:
+                yield nid, attrs
+
+    def all_edges(self) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
+        """Every edge as (source id, type, target id, properties)."""
+        cols = self.cols
+        if cols is not None:
+            ids, rels, ptr = cols.ids, cols.rels, cols.out_ptr
+            for i in range(cols.n):
+                for p in range(int(ptr[i]), int(ptr[i + 1])):
+                    yield ids[i], rels[int(cols.out_rel[p])], ids[int(cols.out_dst[p])], self._eprop(p)
+        for src, nbrs in self.succ.items():
+            for dst, kd in nbrs.items():
+                for rel, props in kd.items():
+                    yield src, rel, dst, props
+
     # ---- GraphView for the walker ----------------------------------------------------------
     def node_attrs(self, node_id: str) -> dict[str, Any] | None:
         return self.get(node_id)

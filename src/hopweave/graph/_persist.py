@@ -66,6 +66,8 @@ except ImportError:  # pragma: no cover - exercised only without orjson
 SNAPSHOT = "graph.snapshot"
 LEGACY_SNAPSHOT = "snapshot.pkl"
 JOURNAL = "journal.jsonl"
+#: Journal records that failed validation, kept by compaction (one JSON object a line).
+QUARANTINE = "quarantine.jsonl"
 LOCK = "LOCK"
 MAGIC = "hopweave-networkx-snapshot"
 #: The snapshot format written: 4, columns with the ids' order (``_columns``). Formats 2 (one
@@ -294,7 +296,11 @@ def read_snapshot(directory: Path, schema: GraphSchema) -> Snapshot | Columns | 
         raise io_error(exc, path, "opening") from exc
     with f, io_guard(path, "reading"):
         header = _read_header(f, path)
-        payload = f.read(int(header["payload_len"]) + 1)
+        left = os.fstat(f.fileno()).st_size - f.tell()
+        if header["payload_len"] != left:  # checked before reading: a forged length never allocates
+            raise StoreCorruptError(f"{path}: payload is {left} bytes, header says {header['payload_len']} "
+                                    f"(truncated, appended to or forged); {RELOAD}")
+        payload = f.read(left + 1)
     if len(payload) != header["payload_len"]:
         raise StoreCorruptError(f"{path}: payload is {len(payload)} bytes, header says "
                                 f"{header['payload_len']} (truncated or appended to); {RELOAD}")
@@ -434,12 +440,14 @@ def journal_size(directory: Path) -> int:
         raise io_error(exc, path, "reading") from exc
 
 
-def read_journal(directory: Path, offset: int) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+def read_journal(directory: Path, offset: int, bad: list[tuple[int, str]] | None = None,
+                 ) -> tuple[list[tuple[int, dict[str, Any]]], int]:
     """Complete records from byte ``offset`` on, as (byte offset, record), and the offset after
     the last complete one.
 
-    A torn last line (no newline) is ignored. Raises StoreCorruptError for a complete line that
-    is not a well-shaped record (see :func:`check_record`), StoreIOError when unreadable."""
+    A torn last line (no newline) is ignored. A complete line that is not a well-shaped record
+    (see :func:`check_record`) raises StoreCorruptError, or, when ``bad`` is a list, is skipped
+    and appended to it as (byte offset, what is wrong). Raises StoreIOError when unreadable."""
     path = directory / JOURNAL
     try:
         with open(path, "rb") as f:
@@ -458,7 +466,12 @@ def read_journal(directory: Path, offset: int) -> tuple[list[tuple[int, dict[str
         line = data[pos:nl]
         if line.strip():
             at = offset + pos
-            records.append((at, _parse_record(path, at, line)))
+            try:
+                records.append((at, _parse_record(path, at, line)))
+            except StoreCorruptError as exc:
+                if bad is None:
+                    raise
+                bad.append((at, str(exc)))
         pos = nl + 1
     return records, offset + pos
 
@@ -554,3 +567,37 @@ def reset_journal(directory: Path) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, directory / JOURNAL)
     fsync_dir(directory)
+
+
+def keep_quarantined(directory: Path, entries: list[dict[str, Any]]) -> None:
+    """Append ``entries`` (quarantined journal records) to the quarantine file, fsync'd.
+    Raises StoreIOError."""
+    path = directory / QUARANTINE
+    with io_guard(path, "appending to the quarantine file"):
+        with open(path, "ab") as f:
+            for entry in entries:
+                f.write((json.dumps(entry, separators=(",", ":"), ensure_ascii=False) + "\n").encode())
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def read_quarantined(directory: Path) -> list[dict[str, Any]]:
+    """The quarantine file's entries (lines that do not parse are reported as such), [] when
+    there is none. Raises StoreIOError."""
+    path = directory / QUARANTINE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise io_error(exc, path, "reading") from exc
+    out: list[dict[str, Any]] = []
+    for line in raw.splitlines():
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            entry = None
+        out.append(entry if isinstance(entry, dict) else {"reason": "an unreadable quarantine line"})
+    return out

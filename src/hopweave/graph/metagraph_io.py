@@ -34,6 +34,7 @@ from hopweave.graph.base import Edge, GraphStore, Node
 from hopweave.graph.gates import gate_write, labels_used
 from hopweave.graph.write_rules import GatedNode
 from hopweave.models.common import to_datetime
+from hopweave.models.instants import format_datetime
 from hopweave.models.metagraph import (
     GoalType,
     TraversalPattern,
@@ -123,7 +124,7 @@ def load_goal_files(directory: str | Path) -> tuple[list[GoalType], list[dict[st
 
 def _time(dt: Any) -> str | None:
     t = to_datetime(dt)
-    return t.strftime("%Y-%m-%dT%H:%M:%S") if t else None
+    return format_datetime(t) if t else None
 
 
 def pattern_node(p: TraversalPattern) -> Node:

@@ -24,6 +24,7 @@ import hashlib
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
@@ -31,7 +32,6 @@ from hopweave.errors import (
     HopweaveError,
     InputError,
     StoreBusyError,
-    StoreCorruptError,
     StoreError,
     StoreIOError,
 )
@@ -103,6 +103,7 @@ class NetworkxGraphStore(GraphStore):
         self._meta_cache: tuple[int, list[GoalType], list[TraversalPattern], str] | None = None
         self._meta_problems: list[Any] = []
         self._index_lock = threading.Lock()
+        self._quarantined: list[Quarantined] = []
 
     # ---- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -131,6 +132,7 @@ class NetworkxGraphStore(GraphStore):
         with P.gc_paused():  # the snapshot, the journal replay and the freeze: no collection
             if self.directory is None:
                 self._st, self._seq, self._journal_offset, self._snap_sig = State(), 0, 0, None
+                self._quarantined = []
             else:
                 self._read_consistent()
             self._loaded = True
@@ -172,29 +174,35 @@ class NetworkxGraphStore(GraphStore):
         snap = P.read_snapshot(self.directory, self.schema)
         if snap is not None:
             st, seq = State(snap), int(snap.header["last_seq"])
-        records, off = P.read_journal(self.directory, 0)
+        bad: list[tuple[int, str]] = []
+        records, off = P.read_journal(self.directory, 0, bad)
         if P.snapshot_signature(self.directory) != sig:
             return None
-        return st, self._replay(st, records, seq), off, sig
+        held = [Quarantined.unreadable(at, why) for at, why in bad]
+        seq = self._replay(st, records, seq, held)
+        held.sort(key=lambda q: q.at)
+        return st, seq, off, (sig, held)
 
     def _adopt(self, got: tuple[State, int, int, Any]) -> None:
-        self._st, self._seq, self._journal_offset, self._snap_sig = got
+        self._st, self._seq, self._journal_offset, (self._snap_sig, self._quarantined) = got
         self._meta_version += 1
 
-    def _replay(self, st: State, records: list[tuple[int, dict[str, Any]]], seq: int) -> int:
+    def _replay(self, st: State, records: list[tuple[int, dict[str, Any]]], seq: int,
+                quarantine: list[Quarantined] | None = None) -> int:
         """Apply journal records after ``seq``, each validated against the schema and the tenant
-        rules like a write. Returns the last seq; raises StoreCorruptError naming the record."""
+        rules like a write. A record that fails is not applied (none of its items): it is
+        quarantined, appended to ``quarantine`` (default: this store's :attr:`quarantined`),
+        and the replay goes on. Returns the last seq."""
+        held = self._quarantined if quarantine is None else quarantine
         for at, rec in records:
             if rec["seq"] <= seq:
                 continue
             try:
                 nrec, erec = self._validate_on(st, rec["t"], *_record_items(rec))
             except HopweaveError as exc:
-                path = self.directory / P.JOURNAL if self.directory is not None else P.JOURNAL
-                raise StoreCorruptError(
-                    f"{path}: journal record at byte {at} (seq {rec['seq']}) fails validation: {exc}; "
-                    "restore a backup of the store directory or rebuild it with `hopweave load`"
-                ) from exc
+                held.append(Quarantined(at, rec["seq"], rec["t"], f"{type(exc).__name__}: {exc}", rec))
+                seq = rec["seq"]
+                continue
             for nid, label, props, removed in nrec:
                 st.upsert_node(nid, label, props, removed)
             for src, rel, dst, props in erec:
@@ -220,7 +228,9 @@ class NetworkxGraphStore(GraphStore):
                 else:  # pragma: no cover - only a writer ignoring the lock replaces it now
                     self._read_consistent()
         elif size > self._journal_offset:
-            records, off = P.read_journal(self.directory, self._journal_offset)
+            bad: list[tuple[int, str]] = []
+            records, off = P.read_journal(self.directory, self._journal_offset, bad)
+            self._quarantined.extend(Quarantined.unreadable(at, why) for at, why in bad)
             if records:
                 with self._rw.write():
                     self._seq = self._replay(self._st, records, self._seq)
@@ -272,6 +282,14 @@ class NetworkxGraphStore(GraphStore):
         return journal >= max(self.auto_compact_bytes, (snap[1] if snap is not None else 0) // 4)
 
     # ---- introspection -------------------------------------------------------------------
+    @property
+    def quarantined(self) -> list[Quarantined]:
+        """The journal records of the current state that failed validation when replayed and
+        were not applied (in journal order); ``hopweave doctor`` reports them. Compaction
+        keeps them in ``quarantine.jsonl`` beside the journal (see :func:`held_back`)."""
+        self._ensure()
+        return list(self._quarantined)
+
     @property
     def graph(self) -> nx.MultiDiGraph:
         """The underlying networkx graph (read-only use). A store opened from a format-3
@@ -435,6 +453,29 @@ class NetworkxGraphStore(GraphStore):
                 cols.attrs(i)
             return cols.n
 
+    def value_problems(self, limit: int = 20) -> tuple[int, int, list[str]]:
+        """Every node and edge checked by the write rules (what a journal record is checked by
+        when replayed: labels, tenant rule, each property declared and in its stored form, a
+        date a real day in 0001-9999 ...), wherever it is held (snapshot or journal). Returns
+        (nodes checked, edges checked, the first ``limit`` problems). Raises StoreCorruptError
+        when a snapshot node cannot be decoded."""
+        self._ensure()
+        problems: list[str] = []
+        nodes = edges = 0
+        with self._rw.read():
+            for nid, attrs in self._st.all_nodes():
+                nodes += 1
+                why = self._validator.stored_node_problem(nid, attrs)
+                if why and len(problems) < limit:
+                    problems.append(why)
+            for src, rel, dst, props in self._st.all_edges():
+                edges += 1
+                if props:
+                    why = self._validator.stored_edge_problem(src, rel, dst, props)
+                    if why and len(problems) < limit:
+                        problems.append(why)
+        return nodes, edges, problems
+
     def compact(self) -> None:
         """Rewrite the snapshot with everything committed and empty the journal (atomic)."""
         self._ensure()
@@ -456,6 +497,9 @@ class NetworkxGraphStore(GraphStore):
                       "schema_version": self.schema.version}
             with P.gc_paused():  # a columnar state: from its columns plus what was written since
                 P.write_snapshot(self.directory, st.node, st.succ, header, base=st.cols, edited=st.edited)
+        if self._quarantined:  # kept before the journal that holds them is emptied
+            P.keep_quarantined(self.directory, [q.as_json() for q in self._quarantined])
+            self._quarantined = []
         P.reset_journal(self.directory)
         self._journal_offset = 0
         self._snap_sig = P.snapshot_signature(self.directory)
@@ -583,6 +627,33 @@ class BulkWriter:
 @contextmanager
 def _null() -> Iterator[None]:
     yield
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    """A journal record that failed validation on replay: its byte offset in the journal, seq,
+    tenant, why it failed, and the record itself (never applied)."""
+
+    at: int
+    seq: int
+    tenant: str
+    reason: str
+    record: dict[str, Any]
+
+    @classmethod
+    def unreadable(cls, at: int, why: str) -> "Quarantined":
+        """A journal line that is not a well-shaped record (seq -1, no tenant)."""
+        return cls(at, -1, "", why, {})
+
+    def as_json(self) -> dict[str, Any]:
+        return {"at": self.at, "seq": self.seq, "tenant": self.tenant, "reason": self.reason, "record": self.record}
+
+
+def held_back(directory: str | Path) -> list[dict[str, Any]]:
+    """The records earlier compactions moved out of the journal of ``directory`` because they
+    failed validation (``quarantine.jsonl``; the :meth:`Quarantined.as_json` objects). Raises
+    StoreIOError when it cannot be read."""
+    return P.read_quarantined(Path(directory))
 
 
 def _left(deadline: float) -> float:

@@ -7,35 +7,26 @@ never the wall clock.
 
 from __future__ import annotations
 
-import calendar
 from datetime import datetime
 from typing import Any
 
 from hopweave.models.common import Bindings
+from hopweave.models.instants import format_date, format_datetime, shift_days, shift_months
 from hopweave.models.metagraph import AsOfYear, Bind, Literal_, RelativeTime, ValueRef
 
 #: Sentinel: a binding that is absent and has no default. Predicates using it match nothing.
 UNBOUND = object()
 
 
-def _shift_months(dt: datetime, months: int) -> datetime:
-    m = dt.month - 1 + months
-    year = dt.year + m // 12
-    month = m % 12 + 1
-    day = min(dt.day, calendar.monthrange(year, month)[1])
-    return dt.replace(year=year, month=month, day=day)
-
-
 def relative_instant(ref: RelativeTime, as_of: datetime) -> datetime:
-    dt = as_of
+    """``as_of`` shifted by ``ref`` (then cut to the start of its year / month / day), clamped to
+    the instants hopweave holds (0001-01-01 .. 9999-12-31: see ``models.instants``)."""
     if ref.unit == "days":
-        from datetime import timedelta
-
-        dt = dt + timedelta(days=ref.amount)
+        dt = shift_days(as_of, ref.amount)
     elif ref.unit == "months":
-        dt = _shift_months(dt, ref.amount)
+        dt = shift_months(as_of, ref.amount)
     else:
-        dt = _shift_months(dt, 12 * ref.amount)
+        dt = shift_months(as_of, 12 * ref.amount)
     if ref.start_of == "year":
         dt = dt.replace(month=1, day=1, hour=0, minute=0, second=0)
     elif ref.start_of == "month":
@@ -46,10 +37,11 @@ def relative_instant(ref: RelativeTime, as_of: datetime) -> datetime:
 
 
 def format_time(dt: datetime, prop_type: str) -> str:
-    """ISO string in the property's type: 'date' -> YYYY-MM-DD, else YYYY-MM-DDTHH:MM:SS."""
+    """ISO string in the property's type, year zero-padded: 'date' -> YYYY-MM-DD, else
+    YYYY-MM-DDTHH:MM:SS."""
     if prop_type == "date":
-        return dt.date().isoformat()
-    return dt.strftime("%Y-%m-%dT%H:%M:%S")
+        return format_date(dt)
+    return format_datetime(dt)
 
 
 def resolve_value(ref: ValueRef, bindings: Bindings, prop_type: str = "str") -> Any:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Callable, cast
@@ -23,11 +22,9 @@ from typing import Any, Callable, cast
 from hopweave.errors import InputError, MetagraphWriteError, PatternValidationError, SchemaError, TenantError
 from hopweave.graph._persist import loads_json
 from hopweave.graph.base import Edge, Node
-from hopweave.models.common import to_datetime
+from hopweave.models.instants import format_date, format_datetime, is_date_text, is_datetime_text, parse_instant
 from hopweave.models.schema import GLOBAL_TENANT, SAFE_IDENTIFIER, GraphSchema, PropertySpec
 
-_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_DATETIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")
 _ID_MAX = 256
 
 #: Node attribute key holding the label in the networkx store (never a schema property).
@@ -96,20 +93,20 @@ def _conv_bool(v: Any) -> Any:
 
 def _conv_date(v: Any) -> Any:
     if isinstance(v, str):
-        return v if _DATE_RE.match(v) else _Missing
-    if isinstance(v, datetime):
-        return v.date().isoformat()
+        return v if is_date_text(v) else _Missing
     if isinstance(v, date):
-        return v.isoformat()
+        return format_date(v)
     return _Missing
 
 
 def _conv_datetime(v: Any) -> Any:
     if isinstance(v, str):
-        return v if _DATETIME_RE.match(v) else _Missing
+        return v if is_datetime_text(v) else _Missing
     if isinstance(v, (date, datetime)):
-        dt = to_datetime(v)
-        return dt.strftime("%Y-%m-%dT%H:%M:%S") if dt else _Missing
+        try:
+            return format_datetime(parse_instant(v, "value"))
+        except InputError:
+            return _Missing
     return _Missing
 
 
@@ -144,8 +141,8 @@ CONVERTERS: dict[str, Callable[[Any], Any]] = {
 }
 
 _HINT = {
-    "date": "an ISO date string YYYY-MM-DD",
-    "datetime": "an ISO datetime string YYYY-MM-DDTHH:MM:SS (naive UTC)",
+    "date": "an ISO date string YYYY-MM-DD (a real day, years 0001-9999)",
+    "datetime": "an ISO datetime string YYYY-MM-DDTHH:MM:SS (naive UTC, a real instant, years 0001-9999)",
     "list[str]": "a list of strings",
     "json": "a JSON string or a JSON-serialisable dict/list",
 }
@@ -222,6 +219,47 @@ class WriteValidator:
                 )
             out[k] = conv
         return out, removed
+
+    # ---- stored values (doctor --deep) -----------------------------------------------------
+    def stored_node_problem(self, nid: str, attrs: dict[str, Any]) -> str | None:
+        """What is wrong with a stored node (its attribute dict, with ``label`` and
+        ``tenant_id``) by the rules a write of it would pass: the label, the tenant rule for it,
+        each property declared and already in its stored form (a date a real ``YYYY-MM-DD``
+        ...). None when nothing is. The metagraph gates are checked separately (doctor)."""
+        label = attrs.get(LABEL_KEY)
+        specs = self._label_props.get(label)  # type: ignore[arg-type]
+        if specs is None:
+            return f"node {nid!r}: label {label!r} is not in the schema"
+        tenant = attrs.get("tenant_id")
+        if (label in self._shared) != (tenant == GLOBAL_TENANT):
+            return f"node {nid!r} ({label}): tenant_id {tenant!r} is not valid for its label"
+        for k, v in attrs.items():
+            if k in (LABEL_KEY, "tenant_id"):
+                continue
+            problem = self._value_problem(specs.get(k), k, v)
+            if problem:
+                return f"node {nid!r} ({label}): {problem}"
+        return None
+
+    def stored_edge_problem(self, src: str, rel: str, dst: str, props: dict[str, Any]) -> str | None:
+        """What is wrong with a stored edge's properties by the write rules (None: nothing)."""
+        spec = self._rels.get(rel)
+        if spec is None:
+            return f"edge ({src!r})-[:{rel}]->({dst!r}): relationship type not in the schema"
+        for k, v in props.items():
+            problem = self._value_problem(spec[2].get(k), k, v)
+            if problem:
+                return f"edge ({src!r})-[:{rel}]->({dst!r}): {problem}"
+        return None
+
+    @staticmethod
+    def _value_problem(ent: Any, k: str, v: Any) -> str | None:
+        if ent is None:
+            return f"property {k!r} is not declared in the schema"
+        conv = ent[1](v)
+        if conv is _Missing or conv != v or type(conv) is not type(v):
+            return f"property {k!r} must be {_HINT.get(ent[0].type, ent[0].type)}, holds {v!r:.80}"
+        return None
 
     # ---- nodes --------------------------------------------------------------------------
     def node(

@@ -4,12 +4,13 @@ results. Every stage's typed result builds on these."""
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, time, timezone
+from datetime import date, datetime
 from typing import Any, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hopweave.errors import TenantError
+from hopweave.models.instants import parse_instant
 
 Scalar = Union[str, int, float, bool]
 
@@ -26,35 +27,17 @@ def check_tenant(tenant_id: Any) -> str:
     return tenant_id
 
 
-def to_datetime(value: Union[str, date, datetime, None]) -> datetime | None:
-    """Parse an ``as_of`` (date or datetime, ISO string accepted) to a naive UTC datetime.
+def to_datetime(value: Union[str, date, datetime, None], field: str = "as_of") -> datetime | None:
+    """Parse an ``as_of`` (date or datetime, ISO string accepted) to a naive UTC datetime, by
+    :func:`hopweave.models.instants.parse_instant` (None stays None).
 
     A bare date means the end of that day (23:59:59) so 'as of 2026-05-12' includes that day.
-    Raises InputError for anything else (an int, a malformed string).
+    Raises InstantError (an InputError naming ``field``) for anything else (an int, a malformed
+    string, an instant outside 0001-01-01 .. 9999-12-31 UTC).
     """
     if value is None:
         return None
-    if not isinstance(value, (str, date)):
-        from hopweave.errors import InputError
-
-        raise InputError(f"as_of must be an ISO date/datetime string, a date or a datetime, "
-                         f"not {type(value).__name__} ({value!r:.40})")
-    if isinstance(value, str):
-        s = value.strip()
-        try:
-            if len(s) == 10:
-                value = date.fromisoformat(s)
-            else:
-                value = datetime.fromisoformat(s.replace("Z", "+00:00"))
-        except ValueError as exc:
-            from hopweave.errors import InputError
-
-            raise InputError(f"as_of {s!r} is not an ISO date or datetime (YYYY-MM-DD[THH:MM:SS])") from exc
-    if isinstance(value, datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(timezone.utc).replace(tzinfo=None)
-        return value.replace(microsecond=0)
-    return datetime.combine(value, time(23, 59, 59))
+    return parse_instant(value, field)
 
 
 class Session(BaseModel):

@@ -137,13 +137,39 @@ def _check_embedded_files(stores: "Stores", add: Any, deep: bool) -> None:
             "(at 1M nodes a 68 MB journal doubled the graph's open, 0.9 -> 2.0 s)", fix)
     else:
         add("journal", "ok", f"journal {journal_bytes:,} bytes")
+    _check_quarantine(graph, add, stores.graph_uri)
     if deep:
         try:
             n = graph.verify()
+            nodes, edges, problems = graph.value_problems()
         except HopweaveError as exc:
             add("nodes", "error", f"{type(exc).__name__}: {exc}", _fix_for(exc, stores.graph_uri))
             return
         add("nodes", "ok", f"all {n:,} snapshot nodes decoded and checked against the schema")
+        if problems:
+            add("values", "error", f"{len(problems)}{'+' if len(problems) >= 20 else ''} stored value(s) fail the "
+                "write rules (what the journal's replay checks), first: " + "; ".join(problems[:3]),
+                "rewrite those nodes with valid values (or remove them), or reload: " + _load_fix(stores.graph_uri))
+        else:
+            add("values", "ok", f"all {nodes:,} nodes and {edges:,} edges pass the write rules")
+
+
+def _check_quarantine(graph: Any, add: Any, uri: StoreURI) -> None:
+    """Journal records that failed validation when replayed (not applied), and those earlier
+    compactions kept in ``quarantine.jsonl``: an error naming the first ones."""
+    from hopweave.graph.networkx_store import held_back
+
+    live = [q.as_json() for q in graph.quarantined]
+    kept = held_back(graph.directory)
+    held = live + kept
+    if not held:
+        add("quarantine", "ok", "no journal record quarantined")
+        return
+    first = "; ".join(f"byte {q.get('at')} seq {q.get('seq')}: {str(q.get('reason'))[:200]}" for q in held[:3])
+    where = f"{len(live)} in the journal, {len(kept)} in {graph.directory / 'quarantine.jsonl'}"
+    add("quarantine", "error", f"{len(held)} journal record(s) failed validation and were not applied ({where}): "
+        f"{first}", "write that data again with valid values (the records are kept, never applied); to clear the "
+        f"quarantine, compact and remove quarantine.jsonl, or reload: {_load_fix(uri)}")
 
 
 def _fix_for(exc: HopweaveError, uri: StoreURI) -> str:

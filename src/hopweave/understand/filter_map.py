@@ -22,6 +22,7 @@ from hopweave.errors import ConfigError, FilterError, InputError, TenantError
 from hopweave.fileio import read_yaml
 from hopweave.models.common import Session, to_datetime
 from hopweave.models.filters import And, Eq, FilterTree, In, IsEmpty, Or, Range, and_, check_fields
+from hopweave.models.instants import format_utc
 from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
 from hopweave.understand.models import Entity
 
@@ -362,4 +363,4 @@ def instant(as_of: datetime | date | str) -> str:
     dt = to_datetime(as_of)
     if dt is None:
         raise InputError("as_of is required for the in-force clause")
-    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_utc(dt)

@@ -21,6 +21,20 @@ def test_bad_as_of(engine: Engine, as_of) -> None:  # type: ignore[no-untyped-de
         engine.retrieve(UTTERANCE, session=MARIA, as_of=as_of, record=False)
 
 
+@pytest.mark.parametrize("as_of", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:00:00-05:00"])
+def test_an_as_of_outside_the_years_held_is_an_input_error(engine: Engine, as_of: str) -> None:
+    with pytest.raises(InputError, match="as_of .* outside"):
+        engine.retrieve(UTTERANCE, session=MARIA, as_of=as_of, record=False)
+
+
+def test_time_logic_agrees_below_and_above_the_year_1000(engine: Engine) -> None:
+    def rows(as_of: str) -> dict[str, int]:
+        r = engine.retrieve(UTTERANCE, session=MARIA, as_of=as_of, record=False)
+        return {f.pattern: len(f.rows) for f in r.facts}
+
+    assert rows("0999-12-31") == rows("1000-12-31") == rows("0001-06-01")
+
+
 def test_as_of_date_and_datetime_are_accepted(engine: Engine) -> None:
     r = engine.retrieve(UTTERANCE, session=MARIA, as_of=date(2026, 5, 12), record=False)
     assert r.as_of.isoformat() == "2026-05-12T23:59:59" and not r.as_of_defaulted

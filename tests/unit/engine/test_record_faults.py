@@ -232,8 +232,6 @@ CORRUPT: dict[str, tuple[Callable[[Path], Any], type[HopweaveError], str]] = {
     "snapshot missing": (lambda d: (d / "graph" / "graph.snapshot").unlink(), StoreCorruptError,
                          "graph.snapshot is missing"),
     "graph folder missing": (lambda d: shutil.rmtree(d / "graph"), StoreCorruptError, "graph.snapshot is missing"),
-    "journal garbage": (lambda d: (d / "graph" / "journal.jsonl").open("ab").write(b'{"seq": 1, "x": 2}\n'),
-                        StoreCorruptError, "journal.jsonl"),
 }
 
 
@@ -260,6 +258,36 @@ def test_engine_open_on_a_missing_or_corrupted_store_is_typed_and_names_the_file
         eng.retrieve(UTTERANCE, session=MARIA, as_of=AS_OF, record=False)  # pragma: no cover - must not get here
     if case not in ("missing", "a file", "empty"):
         assert str(d) in str(info.value)  # names the file with its full path
+
+
+@pytest.mark.parametrize("as_of", ["0999-12-31", "0001-01-01T00:00:00Z", "9999-12-31"])
+def test_a_recorded_retrieval_at_any_year_in_range_reopens(pristine: Path, tmp_path: Path, as_of: str) -> None:
+    from hopweave.graph import open_graph_store
+
+    d = tmp_path / "store"
+    shutil.copytree(pristine, d)
+    eng = Engine.open(d)
+    try:
+        tid = eng.retrieve(UTTERANCE, session=MARIA, as_of=as_of).trace_id
+    finally:
+        eng.close()
+    g = open_graph_store(d)
+    node = g.get_node("deltabank", tid)
+    assert node is not None and node.props["as_of"][:4] == as_of[:4] and g.quarantined == []  # type: ignore[attr-defined]
+
+
+def test_engine_opens_a_store_with_a_bad_journal_record_held_back(pristine: Path, tmp_path: Path) -> None:
+    d = tmp_path / "store"
+    shutil.copytree(pristine, d)
+    with (d / "graph" / "journal.jsonl").open("ab") as f:
+        f.write(b'{"seq": 1, "x": 2}\n')  # one bad record: quarantined (doctor reports it), never a bricked store
+    eng = Engine.open(d)
+    try:
+        assert eng.retrieve(UTTERANCE, session=MARIA, as_of=AS_OF, record=False).goal == "LateFeeDispute"
+        [q] = eng.graph.quarantined  # type: ignore[attr-defined]
+        assert "journal.jsonl" in q.reason and "not a journal record" in q.reason
+    finally:
+        eng.close()
 
 
 @pytest.mark.parametrize("damage, needle", [

@@ -145,13 +145,15 @@ def test_torn_journal_tail_is_ignored_and_truncated(tmp_path, schema):
     assert s3.get_node("t1", "C6") is not None
 
 
-def test_corrupt_journal_line_raises(tmp_path, schema):
+def test_corrupt_journal_line_is_quarantined_and_the_store_opens(tmp_path, schema):
     s = open_graph_store(tmp_path, schema)
     small_graph(s)
     with open(tmp_path / "graph" / "journal.jsonl", "ab") as f:
         f.write(b"this is not json\n")
-    with pytest.raises(StoreCorruptError):
-        open_graph_store(tmp_path, schema)
+    s2 = open_graph_store(tmp_path, schema)
+    assert s2.get_node("t1", "C1") is not None
+    [q] = s2.quarantined
+    assert q.seq == -1 and "not JSON" in q.reason
 
 
 def test_truncated_snapshot_raises(tmp_path, schema):

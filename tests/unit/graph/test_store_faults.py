@@ -318,8 +318,8 @@ def test_a_pickle_store_file_is_refused_and_never_executed(tmp_path, schema):
     (d / P.SNAPSHOT).unlink()
     (d / P.LEGACY_SNAPSHOT).unlink()
     (d / P.JOURNAL).write_bytes(payload.replace(b"\n", b" ") + b"\n")
-    with pytest.raises(StoreCorruptError):
-        _open(d, schema)
+    [q] = _open(d, schema).quarantined  # held back as an unreadable line, never unpickled
+    assert "not JSON" in q.reason
     assert not target.exists()
 
 
@@ -353,21 +353,40 @@ def _append(d: Path, rec: Any) -> None:
     ([1, 2, 3], "not a journal record"),
     ("{not json", "not JSON"),
 ])
-def test_journal_record_failing_validation_is_refused(tmp_path, schema, rec, needle):
+def test_journal_record_failing_validation_is_quarantined_not_applied(tmp_path, schema, rec, needle):
     d = _built(tmp_path, schema)
+    before = _open(d, schema).stats()
     _append(d, rec)
-    with pytest.raises(StoreCorruptError, match=needle) as ei:
-        _open(d, schema)
-    assert str(d / P.JOURNAL) in str(ei.value) and "byte" in str(ei.value)
+    s = _open(d, schema)  # the store opens: the record is held back, never applied
+    [q] = s.quarantined
+    assert needle.lower() in q.reason.lower(), q.reason
+    assert {k: s.stats()[k] for k in ("nodes", "edges")} == {k: before[k] for k in ("nodes", "edges")}
+    assert s.get_node("t1", "X1") is None and s.get_node("t2", "C1") is None
+    s.write("t1", [Node("C9", "Customer", {})])  # later writes go on and replay after it
+    again = _open(d, schema)
+    assert again.get_node("t1", "C9") is not None and len(again.quarantined) == 1
 
 
-def test_forged_record_appended_by_another_process_is_refused_on_catch_up(tmp_path, schema):
+def test_forged_record_appended_by_another_process_is_quarantined_on_catch_up(tmp_path, schema):
     d = _built(tmp_path, schema)
     s = _open(d, schema)
     _append(d, {"seq": 99, "t": "t2", "n": [["C1", "Customer", {"tenant_id": "t2"}, []]], "e": []})
-    with pytest.raises(StoreCorruptError):
-        s.write("t1", [Node("C9", "Customer", {})])
+    s.write("t1", [Node("C9", "Customer", {})])
     assert s.get_node("t1", "C1") is not None and s.get_node("t2", "C1") is None
+    assert [q.seq for q in s.quarantined] == [99] and s.get_node("t1", "C9") is not None
+
+
+def test_compaction_keeps_quarantined_records_out_of_the_snapshot(tmp_path, schema):
+    from hopweave.graph.networkx_store import held_back
+
+    d = _built(tmp_path, schema)
+    _append(d, {"seq": 99, "t": "t1", "n": [["X1", "Customer", {"tenant_id": "t1", "tier": 5}, []]], "e": []})
+    s = _open(d, schema)
+    s.compact()
+    assert s.quarantined == [] and [q["seq"] for q in held_back(d)] == [99]
+    again = _open(d, schema)
+    assert again.get_node("t1", "X1") is None and again.quarantined == []
+    assert again.value_problems()[2] == []
 
 
 def test_valid_journal_with_removals_replays(tmp_path, schema):
@@ -431,7 +450,7 @@ def test_sigkill_during_a_graph_load_keeps_the_previous_store_and_a_rerun_comple
 
 
 # ---- metagraph records in the journal ---------------------------------------------------------
-def test_gated_metagraph_writes_replay_and_a_forged_pattern_record_is_refused(tmp_path, schema):
+def test_gated_metagraph_writes_replay_and_a_forged_pattern_record_is_quarantined(tmp_path, schema):
     from hopweave.graph.metagraph_io import load_metagraph
 
     d = tmp_path / "graph"
@@ -449,8 +468,9 @@ def test_gated_metagraph_writes_replay_and_a_forged_pattern_record_is_refused(tm
                       edge_sequence=[{"type": "HAS_TIER", "direction": "both"}] * 50)
     _append(d, {"seq": rec["seq"] + 1, "t": "_global",
                 "n": [[nid, label, {**props, "definition": json.dumps(definition)}, []]], "e": []})
-    with pytest.raises(StoreCorruptError, match="fails validation"):
-        _open(d, schema)
+    s = _open(d, schema)  # opens; the forged record is quarantined, the stored pattern unchanged
+    assert [q.seq for q in s.quarantined] == [rec["seq"] + 1] and "gate" in s.quarantined[0].reason
+    assert all(p.depth != 50 for p in s.patterns()) and [p.name for p in s.patterns()] == want
 
 
 # ---- compaction at close (issue 13: a long journal slowed every later open) -------------------

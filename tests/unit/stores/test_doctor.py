@@ -18,7 +18,7 @@ from hopweave.stores.doctor import doctor
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tests" / "shared"))
-from snapshot_forge import forge, parts, props_of, section, write_older_format  # noqa: E402
+from snapshot_forge import array, forge, parts, props_of, section, write_older_format  # noqa: E402
 
 PACK = REPO / "examples" / "telecom"
 RUN = CliRunner()
@@ -192,3 +192,40 @@ def test_a_shard_held_by_a_serving_engine_is_a_warning(copy: Path) -> None:
         assert f.severity == "warning" and "another process" in f.detail
     finally:
         held.close()
+
+
+@pytest.mark.slow  # several seconds (doctor and CLI runs): the slow suite, which CI also runs
+def test_a_bad_journal_record_is_quarantined_and_reported_the_store_still_opens(copy: Path) -> None:
+    from hopweave.graph import GRAPH_SUBDIR
+    from hopweave.graph import _persist as P
+
+    d = copy / GRAPH_SUBDIR
+    # what an older hopweave appended for a retrieval at as_of 0999-12-31 (the year not zero-padded)
+    rec = {"seq": 10**6, "t": "acme", "n": [["RT_x", "DecisionTrace", {"kind": "retrieval",
+                                                                        "as_of": "999-12-31T23:59:59"}, []]], "e": []}
+    with open(d / P.JOURNAL, "ab") as f:
+        f.write(json.dumps(rec).encode() + b"\n")
+    report = doctor(copy, deep=True)
+    checks = _by_check(report)
+    q = checks["graph.quarantine"]
+    assert checks["graph.open"].severity == "ok" and not report.ok  # type: ignore[attr-defined]
+    assert q.severity == "error" and "999-12-31T23:59:59" in q.detail and "not applied" in q.detail  # type: ignore[attr-defined]
+    res = RUN.invoke(app, ["compact", "--graph", str(copy)])  # compaction keeps it out of the snapshot
+    assert res.exit_code == 0, res.output
+    again = _by_check(doctor(copy, deep=True))
+    assert again["graph.quarantine"].severity == "error" and "quarantine.jsonl" in again["graph.quarantine"].detail  # type: ignore[attr-defined]
+    assert again["graph.values"].severity == "ok"  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow  # several seconds (doctor and CLI runs): the slow suite, which CI also runs
+def test_deep_checks_stored_values_by_the_write_rules_after_compaction(copy: Path) -> None:
+    d = _compacted(copy)
+    header, payload = parts(d)
+    ids = json.loads(section(header, payload, "ids"))
+    blob, off = section(header, payload, "props"), array(d, "props_off")
+    victim = next(nid for i, nid in enumerate(ids) if "timestamp" in json.loads(blob[off[i]:off[i + 1]]))
+    forge(d, props_of(d, victim, {"timestamp": "999-12-31T23:59:59"}))  # a str: the type check passes
+    report = doctor(copy, deep=True)
+    f = _by_check(report)["graph.values"]
+    assert not report.ok and f.severity == "error" and victim in f.detail and "timestamp" in f.detail  # type: ignore[attr-defined]
+
