@@ -23,7 +23,7 @@ from the snapshot.
 
 Nothing read from a store directory is executable: the snapshot is JSON and arrays of fixed
 dtypes (formats 3 and 4, never unpickled) and the journal is JSON; the snapshot is checked against
-its length and sha256 and then against the schema (labels, tenant ids, relationship types and
+its length (against the file's size, before anything is read) and sha256 and then against the schema (labels, tenant ids, relationship types and
 endpoints; in formats 3 and 4 a node's own properties when it is first decoded); journal records are checked for
 shape here and against the schema by the store when replayed. A pre-format-2 ``snapshot.pkl``
 (a pickle) is refused, never read.
@@ -32,7 +32,9 @@ Crash safety: a snapshot is written to a temporary file, fsync'd, then ``os.repl
 old one (and the directory fsync'd), so a reader sees the old or the new snapshot, never half of
 one. A journal record is one ``write`` of one line; a process killed mid-write leaves at most a
 torn last line without its newline, which replay ignores (and the next writer truncates). A
-complete line that does not parse is corruption and raises StoreCorruptError. Replay applies only
+complete line that does not parse (or fails validation on replay) is quarantined by the store:
+skipped, reported by ``hopweave doctor``, and kept in ``quarantine.jsonl`` by the next compaction
+(:func:`keep_quarantined`); it never stops the store from opening. Replay applies only
 records with ``seq`` greater than the snapshot's ``last_seq``, so a crash between replacing the
 snapshot and truncating the journal is harmless.
 
