@@ -51,7 +51,11 @@ CREATE INDEX decisiontrace_kind_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.
 CREATE INDEX decisiontrace_case_type_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.case_type);
 CREATE INDEX decisiontrace_goal_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.goal);
 CREATE INDEX decisiontrace_timestamp_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.timestamp);
+CREATE INDEX decisiontrace_caller_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.caller);
 CREATE INDEX decisiontrace_tier_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.tier);
+CREATE CONSTRAINT pinnedtext_id_unique IF NOT EXISTS FOR (n:PinnedText) REQUIRE n.id IS UNIQUE;
+CREATE INDEX pinnedtext_tenant_id_index IF NOT EXISTS FOR (n:PinnedText) ON (n.tenant_id);
+CREATE INDEX pinnedtext_sha256_index IF NOT EXISTS FOR (n:PinnedText) ON (n.sha256);
 CREATE CONSTRAINT tracestep_id_unique IF NOT EXISTS FOR (n:TraceStep) REQUIRE n.id IS UNIQUE;
 CREATE INDEX tracestep_tenant_id_index IF NOT EXISTS FOR (n:TraceStep) ON (n.tenant_id);
 CREATE CONSTRAINT casetype_id_unique IF NOT EXISTS FOR (n:CaseType) REQUIRE n.id IS UNIQUE;

@@ -185,3 +185,24 @@ class WorkerError(HopweaveError):
     """A worker process of an engine pool (:mod:`hopweave.adapters.pool`) died, failed to start or
     raised something that is not a HopweaveError: the request was not answered (the message names
     the worker and its exit status). The pool restarts a worker that died; retry the request."""
+
+
+class AuthenticationError(HopweaveError):
+    """The service could not verify who is calling (HTTP 401): no credential, a malformed one, a
+    bad signature, an expired or not-yet-valid token, another issuer or audience, an unknown key.
+    Send ``Authorization: Bearer <token or API key>`` as ``docs/serve.md`` ("Identity") says."""
+
+
+class CallerMismatchError(TenantError):
+    """A verified caller asked for more than its credential allows (HTTP 403): a body session
+    naming another tenant or customer than the token, or an agent-tool-only key calling a full
+    retrieval. The message names the field."""
+
+
+class RateLimitedError(HopweaveError):
+    """A tenant or caller exceeded its request rate (HTTP 429; ``retry_after_s`` says when the
+    next request is admitted)."""
+
+    def __init__(self, message: str, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s

@@ -10,11 +10,16 @@ Endpoints (OpenAPI schema at ``/openapi.json``, docs at ``/docs``):
 - ``GET /healthz`` (the process answers) and ``GET /readyz`` (models warm, stores open, not
   shutting down: 200; else 503).
 
-Tenant and identity come from the ``session`` object of the request, checked by the engine's one
-boundary (:mod:`hopweave.engine.boundary`), exactly as ``Engine.retrieve``: whatever authenticates
-callers in front of this service puts the authenticated session there. Errors are JSON
-``{"error": <type>, "message": ...}``: 400 InputError (and subclasses), 403 TenantError, 503
-OverloadedError / StoreUnavailableError, 500 otherwise.
+Identity: every ``/v1`` request is checked by :class:`~hopweave.adapters.identity.Verifier`
+(a dependency of the whole app, so no route can skip it): a bearer JWT or API key when the
+service verifies callers (the session then comes from the token; a body ``session`` may only
+repeat it), or the body ``session`` in the trusted-gateway and loopback modes
+(:mod:`hopweave.adapters.identity`). The session is then checked by the engine's one boundary
+(:mod:`hopweave.engine.boundary`), exactly as ``Engine.retrieve``, and the caller's id is recorded
+on the decision trace. Errors are JSON ``{"error": <type>, "message": ...}``: 400 InputError (and
+subclasses), 401 AuthenticationError (with ``WWW-Authenticate: Bearer``), 403 TenantError /
+CallerMismatchError, 429 RateLimitedError and 503 OverloadedError / StoreUnavailableError (both
+with ``Retry-After``), 500 otherwise.
 
 Deadlines: a request's budget runs from its arrival (an outer ASGI middleware stamps it before
 the body is read and validated), so time queued in the server counts. A request answers by its
@@ -44,23 +49,33 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Liter
 from pydantic import BaseModel, ConfigDict, Field
 
 from hopweave.errors import (
+    AuthenticationError,
     FilterError,
     HopweaveError,
     InputError,
     MissingDependencyError,
     OverloadedError,
+    RateLimitedError,
     StoreError,
     StoreUnavailableError,
     TenantError,
     UnknownProfileError,
 )
 
+from hopweave.adapters.identity import Caller, IdentityConfig, RateLimiter, Scope, Verifier
+from hopweave.models.common import Session
+
 if TYPE_CHECKING:  # pragma: no cover
     from fastapi import FastAPI
+    from starlette.requests import Request as HTTPRequest
 
     from hopweave.adapters.pool import EnginePool
-
     from hopweave.engine.engine import Engine
+else:  # endpoint annotations are resolved in this module's namespace (the serve extra is optional)
+    try:
+        from starlette.requests import Request as HTTPRequest
+    except ModuleNotFoundError:  # pragma: no cover - depends on the extra
+        HTTPRequest = Any
 
 T = TypeVar("T")
 #: Response header naming the server process that answered (``hopweave serve --workers N``).
@@ -103,7 +118,10 @@ class RetrieveBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     utterance: str = Field(description="What the customer (or agent) said; at most 4,000 characters.")
-    session: dict[str, Any] = Field(description="The authenticated session: tenant_id, customer_id, region, ...")
+    session: Optional[dict[str, Any]] = Field(default=None, description=(
+        "The session: tenant_id, customer_id, region, ... With a verified bearer token it comes from the token "
+        "(omit it, or repeat exactly what the token says); with an API key, or behind a trusted gateway, it is "
+        "required."))
     as_of: Optional[str] = Field(default=None, description="Evaluate the case at this ISO date/datetime "
                                  "(parsed by the engine's boundary, as in Engine.retrieve); omitted: now.")
     budget_ms: Optional[int] = Field(default=None, ge=1, description="Wall-clock budget (default 800).")
@@ -117,7 +135,7 @@ class ToolBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    session: dict[str, Any]
+    session: Optional[dict[str, Any]] = None
     query: str
     mode: Literal["semantic", "keyword", "hybrid"] = "hybrid"
     filters: Optional[dict[str, Any]] = None
@@ -146,7 +164,8 @@ class _Gate:
 
 def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_after_s: int = 1, warm: bool = True,
                close: bool = True, warm_first: bool = False, graph_refresh_s: float = 0.0,
-               on_shutdown: Optional[Callable[[], None]] = None, worker: Optional[dict[str, Any]] = None) -> "FastAPI":
+               on_shutdown: Optional[Callable[[], None]] = None, worker: Optional[dict[str, Any]] = None,
+               identity: Optional[IdentityConfig] = None) -> "FastAPI":
     """The ASGI app serving ``engine``. ``warm`` warms the engine at startup: in the background
     (readiness is 503 until done), or, with ``warm_first``, before the server accepts any
     connection (a worker of several: a request never reaches a cold worker). ``close`` closes the
@@ -157,9 +176,12 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
     :class:`~hopweave.adapters.pool.EnginePool` (``hopweave serve --engine-processes N``): this
     process then only serves HTTP and hands each request to an engine process, so its event loop
     never waits for the GIL behind engine work (its workers are warm when the pool is open; it
-    closes on shutdown). Raises MissingDependencyError without the ``serve`` extra."""
+    closes on shutdown). ``identity`` says how callers are verified and rate-limited
+    (:class:`~hopweave.adapters.identity.IdentityConfig`; default: the loopback mode, body
+    sessions as given). Raises MissingDependencyError without the ``serve`` extra, ConfigError
+    for unusable identity settings."""
     try:
-        from fastapi import FastAPI, Request
+        from fastapi import Depends, FastAPI, Request
         from fastapi.responses import JSONResponse, Response
     except ModuleNotFoundError as exc:  # pragma: no cover - depends on the extra
         raise MissingDependencyError(exc.name or "fastapi", "serve", "hopweave serve") from exc
@@ -170,6 +192,8 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
     pool = engine if isinstance(engine, EnginePool) else None
     plain: Any = engine  # an Engine wherever pool is None
     gate = _Gate(max_inflight)
+    verifier = Verifier(identity or IdentityConfig())
+    limiter = RateLimiter(verifier.config.rate_per_tenant, verifier.config.rate_per_caller)
     state: dict[str, Any] = {"ready": False, "stopping": False, "warm_error": None}
 
     def warm_up() -> None:
@@ -211,7 +235,20 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
                 if on_shutdown is not None:
                     on_shutdown()
 
-    app = FastAPI(title="hopweave", version="1", lifespan=lifespan,
+    async def verified(request: HTTPRequest) -> None:
+        """Every route's dependency: a ``/v1`` request's caller, verified from its headers."""
+        if request.url.path.startswith("/v1/"):
+            request.state.caller = verifier.caller(request.headers)
+
+    def authorize(request: HTTPRequest, body_session: Optional[dict[str, Any]], need: Scope) -> tuple[Session, Optional[str]]:
+        """The session for a ``/v1`` request (the token's, or the body's where the mode allows),
+        after the caller's rate limits; and the caller id to record (None in the loopback mode)."""
+        caller: Caller = request.state.caller
+        session = verifier.session_for(caller, body_session, need=need)
+        limiter.take(session.tenant_id, caller.id)
+        return session, None if caller.kind == "loopback" else caller.id
+
+    app = FastAPI(title="hopweave", version="1", lifespan=lifespan, dependencies=[Depends(verified)],
                   description="Compositional retrieval for AI agents (see docs/serve.md).")
     app.add_middleware(_Arrival)  # added last: the outermost layer, before the body is read
 
@@ -220,6 +257,11 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
         status, headers = _status(exc), {}
         if status == 503:
             headers["Retry-After"] = str(retry_after_s)
+        elif isinstance(exc, RateLimitedError):
+            headers["Retry-After"] = str(max(1, -(-exc.retry_after_s // 1)))
+        elif isinstance(exc, AuthenticationError):
+            headers["WWW-Authenticate"] = 'Bearer realm="hopweave"'
+
         arrived = _ARRIVED.get(None)
         if arrived is not None:
             headers["Server-Timing"] = f"total;dur={(time.perf_counter() - arrived) * 1000:.1f}"
@@ -247,13 +289,14 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
         return now
 
     @app.post("/v1/retrieve", response_model=RetrievalResult, response_model_exclude_none=False)
-    async def retrieve(body: RetrieveBody) -> Any:
+    async def retrieve(body: RetrieveBody, request: HTTPRequest) -> Any:
         """One retrieval (``Engine.aretrieve``); degraded stages are listed in ``degraded``. The
         budget runs from the request's arrival; 503 + Retry-After when it cannot start in time."""
         arrived = _arrived()
+        session, caller = authorize(request, body.session, "full")
         budget_ms = body.budget_ms or engine.config.budget_ms
         started = check_start(arrived, budget_ms, engine.finish_reserve_ms(budget_ms))
-        args: dict[str, Any] = dict(session=body.session, as_of=body.as_of, budget_ms=body.budget_ms, profile=body.profile,
+        args: dict[str, Any] = dict(session=session, caller=caller, as_of=body.as_of, budget_ms=body.budget_ms, profile=body.profile,
                     token_budget=body.token_budget, record=body.record, arrived=arrived, shed=True)
         if pool is not None:  # the worker's RetrievalResult JSON, passed on as it is
             payload: Any = await admitted(lambda: pool.aretrieve_json(body.utterance, **args))
@@ -268,21 +311,22 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
                         headers={**worker_header, **_timing(arrived, started, done, time.perf_counter())})
 
     @app.post("/v1/tool/retrieve")
-    async def tool(body: ToolBody) -> Any:
-        """Seed 003's ``retrieve(query, mode, filters, top_k)`` for the session's tenant, within
+    async def tool(body: ToolBody, request: HTTPRequest) -> Any:
+        """The agent tool ``retrieve(query, mode, filters, top_k)`` for the session's tenant, within
         the engine's ``tool_budget_ms`` from arrival (503 + Retry-After when it cannot fit)."""
         arrived = _arrived()
+        session, _ = authorize(request, body.session, "tool")
         started = check_start(arrived, engine.config.tool_budget_ms, 0.0)
         loop = asyncio.get_running_loop()
 
         async def run() -> Response:
             if pool is not None:
-                got = await pool.atool_json(body.session, body.query, mode=body.mode, filters=body.filters,
+                got = await pool.atool_json(session.model_dump(mode="json"), body.query, mode=body.mode, filters=body.filters,
                                             top_k=body.top_k, arrived=arrived)
                 done = time.perf_counter()
                 payload = b'{"results":' + got + b"}"
             else:
-                tool_ = RetrieveTool(plain, body.session)
+                tool_ = RetrieveTool(plain, session)
                 results = await loop.run_in_executor(
                     plain._request_pool, lambda: tool_(body.query, mode=body.mode, filters=body.filters,
                                                         top_k=body.top_k, arrived=arrived))
@@ -318,7 +362,7 @@ SERVE_ENV = {"store": "HOPWEAVE_SERVE_STORE", "vectors": "HOPWEAVE_SERVE_VECTORS
              "max_inflight": "HOPWEAVE_SERVE_MAX_INFLIGHT", "workers": "HOPWEAVE_SERVE_WORKERS",
              "switch_interval_ms": "HOPWEAVE_SERVE_SWITCH_INTERVAL_MS", "graph_refresh_s": "HOPWEAVE_SERVE_GRAPH_REFRESH_S",
              "max_active": "HOPWEAVE_SERVE_MAX_ACTIVE", "engine_processes": "HOPWEAVE_SERVE_ENGINE_PROCESSES",
-             "search_process": "HOPWEAVE_SERVE_SEARCH_PROCESS"}
+             "search_process": "HOPWEAVE_SERVE_SEARCH_PROCESS", "identity": "HOPWEAVE_SERVE_IDENTITY"}
 
 
 def app_from_env() -> "FastAPI":
@@ -340,6 +384,8 @@ def app_from_env() -> "FastAPI":
     from hopweave.adapters.serve_workers import open_worker_engine, remove_private, shared_max_active
     from hopweave.engine.engine import Engine, EngineConfig
 
+    raw_identity = os.environ.get(SERVE_ENV["identity"])
+    identity = IdentityConfig.from_json(raw_identity) if raw_identity else None
     store = os.environ.get(SERVE_ENV["store"])
     if not store:
         raise InputError(f"set {SERVE_ENV['store']} to the store (a directory or graph URI: hopweave load PACK --graph URI)")
@@ -367,12 +413,14 @@ def app_from_env() -> "FastAPI":
         pool = EnginePool.open(store, vectors=vectors, config=config, workers=engine_processes,
                                grace_ms=POOL_GRACE_MS, refresh_s=refresh_s)
         return create_app(pool, max_inflight=_env_number(SERVE_ENV["max_inflight"], int, 128), warm=False,
+                          identity=identity,
                           worker={"workers": 1, "engine_processes": engine_processes})
     if workers > 1:
         engine, private = open_worker_engine(store, vectors, config)
     else:
         engine, private = Engine.open(store, vectors=vectors, config=config), None
     return create_app(engine, max_inflight=_env_number(SERVE_ENV["max_inflight"], int, 128), warm_first=workers > 1,
+                      identity=identity,
                       graph_refresh_s=refresh_s if workers > 1 else 0.0,
                       on_shutdown=(lambda: remove_private(private)) if private is not None else None,
                       worker={"workers": workers})
@@ -395,6 +443,10 @@ def _env_number(name: str, kind: type, default: Any) -> Any:
 
 def _status(exc: HopweaveError) -> int:
     """The HTTP status of a typed error."""
+    if isinstance(exc, AuthenticationError):
+        return 401
+    if isinstance(exc, RateLimitedError):
+        return 429
     if isinstance(exc, TenantError):
         return 403
     if isinstance(exc, (InputError, FilterError, UnknownProfileError)):

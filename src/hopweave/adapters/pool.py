@@ -91,14 +91,15 @@ def request_json(req: Request) -> dict[str, Any]:
     return {"utterance": req.utterance, "session": req.session.model_dump(mode="json"),
             "as_of": req.as_of.isoformat(), "as_of_defaulted": req.as_of_defaulted, "budget_ms": req.budget_ms,
             "profile": req.profile, "token_budget": req.token_budget, "record": req.record,
-            "pattern_overrides": {k: dict(v) for k, v in req.pattern_overrides.items()}}
+            "pattern_overrides": {k: dict(v) for k, v in req.pattern_overrides.items()}, "caller": req.caller}
 
 
 def request_from_json(data: Mapping[str, Any]) -> Request:
     return Request(utterance=data["utterance"], session=Session.model_validate(data["session"]),
                    as_of=datetime.fromisoformat(data["as_of"]), as_of_defaulted=bool(data["as_of_defaulted"]),
                    budget_ms=data["budget_ms"], profile=data["profile"], token_budget=data["token_budget"],
-                   record=data["record"], pattern_overrides=data["pattern_overrides"])
+                   record=data["record"], pattern_overrides=data["pattern_overrides"],
+                   caller=data.get("caller"))
 
 
 # ---- the parent side ------------------------------------------------------------------------
@@ -508,13 +509,15 @@ class EnginePool:
         token_budget: int | None = None,
         record: bool | None = None,
         pattern_overrides: Mapping[str, Mapping[str, Any]] | None = None,
+        caller: str | None = None,
     ) -> RetrievalResult:
         """:meth:`Engine.retrieve <hopweave.engine.engine.Engine.retrieve>` on the least-loaded
         worker. The budget covers the hand-off; raises what Engine.retrieve raises, plus
         OverloadedError (no answer within budget + ``grace_ms``) and WorkerError (the worker died)."""
         t0 = time.monotonic()
         req = check_request(utterance, session=session, as_of=as_of, budget_ms=budget_ms, profile=profile,
-                            token_budget=token_budget, record=record, pattern_overrides=pattern_overrides)
+                            token_budget=token_budget, record=record, pattern_overrides=pattern_overrides,
+                            caller=caller)
         w, rid, fut, until = self._send(req, t0)
         try:
             body = fut.result(timeout=max(until - time.monotonic(), 0.0))

@@ -113,19 +113,26 @@ def audit(
     as_of: Optional[str] = typer.Option(
         None, "--as-of", help="The audit date: what changed by then is shown (with --trace: the as_of to re-run "
         "the request at, default the trace's own)."),
+    caller: Optional[str] = typer.Option(None, "--caller", help="Instead of scenarios: list the recorded retrievals "
+                                         "this caller asked for through the service (jwt:<sub>, key:<id>, gateway...)."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write the report as HTML to this file."),
     store: Optional[str] = GraphOpt,
     vectors: Optional[str] = VectorsOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
     trace: Optional[str] = typer.Option(
         None, "--trace", help="Audit one recorded trace: the words it showed (pinned) against today's store."),
-    tenant: Optional[str] = typer.Option(None, "--tenant", help="With --trace: its tenant (or $HOPWEAVE_TENANT)."),
+    tenant: Optional[str] = typer.Option(None, "--tenant", help="With --trace or --caller: the tenant (or $HOPWEAVE_TENANT)."),
     pii: bool = typer.Option(False, "--pii", help="With --trace: show the [Note] lines quoting the utterance."),
 ) -> None:
     """Audit scenarios: what the agent saw at each as_of, the documents and procedure (workflow,
     rule) revisions in force, pass/fail, and what changed by --as-of (exit 1 when a scenario fails).
     With --trace ID: the chunks and context lines the trace showed, as pinned, against today's
-    index and today's store (exit 1 when the pins no longer rebuild the recorded context)."""
+    index and today's store (exit 1 when the pins no longer rebuild the recorded context).
+    With --caller ID: who saw which customer's data when (the caller's recorded retrievals in
+    --tenant, newest first)."""
+    if caller is not None:
+        _audit_caller(store, caller, tenant, as_json)
+        return
     from hopweave.cli.engine_cmds import _open_engine
     from hopweave.engine.audit import audit as run
     from hopweave.engine.boundary import check_as_of
@@ -179,3 +186,20 @@ def _audit_trace(trace: str, tenant: Optional[str], as_of: Optional[str], store:
     emit_json(report.model_dump(mode="json")) if as_json else typer.echo(report.render())
     if not report.identical:
         raise typer.Exit(code=1)
+
+
+def _audit_caller(store: Optional[str], caller: str, tenant: Optional[str], as_json: bool) -> None:
+    """``audit --caller``: the caller's recorded retrievals in the tenant (no utterances: PII)."""
+    from hopweave.cli.engine_cmds import _open_graph, _tenant
+    from hopweave.engine.record import traces_by_caller
+
+    who = _tenant(tenant)
+    with _open_graph(store) as graph:
+        rows = [{"trace_id": t.trace_id, "as_of": t.as_of, "customer_id": t.customer_id, "goal": t.goal,
+                 "caller": t.caller} for t in traces_by_caller(graph, who, caller)]
+    if as_json:
+        emit_json(rows)
+        return
+    for r in rows:
+        typer.echo(f"{r['as_of']}  {r['trace_id']}  customer={r['customer_id']}  goal={r['goal']}")
+    typer.echo(f"{len(rows)} recorded retrievals by {caller} in {who}")

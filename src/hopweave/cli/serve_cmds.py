@@ -45,17 +45,65 @@ def serve(
     graph_refresh_s: float = typer.Option(
         1.0, "--graph-refresh-s", help="With several workers: how often each catches up with what the others (and "
         "other processes) wrote to an embedded graph store, e.g. decision traces (0: only when it writes itself)."),
+    jwt_secret_file: Optional[str] = typer.Option(
+        None, "--jwt-secret-file", help="Verify bearer JWTs (HS256) with the secret in this file (>= 32 bytes)."),
+    jwt_public_key: Optional[str] = typer.Option(
+        None, "--jwt-public-key", help="Verify bearer JWTs (RS256 / ES256) with this PEM public key file."),
+    jwks_file: Optional[str] = typer.Option(
+        None, "--jwks-file", help="Verify bearer JWTs with this JSON Web Key Set file (key chosen by kid)."),
+    jwt_issuer: Optional[str] = typer.Option(None, "--jwt-issuer", help="The required iss claim."),
+    jwt_audience: Optional[str] = typer.Option(None, "--jwt-audience", help="The required aud claim."),
+    jwt_claim: list[str] = typer.Option(
+        [], "--jwt-claim", help="FIELD=CLAIM: take the session field FIELD (tenant_id, customer_id, region, channel, "
+        "agent_id, locale, attributes) from the token's claim CLAIM (default customer_id=sub, tenant_id=tenant_id, "
+        "the others by their own name). Repeatable."),
+    api_keys: Optional[str] = typer.Option(
+        None, "--api-keys", help="Accept service keys from this file (SHA-256 digests, each scoped to a tenant and to "
+        "tool or full; `hopweave keys add` writes it)."),
+    trust_body_session: bool = typer.Option(
+        False, "--trust-body-session", help="Behind a gateway that authenticates callers: take the request body's "
+        "session as it is (logged at start; not with token or key verification)."),
+    rate_limit_tenant: float = typer.Option(
+        0.0, "--rate-limit-tenant", help="Requests per second per tenant, per server process (0: unlimited); over it: "
+        "429 + Retry-After."),
+    rate_limit_caller: float = typer.Option(
+        0.0, "--rate-limit-caller", help="Requests per second per caller (token subject or key), per server process."),
 ) -> None:
     """Serve retrievals over HTTP: POST /v1/retrieve, POST /v1/tool/retrieve, GET /healthz,
     GET /readyz, /openapi.json. --workers N runs N processes on one socket (default: one per
     CPU); SIGTERM drains requests in flight and queued traces in every worker, then closes the
-    stores."""
+    stores. Callers are verified by bearer JWT (--jwt-*) and/or service keys (--api-keys); without
+    either (and without --trust-body-session) the service listens on loopback only."""
     try:
         import uvicorn
     except ModuleNotFoundError as exc:
         raise MissingDependencyError(exc.name or "fastapi", "serve", "hopweave serve") from exc
     from hopweave.stores.uri import default_graph_uri, parse_graph_uri
 
+    from hopweave.adapters.identity import IdentityConfig, Verifier, check_bind
+
+    claims: dict[str, str] = {}
+    for item in jwt_claim:
+        name, sep, claim = item.partition("=")
+        if not sep or not name or not claim:
+            raise InputError(f"--jwt-claim {item!r}: write FIELD=CLAIM, e.g. customer_id=sub")
+        claims[name] = claim
+    identity = IdentityConfig(
+        jwt_secret_file=jwt_secret_file, jwt_public_key=jwt_public_key, jwks_file=jwks_file, jwt_issuer=jwt_issuer,
+        jwt_audience=jwt_audience, claims=claims, api_keys_file=api_keys, trust_body_session=trust_body_session,
+        rate_per_tenant=rate_limit_tenant, rate_per_caller=rate_limit_caller)
+    check_bind(host, identity)
+    Verifier(identity)  # unreadable key files fail here, not in every worker
+    if identity.mode == "loopback":
+        typer.echo(f"hopweave serve: callers are not verified: listening on {host} only (loopback). Verify callers "
+                   "with --jwt-secret-file / --jwt-public-key / --jwks-file or --api-keys to listen beyond it.", err=True)
+    elif identity.mode == "gateway":
+        typer.echo("hopweave serve: --trust-body-session: the request body's session is taken as it is; only a "
+                   "gateway that authenticates callers may reach this port.", err=True)
+    if (rate_limit_tenant or rate_limit_caller) and (workers or 1) > 1:
+        typer.echo("hopweave serve: rate limits are per server process (with --workers N a tenant gets up to N times "
+                   "the rate)", err=True)
+    os.environ["HOPWEAVE_SERVE_IDENTITY"] = identity.to_json()
     graph = store if store is not None else default_graph_uri()
     uri = parse_graph_uri(graph)
     if uri.kind == "embedded":
@@ -105,3 +153,41 @@ def serve(
     # answers the supervisor's health pings from a thread; 30 s before it counts as hung.
     uvicorn.run("hopweave.adapters.http:app_from_env", factory=True, host=host, port=port, log_level=log_level,
                 timeout_graceful_shutdown=30, workers=workers, timeout_worker_healthcheck=30)
+
+
+@app.command("api-key")
+@handle_errors
+def api_key(
+    file: str = typer.Argument(..., help="The --api-keys file to add the key to (created if missing)."),
+    key_id: str = typer.Option(..., "--id", help="The key's id (recorded on the traces of its requests)."),
+    tenant: str = typer.Option(..., "--tenant", help="The tenant the key may act for."),
+    scope: str = typer.Option("tool", "--scope", help="tool (agent-tool calls only) or full (every endpoint)."),
+) -> None:
+    """Create a service key for `hopweave serve --api-keys FILE`: prints the key once and stores
+    only its SHA-256 digest in FILE."""
+    import json
+    from pathlib import Path
+
+    from hopweave.adapters.identity import hash_key, load_keys, new_api_key
+    from hopweave.models.common import check_tenant
+
+    if scope not in ("tool", "full"):
+        raise InputError(f"--scope must be tool or full, not {scope!r}")
+    check_tenant(tenant)
+    path = Path(file)
+    entries: list[dict[str, str]] = []
+    if path.exists():
+        entries = [{"id": k.id, "sha256": k.sha256, "tenant_id": k.tenant_id, "scope": k.scope}
+                   for k in load_keys(file).values()]
+        if any(e["id"] == key_id for e in entries):
+            raise InputError(f"{file} already has a key {key_id!r}: pick another --id")
+    key = new_api_key()
+    entries.append({"id": key_id, "sha256": hash_key(key), "tenant_id": tenant, "scope": scope})
+    try:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"keys": entries}, indent=2) + "\n", encoding="utf-8")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(f"cannot write {file}: {exc.strerror or exc}") from None
+    typer.echo(key)

@@ -49,6 +49,9 @@ class Request:
     token_budget: int | None
     record: bool | None
     pattern_overrides: Mapping[str, Mapping[str, Any]]
+    #: Who asked (a verified caller's id: token subject or key id, never a credential), recorded
+    #: on the decision trace; None in process.
+    caller: str | None = None
 
 
 def check_utterance_input(utterance: object) -> str:
@@ -172,6 +175,7 @@ def check_request(
     token_budget: object = None,
     record: object = None,
     pattern_overrides: object = None,
+    caller: object = None,
 ) -> Request:
     """Every retrieval argument checked at once. Returns the Request.
 
@@ -188,5 +192,18 @@ def check_request(
         utterance=text, session=sess, as_of=when, as_of_defaulted=defaulted,
         budget_ms=check_positive("budget_ms", budget_ms, MAX_BUDGET_MS), profile=check_profile(profile),
         token_budget=check_positive("token_budget", token_budget, MAX_TOKEN_BUDGET), record=record,
-        pattern_overrides=check_overrides(pattern_overrides),
+        pattern_overrides=check_overrides(pattern_overrides), caller=check_caller(caller),
     )
+
+
+#: Longest caller id recorded on a trace.
+MAX_CALLER_CHARS = 256
+
+
+def check_caller(caller: object) -> str | None:
+    """A caller id: None, or 1 to :data:`MAX_CALLER_CHARS` printable characters. Raises InputError."""
+    if caller is None:
+        return None
+    if not isinstance(caller, str) or not caller or len(caller) > MAX_CALLER_CHARS or not caller.isprintable():
+        raise InputError(f"caller must be 1 to {MAX_CALLER_CHARS} printable characters (a token subject or key id)")
+    return caller

@@ -108,6 +108,7 @@ def make_result(run: Run, plan: Plan, prof: RankingProfile | None, facts: list[P
         tenant_id=req.session.tenant_id, utterance=req.utterance, session=req.session, as_of=req.as_of,
         store_revision=store_rev, goal=goal, patterns=[(f.pattern, f.version) for f in facts],
         chunk_ids=[c.chunk_id for c in assembly.chunks if c.in_context], context_hash=assembly.block.hash,
+        caller=req.caller,
     )
     return RetrievalResult(
         trace_id=trace_id, tenant_id=req.session.tenant_id, utterance=req.utterance, as_of=req.as_of,

@@ -356,6 +356,7 @@ class Engine:
         token_budget: int | None = None,
         record: bool | None = None,
         pattern_overrides: Mapping[str, Mapping[str, Any]] | None = None,
+        caller: str | None = None,
     ) -> RetrievalResult:
         """Retrieve the working set for one utterance of an authenticated session.
 
@@ -372,6 +373,8 @@ class Engine:
             pattern_overrides: per-pattern field overrides (e.g. ``{"recent_payments":
                 {"max_visited": 3}}``) for what-if replays; each overridden pattern must pass
                 the gates.
+            caller: who asked (a verified token subject or key id, never a credential),
+                recorded on the decision trace and part of its id; None in process.
 
         Returns:
             RetrievalResult. Never raises for a failing stage (see the module docstring).
@@ -382,7 +385,8 @@ class Engine:
         """
         t0 = time.perf_counter()  # the budget runs from the call, whatever waits after it
         req = check_request(utterance, session=session, as_of=as_of, budget_ms=budget_ms, profile=profile,
-                            token_budget=token_budget, record=record, pattern_overrides=pattern_overrides)
+                            token_budget=token_budget, record=record, pattern_overrides=pattern_overrides,
+                            caller=caller)
         return self._retrieve(req, t0)
 
     async def aretrieve(self, utterance: str, *, arrived: float | None = None, shed: bool = False,
@@ -690,7 +694,7 @@ class Engine:
         session, subject = run.req.session, run.settings.subject
         timeout = run.remaining(self.admission.load_reserve_ms(run.budget_ms))
         fut = self.trace_writer.submit(
-            result.tenant_id, lambda: trace_record.build(result, session, self.graph, subject), run.deadline)
+            result.tenant_id, lambda: trace_record.build(result, session, self.graph, subject, run.req.caller), run.deadline)
         if timeout < MIN_STAGE_S:  # queued, but no time to wait for it: never claimed
             run.degraded.append(Degradation(stage="record", what="decision trace", reason=(
                 "the request's budget was spent; the trace is queued and written when the queue drains"),

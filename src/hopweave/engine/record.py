@@ -61,10 +61,12 @@ def trace_id_for(
     patterns: Sequence[tuple[str, int]],
     chunk_ids: Sequence[str],
     context_hash: str,
+    caller: str | None = None,
 ) -> str:
-    """``RT_`` + 20 hex digits of sha256 over the inputs and what was seen (deterministic)."""
+    """``RT_`` + 20 hex digits of sha256 over the inputs and what was seen (deterministic); a
+    verified ``caller`` is one of the inputs (two callers' identical requests are two traces)."""
     blob = _canon(
-        {
+        {**({"caller": caller} if caller is not None else {}),
             "tenant": tenant_id,
             "utterance": utterance,
             "session": session.model_dump(mode="json"),
@@ -80,10 +82,11 @@ def trace_id_for(
 
 
 def build(
-    result: RetrievalResult, session: Session, store: GraphStore, subject: SubjectSpec
+    result: RetrievalResult, session: Session, store: GraphStore, subject: SubjectSpec, caller: str | None = None
 ) -> tuple[list[Node], list[Edge]]:
     """The trace node and its edges for ``result`` (edges only to nodes visible to the tenant);
-    ``subject`` names the session subject's label and the trace's relationship to it."""
+    ``subject`` names the session subject's label and the trace's relationship to it; ``caller``
+    (who asked: a verified token subject or key id) is recorded as the trace's ``caller``."""
     from hopweave.engine.pins import PIN_LABEL, PIN_REL, full_hash, pins, skeleton
 
     tenant = result.tenant_id
@@ -108,6 +111,7 @@ def build(
         "goal_version": result.goal_version,
         "confidence": round(result.confidence, 6),
         "customer_id": session.customer_id,
+        "caller": caller,
         "utterance": result.utterance,
         "as_of": result.as_of,
         "timestamp": result.as_of,
@@ -217,6 +221,8 @@ class RecordedTrace(BaseModel):
     confidence: float | None = None
     as_of: str | None = None
     customer_id: str | None = None
+    #: Who asked through the service (``jwt:<sub>``, ``key:<id>``, ``gateway[:<name>]``); None in process.
+    caller: str | None = None
     utterance: str | None = None
     session: dict[str, Any] = Field(default_factory=dict)
     entities: list[Any] = Field(default_factory=list)
@@ -273,6 +279,7 @@ def load(store: GraphStore, tenant_id: str, trace_id: str) -> RecordedTrace:
         confidence=p.get("confidence"),
         as_of=p.get("as_of"),
         customer_id=p.get("customer_id"),
+        caller=p.get("caller"),
         utterance=p.get("utterance"),
         session=_json(p.get("session_json"), {}),
         entities=_json(p.get("entities_json"), []),
@@ -311,6 +318,16 @@ def traces_using(
     out = [load(store, tenant_id, r.node_id) for r in res.rows]
     if version is not None:
         out = [t for t in out if any(p.get("name") == pattern and p.get("version") == version for p in t.patterns)]
+    return sorted(out, key=lambda t: (t.as_of or "", t.trace_id), reverse=True)
+
+
+def traces_by_caller(store: GraphStore, tenant_id: str, caller: str) -> list[RecordedTrace]:
+    """Recorded retrievals of the tenant asked for by ``caller`` (a trace's ``caller``: ``jwt:<sub>``,
+    ``key:<id>``, ...), newest as_of first, ties by id: who saw which customer's data when."""
+    from hopweave.models.filters import And, Eq
+
+    where = And(clauses=(Eq(field="kind", value=KIND), Eq(field="caller", value=caller)))
+    out = [load(store, tenant_id, n.id) for n in store.find_nodes(tenant_id, "DecisionTrace", where)]
     return sorted(out, key=lambda t: (t.as_of or "", t.trace_id), reverse=True)
 
 
