@@ -169,7 +169,7 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
     """The ASGI app serving ``engine``. ``warm`` warms the engine at startup: in the background
     (readiness is 503 until done), or, with ``warm_first``, before the server accepts any
     connection (a worker of several: a request never reaches a cold worker). ``close`` closes the
-    engine on shutdown (else only its trace queue is drained); ``on_shutdown`` runs after that
+    engine on shutdown (else its trace queue is drained and its writer keeps running); ``on_shutdown`` runs after that
     (a worker deletes its private vectors copy). ``graph_refresh_s`` > 0 catches the graph store
     up with other processes' commits that often (:class:`~hopweave.adapters.serve_workers.GraphRefresher`).
     ``worker`` is shown by ``/healthz`` and ``/readyz`` (with the process id). ``engine`` may be an
@@ -227,8 +227,9 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
         finally:
             state["stopping"] = True
             refresher.stop()
-            # close drains the trace queue too (a pool's workers drain theirs as they stop)
-            drain = engine.close if close or pool is not None else plain.trace_writer.close
+            # close drains the trace queue too (a pool's workers drain theirs as they stop); an
+            # engine the app does not own keeps its trace writer running
+            drain = engine.close if close or pool is not None else plain.trace_writer.drain
             try:
                 await loop.run_in_executor(None, drain)
             finally:

@@ -58,6 +58,7 @@ class GroupCommitter:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._busy = False  # a round taken from the queue is being written
         #: rounds written and traces written (for tests and benchmarks)
         self.writes = 0
         self.traces = 0
@@ -81,6 +82,18 @@ class GroupCommitter:
         with self._cond:
             return len(self._queue)
 
+    def drain(self, timeout_s: float = 10.0) -> bool:
+        """Wait (at most ``timeout_s``) until every queued trace is written; the writer keeps
+        running. Returns whether the queue drained in time."""
+        end = time.monotonic() + timeout_s
+        with self._cond:
+            while self._queue or self._busy:
+                left = end - time.monotonic()
+                if left <= 0 or self._thread is None or not self._thread.is_alive():
+                    return not (self._queue or self._busy)
+                self._cond.wait(min(left, 0.05))
+            return True
+
     def close(self, timeout_s: float = 10.0) -> None:
         """Write what is queued (waiting at most ``timeout_s``), then stop the writer thread."""
         with self._cond:
@@ -99,7 +112,13 @@ class GroupCommitter:
                 if not self._queue and self._closed:
                     return
                 batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch:]
-            self._round(batch)
+                self._busy = True
+            try:
+                self._round(batch)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
 
     def _round(self, batch: list[_Pending]) -> None:
         """Build every trace of the round, then one write per tenant (in arrival order)."""
