@@ -53,6 +53,13 @@ class FilterError(HopweaveError):
     """A filter tree is malformed or names a field outside the shared vocabulary."""
 
 
+class ScopeFilterError(FilterError):
+    """A caller's filter would widen the session's scope: it names a field the scope alone sets
+    (tenant, customer, status, validity, a session attribute) or gives an authoritative attribute
+    (tier, plan, product...) a value the record does not have. The message names the clause and
+    the value on record."""
+
+
 class PatternValidationError(HopweaveError):
     """A TraversalPattern / GoalType write was rejected by a gate.
 

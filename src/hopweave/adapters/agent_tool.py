@@ -3,10 +3,13 @@
 The agent chooses the mode (``keyword`` for exact identifiers, ``semantic`` for concepts,
 ``hybrid`` when unsure) and may narrow the scope with filters in the shared vocabulary; it can
 never widen it: the tenant comes from the bound session, and every query carries the session's
-always-on clauses (tenant, ``status = active``, ``version = current``, the session's region...)
-exactly as ``Engine.retrieve`` applies them (:mod:`hopweave.engine.scope`, one code path). Bound to
-an ``as_of``, the tool searches the documents in force then (the domain's ``in_force`` clause). Filter field names are checked
-against the schema's chunk fields (an unknown field is an error the agent can read and fix).
+scope exactly as ``Engine.retrieve`` applies it (:func:`hopweave.engine.scope.scope_for`, one
+function): the authoritative attributes on record (the customer's tier and products, the
+subscriber's plan...), tenant, the session's region, ``status = active`` or, bound to an
+``as_of``, the documents in force then (the domain's ``in_force`` clause). Filter field names are
+checked against the schema's chunk fields (an unknown field is an error the agent can read and
+fix); a filter that would widen the scope (another tier, a tenant or validity clause) raises
+ScopeFilterError saying why.
 
 Use :class:`RetrieveTool` directly (a plain callable returning JSON-ready dicts) or
 :meth:`RetrieveTool.as_langchain_tool` for a LangChain ``StructuredTool`` (optional extra).
@@ -110,8 +113,10 @@ class RetrieveTool:
         """Ranked passages as dicts (chunk_id, document, revision, version, section, text, score,
         channels). ``arrived``: when the call arrived (``time.perf_counter()``; default now), the
         start of its budget. Raises InputError for a bad mode / top_k / filter, FilterError for an
-        unknown field, StoreError when the index is unavailable, OverloadedError when the engine
-        had no free request slot in time to answer within the budget (retry)."""
+        unknown field, ScopeFilterError for a filter that would widen the session's scope (a
+        clause on tenant, customer, status or validity; an authoritative value the record does not
+        have), StoreError when the index is unavailable, OverloadedError when the engine had no
+        free request slot in time to answer within the budget (retry)."""
         from hopweave.search.profiles import get_profile
 
         check_utterance_input(query)
@@ -124,9 +129,10 @@ class RetrieveTool:
         tree = filters_to_tree(filters)
         if tree is not None:
             check_fields(tree, self.engine.graph.schema.filter_fields())
-        # The session's always-on clauses (tenant, status, version, region...) exactly as
-        # Engine.retrieve applies them: one code path (hopweave.engine.scope).
-        where = scoped(self.engine.graph, self.session, tree, self.as_of)
+        # The session's scope (the record's authoritative values, tenant, region, in force at
+        # as_of...) exactly as Engine.retrieve applies it: one function (hopweave.engine.scope).
+        settings = self.engine.settings_for(self.session.tenant_id)
+        where = scoped(self.engine.graph, settings, self.session, tree, self.as_of)
         prof = get_profile(MODE_PROFILES[mode])
         budget = self.budget_ms or self.engine.config.tool_budget_ms
         with self.engine.admitted(budget, arrived=arrived, kind="tool"):  # the engine's request slots

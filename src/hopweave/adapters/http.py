@@ -5,8 +5,10 @@ Endpoints (OpenAPI schema at ``/openapi.json``, docs at ``/docs``):
 - ``POST /v1/retrieve``: ``{utterance, session, as_of?, budget_ms?, profile?, token_budget?,
   record?}`` -> the :class:`~hopweave.engine.result.RetrievalResult` as JSON (the Python API's
   typed result: ``RetrievalResult.model_validate(response.json())`` round-trips);
-- ``POST /v1/tool/retrieve``: seed 003's agent tool ``{session, query, mode, filters, top_k}`` ->
-  ``{"results": [...]}`` (:class:`~hopweave.adapters.agent_tool.RetrieveTool`);
+- ``POST /v1/tool/retrieve``: the agent tool ``{session, query, mode, filters, top_k,
+  as_of?}`` -> ``{"results": [...]}`` (:class:`~hopweave.adapters.agent_tool.RetrieveTool`: the
+  session's scope, the documents in force at ``as_of``; a widening filter is a 400
+  ScopeFilterError);
 - ``GET /healthz`` (the process answers) and ``GET /readyz`` (models warm, stores open, not
   shutting down: 200; else 503).
 
@@ -140,6 +142,8 @@ class ToolBody(BaseModel):
     mode: Literal["semantic", "keyword", "hybrid"] = "hybrid"
     filters: Optional[dict[str, Any]] = None
     top_k: int = Field(default=10, ge=1, le=100)
+    as_of: Optional[str] = Field(default=None, description="Search the documents in force at this ISO "
+                                 "date/datetime (parsed by the engine's boundary); omitted: today's.")
 
 
 class _Gate:
@@ -322,12 +326,12 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
 
         async def run() -> Response:
             if pool is not None:
-                got = await pool.atool_json(session.model_dump(mode="json"), body.query, mode=body.mode, filters=body.filters,
-                                            top_k=body.top_k, arrived=arrived)
+                got = await pool.atool_json(session.model_dump(mode="json"), body.query, mode=body.mode,
+                                            filters=body.filters, top_k=body.top_k, as_of=body.as_of, arrived=arrived)
                 done = time.perf_counter()
                 payload = b'{"results":' + got + b"}"
             else:
-                tool_ = RetrieveTool(plain, session)
+                tool_ = RetrieveTool(plain, session, as_of=body.as_of)
                 results = await loop.run_in_executor(
                     plain._request_pool, lambda: tool_(body.query, mode=body.mode, filters=body.filters,
                                                         top_k=body.top_k, arrived=arrived))

@@ -15,7 +15,8 @@ Optional extra: ``pip install 'hopweave[langgraph]'``. Importing this module wit
 The graph: ``understand`` (goal, confidence, the goal's escalation mode) -> ``retrieve`` (one
 ``Engine.retrieve``: the engine's own deterministic rounds) -> ``assess`` (the last round's unmet
 needs; while some remain, a chat model is given and the graph's round budget allows, the model
-writes a follow-up query and the agent tool runs it — scoped exactly like ``retrieve``, see
+writes a follow-up query and the agent tool runs it — at the same ``as_of`` and scoped exactly
+like ``retrieve`` (tier, plan, tenant, region, in force at ``as_of``), see
 :mod:`hopweave.engine.scope`) -> ``budget`` (the context block plus the follow-up passages that
 fit the token budget). Without a chat model the graph is deterministic.
 """
@@ -54,7 +55,8 @@ class HopweaveNodes:
         self.session = check_session(session, "the LangGraph nodes' session")
         self.as_of, self.token_budget = as_of, token_budget
         self.chat_model, self.max_agent_rounds, self.top_k = chat_model, max_agent_rounds, top_k
-        self.tool = RetrieveTool(engine, self.session)
+        # the follow-up rounds search at the request's as_of, under the same scope as retrieve
+        self.tool = RetrieveTool(engine, self.session, as_of=as_of)
 
     def understand(self, state: RetrievalState) -> RetrievalState:
         settings = self.engine.settings_for(self.session.tenant_id)

@@ -14,8 +14,10 @@ what it asked, why and what it added.
 Deterministic by default (no model: replays stay byte-identical). An application may set
 ``Engine.query_writer`` to a :data:`QueryWriter` — e.g. its LLM — that writes the next round's
 query from a :class:`RoundRequest`; whoever writes it, every query goes through the same scope
-filters (:func:`hopweave.engine.scope.scoped`: tenant, identity, always-on clauses), and a writer
-may relax only the fields the goal declares relaxable.
+(:func:`hopweave.engine.scope.scope_for`: the record's authoritative values such as tier and
+product, tenant, identity, always-on clauses), and a writer may relax only the fields the goal
+declares relaxable: relaxing an authoritative field drops the utterance's narrowing on it, never
+the record's clause.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ class LoopInputs:
     facts: tuple[PatternResult, ...]
     #: Fields of the session's always-on clauses (never relaxed).
     scope_fields: frozenset[str]
-    #: The session's scope applied to a filter (hopweave.engine.scope.scoped).
+    #: The session's scope applied to a filter (hopweave.engine.scope.scope_for, Scope.narrow).
     rescope: Callable[[FilterTree | None], FilterTree]
     search: Search
     count: Callable[[str], int]
@@ -297,15 +299,18 @@ def _without(tree: FilterTree | None, fields: Iterable[str]) -> FilterTree | Non
 
 
 def _relax(inp: LoopInputs, plan: Plan, field: str, notes: list[str]) -> Plan | None:
-    """``plan`` without its filter clauses on ``field``, re-scoped; None (and a note when it is a
-    scope clause) when there is nothing to relax."""
+    """``plan`` without its filter clauses on ``field``, re-scoped (an authoritative field keeps
+    the record's clause); None (and a note when it is a scope clause) when there is nothing to
+    relax: no clause on the field, or the re-scoped filter is the same."""
     if field in inp.scope_fields:
         notes.append(f"Not relaxed: {field} is an always-on scope clause of the session")
         return None
     if not any(getattr(c, "field", None) == field for c in _clauses(plan.filter)):
         return None
-    relaxed = _without(plan.filter, {field} | set(inp.scope_fields))
-    return dataclasses.replace(plan, filter=inp.rescope(relaxed))
+    relaxed = inp.rescope(_without(plan.filter, {field} | set(inp.scope_fields)))
+    if relaxed == inp.rescope(_without(plan.filter, inp.scope_fields)):
+        return None
+    return dataclasses.replace(plan, filter=relaxed)
 
 
 def expansion_terms(chunks: Sequence[ChunkItem], facts: Sequence[PatternResult], utterance: str, query: str,
@@ -344,8 +349,7 @@ def _loop_inputs(engine: Any, run: "Run", plan: Plan, policy: EscalationPolicy,
                  facts: Sequence[PatternResult]) -> LoopInputs:
     from hopweave.engine.branches import search_documents
     from hopweave.engine.query_vectors import bound
-    from hopweave.engine.scope import scope_filter, scoped
-    from hopweave.models.filters import fields as tree_fields
+    from hopweave.engine.scope import scope_for
     from hopweave.understand.lexical_plan import _stop_words
 
     session, tenant = run.req.session, run.req.session.tenant_id
@@ -355,9 +359,9 @@ def _loop_inputs(engine: Any, run: "Run", plan: Plan, policy: EscalationPolicy,
     def time_left() -> float:
         return run.remaining(reserve(run)) if reserve is not None else run.remaining()
 
-    # every field an always-on clause names (the in-force clause's dates and status included)
-    scope = scope_filter(engine.graph, session, run.req.as_of)
-    fields = frozenset(tree_fields(scope)) if scope is not None else frozenset()
+    # the one scope (identity, always-on and the record's authoritative clauses); its locked
+    # fields (tenant, the in-force clause's dates and status, session attributes) are never relaxed
+    scope = scope_for(engine.graph, run.settings, session, run.req.as_of)
 
     def search(p: Plan, reuse: bool) -> tuple[ChunkItem, ...]:
         limit = engine.config.search_limit
@@ -367,8 +371,8 @@ def _loop_inputs(engine: Any, run: "Run", plan: Plan, policy: EscalationPolicy,
                                   fallback="the rounds so far", timeout=time_left())
         return distinct_passages(found[0], limit) if found is not None else ()
 
-    return LoopInputs(policy=policy, plan=plan, utterance=run.req.utterance, facts=tuple(facts), scope_fields=fields,
-                      rescope=lambda w: scoped(engine.graph, session, w, run.req.as_of), search=search,
+    return LoopInputs(policy=policy, plan=plan, utterance=run.req.utterance, facts=tuple(facts),
+                      scope_fields=scope.always_on, rescope=lambda w: scope.narrow(w, check=False), search=search,
                       count=engine.counter.count, stop_words=_stop_words(), writer=engine.query_writer,
                       time_left=time_left, latency_scale=engine.config.round_latency_scale)
 

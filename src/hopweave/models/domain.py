@@ -66,8 +66,10 @@ class AuthoritativeAttribute(_Frozen):
     """An attribute of the authenticated subject that the session and the graph own.
 
     Its value comes from the session (``session``: an attribute name such as ``region`` or a
-    pack-declared one) or from the subject's node in the graph (``subject_property``), and
-    becomes an entity of type ``entity`` (a vocabulary label; the vocabulary node whose
+    pack-declared one) or from the graph (``subject_property``): a property of the subject's node,
+    or, with ``via`` (an edge sequence from the subject) and ``via_label``, of every node of that
+    label the walk reaches (the products of every account a customer holds: several values).
+    Each value becomes an entity of type ``entity`` (a vocabulary label; the vocabulary node whose
     ``match`` property equals the value is linked). An entity of that type named in the
     utterance never overrides it: a conflicting claim is reported as a mention ("customer
     claims Unlimited Plus; record says Unlimited Basic"). With no authoritative value (an anonymous session),
@@ -80,16 +82,31 @@ class AuthoritativeAttribute(_Frozen):
     session: str | None = None
     match: str = "name"
     anonymous: Literal["unscoped", "ignore"] = "unscoped"
+    #: Edges from the subject to the nodes carrying ``subject_property`` (empty: the subject's own).
+    via: tuple[OwnerStep, ...] = ()
+    #: The label of the nodes ``via`` reaches.
+    via_label: str | None = None
 
     @field_validator("entity", "match")
     @classmethod
     def _safe(cls, v: str) -> str:
         return check_identifier(v, "name")
 
+    @field_validator("via_label")
+    @classmethod
+    def _safe_label(cls, v: str | None) -> str | None:
+        return None if v is None else check_identifier(v, "label")
+
     @model_validator(mode="after")
     def _one_source(self) -> "AuthoritativeAttribute":
         if (self.subject_property is None) == (self.session is None):
             raise ValueError(f"authoritative {self.entity}: give exactly one of subject_property or session")
+        if bool(self.via) != (self.via_label is not None):
+            raise ValueError(f"authoritative {self.entity}: give via and via_label together (the edges from the "
+                             "subject and the label of the nodes they reach)")
+        if self.via and self.subject_property is None:
+            raise ValueError(f"authoritative {self.entity}: via needs subject_property (the property read on "
+                             f"the {self.via_label} nodes)")
         return self
 
 

@@ -96,11 +96,16 @@ def check_domain(m: PackManifest, schema: GraphSchema) -> list[Problem]:
             need_rel(step.type, f"domain.identifiers[{i}].owner_path")
     for i, a in enumerate(s.authoritative):
         need_label(a.entity, f"domain.authoritative[{i}].entity")
-        if a.subject_property and s.subject.label in schema.label_map \
-                and a.subject_property not in schema.label_map[s.subject.label].props:
+        for step in a.via:
+            need_rel(step.type, f"domain.authoritative[{i}].via")
+        holder = a.via_label or s.subject.label
+        if a.via_label:
+            need_label(a.via_label, f"domain.authoritative[{i}].via_label")
+        if a.subject_property and holder in schema.label_map \
+                and a.subject_property not in schema.label_map[holder].props:
             out.append(Problem(file=MANIFEST, record=f"domain.authoritative[{i}].subject_property",
-                               message=f"{s.subject.label} has no property {a.subject_property!r}",
-                               fix=f"declare it on {s.subject.label} in schema.yaml or fix the name"))
+                               message=f"{holder} has no property {a.subject_property!r}",
+                               fix=f"declare it on {holder} in schema.yaml or fix the name"))
     if s.synonyms:
         need_label(s.synonyms.label, "domain.synonyms.label")
         need_rel(s.synonyms.relationship, "domain.synonyms.relationship")

@@ -18,8 +18,10 @@ authenticated session.
   A subject id in the utterance that differs from the session's, or an identifier the session's
   subject does not own (checked by a tenant-scoped walk along the domain's ``owner_path``), is
   reported as a :class:`Mention` and never becomes an entity, a seed binding or a filter.
-- **Authoritative attributes** (the domain's ``authoritative``: tier, plan, region, ...) come
-  from the session or the subject's graph node, never from the utterance. A claim that differs
+- **Authoritative attributes** (the domain's ``authoritative``: tier, plan, product, region, ...)
+  come from the session, the subject's graph node or the nodes it reaches (the products of the
+  accounts a customer holds; :func:`~hopweave.understand.scope.read_record`), never from the
+  utterance. A claim that differs
   from the record ("I'm on Unlimited Plus" from an Unlimited Basic subscriber) is a ``claim`` Mention ("customer
   claims Unlimited Plus; record says Unlimited Basic"), and so is any entity whose words contain it ("my Plus
   line"). With no record (an anonymous session) claims are mentions too, and ``anonymous:
@@ -44,6 +46,7 @@ from hopweave.models.domain import AuthoritativeAttribute, DomainSettings, Ident
 from hopweave.models.internal_patterns import internal_pattern
 from hopweave.models.metagraph import Bind, EdgeStep, Literal_, Predicate, Seed
 from hopweave.understand.models import Entity, Mention
+from hopweave.understand.scope import SubjectRecord, read_record
 from hopweave.understand.temporal import find_dates
 from hopweave.understand.text import check_utterance, import_spacy, tokenizer_text
 
@@ -114,6 +117,8 @@ class Resolution:
     #: Authoritative entity types with no value on record (an anonymous session) whose
     #: ``anonymous`` policy is ``unscoped``: their filter field must be empty.
     unscoped: list[str] = field(default_factory=list)
+    #: The authoritative attributes' values on record (session and graph), as read for this request.
+    record: SubjectRecord = field(default_factory=SubjectRecord)
 
 
 def _surfaces(node: "Node") -> list[str]:
@@ -279,7 +284,7 @@ class EntityResolver:
                                 properties={"start": d.start.isoformat(), "end": d.end.isoformat(), "kind": d.kind}))
         utter = _attach_amounts(utter, money, self.settings.amounts_attach_to)
         utter.sort(key=lambda e: (e.span or (0, 0), e.type, str(e.value)))
-        kept, on_record = self._authority(session, utter, res.entities, nodes, res)
+        kept, on_record = self._authority(session, when, utter, res.entities, nodes, res)
         res.entities.extend(kept)
         if self.enrich_from_graph:
             res.entities.extend(on_record)
@@ -358,35 +363,36 @@ class EntityResolver:
 
     # ---- authoritative attributes -----------------------------------------------------------
     def _authority(
-        self, session: Session, utter: list[Entity], have: list[Entity], nodes: dict[str, "Node"], res: Resolution
+        self, session: Session, when: datetime, utter: list[Entity], have: list[Entity], nodes: dict[str, "Node"],
+        res: Resolution,
     ) -> tuple[list[Entity], list[Entity]]:
-        """Apply the domain's authoritative attributes to the utterance's entities.
+        """Apply the domain's authoritative attributes to the utterance's entities, against the
+        values on record (:func:`~hopweave.understand.scope.read_record`, kept in ``res.record``).
 
-        Returns (utterance entities kept, entities on record to add). Conflicting claims, and
-        utterance entities whose words contain one, go to ``res.mentions``; attributes with no
-        record and ``anonymous: unscoped`` go to ``res.unscoped``.
+        Returns (utterance entities kept, entities on record to add). Claims the record does not
+        hold, and utterance entities whose words contain one, go to ``res.mentions``; attributes
+        with no record and ``anonymous: unscoped`` go to ``res.unscoped``.
         """
-        subject: dict[str, Any] | None = None
-        if session.customer_id is not None and any(a.subject_property for a in self.settings.authoritative):
-            node = self.store.get_node(session.tenant_id, session.customer_id)
-            subject = dict(node.props) if node is not None and node.label == self.settings.subject.label else None
+        record = read_record(self.store, self.settings, session, when, nodes)
+        res.record = record
         dropped: list[Entity] = []
         on_record: list[Entity] = []
         for attr in self.settings.authoritative:
-            value = _record_value(attr, session, subject)
+            values = record.values.get(attr.entity, ())
             claims = [e for e in utter if e.type == attr.entity]
-            agreeing = [c for c in claims if value is not None and _claim_value(c, attr, nodes) == value]
+            agreeing = [c for c in claims if _claim_value(c, attr, nodes) in values]
             for c in claims:
                 if c in agreeing:
                     continue
                 dropped.append(c)
-                res.mentions.append(_claim_mention(c, value, self.settings.subject.label))
-            if value is None:
+                res.mentions.append(_claim_mention(c, values, self.settings.subject.label))
+            if not values:
                 if attr.anonymous == "unscoped":
                     res.unscoped.append(attr.entity)
                 continue
             if not agreeing and not any(e.type == attr.entity and e.source == "session" for e in have):
-                on_record.append(_record_entity(attr, value, session, nodes))
+                origin = record.origins.get(attr.entity, "")
+                on_record.extend(_record_entity(attr, v, origin, nodes) for v in values)
         kept = [e for e in utter if e not in dropped]
         for e in list(kept):  # "my Plus line": the entity's words carry a conflicting claim
             inside = next((d for d in dropped if d.span and e.span and d.span[0] >= e.span[0]
@@ -411,33 +417,26 @@ def _session_entities(session: Session, subject_label: str) -> list[Entity]:
     return out
 
 
-def _record_value(attr: AuthoritativeAttribute, session: Session, subject: dict[str, Any] | None) -> Scalar | None:
-    """The attribute's value on record: from the session or the subject's node (None if unset)."""
-    if attr.session is not None:
-        v = session.attribute(attr.session)
-    else:
-        v = (subject or {}).get(attr.subject_property or "")
-    return v if isinstance(v, (str, int, float, bool)) and v != "" else None
-
-
 def _claim_value(e: Entity, attr: AuthoritativeAttribute, nodes: dict[str, "Node"]) -> Any:
     """What an utterance entity claims, in the attribute's ``match`` property (default name)."""
     node = nodes.get(e.node_id or "")
     return node.props.get(attr.match, e.value) if node is not None else e.value
 
 
-def _claim_mention(c: Entity, value: Scalar | None, subject_label: str) -> Mention:
+def _claim_mention(c: Entity, values: tuple[Scalar, ...], subject_label: str) -> Mention:
+    """The mention of a claim the record does not hold (``values``: what it holds; the record
+    field is the value, or the values joined by ", " when there are several)."""
     who = subject_label.lower()
-    reason = (f"{who} claims {c.value}; record says {value}; not used" if value is not None
+    record: Scalar | None = (values[0] if len(values) == 1 else ", ".join(str(v) for v in values)) if values else None
+    reason = (f"{who} claims {c.value}; record says {record}; not used" if record is not None
               else f"{who} claims {c.value}; no {c.type} on record for this session; not used")
     return Mention(type=c.type, value=c.value, text=c.text or str(c.value), span=c.span or (0, 0),
-                   kind="claim", record=value, reason=reason)
+                   kind="claim", record=record, reason=reason)
 
 
-def _record_entity(attr: AuthoritativeAttribute, value: Scalar, session: Session, nodes: dict[str, "Node"]) -> Entity:
+def _record_entity(attr: AuthoritativeAttribute, value: Scalar, origin: str, nodes: dict[str, "Node"]) -> Entity:
     node = next((n for n in sorted(nodes.values(), key=lambda n: n.id)
                  if n.label == attr.entity and n.props.get(attr.match) == value), None)
-    origin = f"session.{attr.session}" if attr.session else f"{session.customer_id}.{attr.subject_property}"
     return Entity(type=attr.entity, value=str(node.props.get("name") or value) if node is not None else value,
                   source="session" if attr.session else "graph", node_id=node.id if node is not None else None,
                   properties={"from": origin})

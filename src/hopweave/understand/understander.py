@@ -20,6 +20,7 @@ from hopweave.understand.lexical_plan import _stop_words, build_lexical_plan
 from hopweave.understand.models import Understanding
 from hopweave.understand.temporal import time_windows
 from hopweave.understand.resolver import EntityResolver
+from hopweave.understand.scope import session_scope
 from hopweave.understand.text import MAX_CHARS, check_utterance, looks_non_english
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -132,6 +133,9 @@ class Understander:
         store: Any = _VocabularyReads(self.store, self.resolver.pipeline(session.tenant_id)[2])
         tree, fnotes = compile_filter(mapping, res.entities, session, store, self.store.schema,
                                       unscoped=res.unscoped, as_of=when)
+        # every interface's scope (hopweave.understand.scope): the record's authoritative values,
+        # identity and always-on clauses, appended where the compiled filter lacks them
+        tree = session_scope(mapping, self.settings, res.record, session, when).complete(tree)
         notes.extend(res.notes)
         notes.extend(fnotes)
         windows = tuple(time_windows(text, when))

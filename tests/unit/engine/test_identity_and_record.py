@@ -38,7 +38,7 @@ def test_gold_customer_claiming_platinum(engine: Engine, text: str) -> None:
 def test_maria_saying_gold_card_gets_no_gold_policy_or_precedent(engine: Engine) -> None:
     r = engine.retrieve("I want to dispute this $39 late fee on my Gold card.", session=MARIA, as_of=AS_OF,
                         record=False)
-    assert r.filter_display["tier"] == "Platinum" and "product" not in r.filter_display
+    assert r.filter_display["tier"] == "Platinum" and r.filter_display["product"] == "Platinum_Card"  # the record
     assert "Gold" not in _tiers_in_context(r)
     assert "TRACE_8333" not in {p.trace_id for p in r.precedent if p.in_context}  # Mario's Gold precedent
     assert {(m.type, m.value) for m in r.mentions} >= {("Tier", "Gold"), ("Product", "Gold_Card")}

@@ -12,7 +12,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel  #
 from hopweave.adapters.langgraph import build_retrieval_graph  # noqa: E402
 
 from conftest import AS_OF, MARIA, UTTERANCE  # noqa: E402
-from test_scope_interfaces import _foreign  # noqa: E402
+from test_scope_interfaces import _bad, _foreign  # noqa: E402
 
 UNMET = "Someone used my savings account without permission"  # still unmet after the engine's rounds
 
@@ -41,4 +41,18 @@ def test_agent_rounds_with_a_scripted_chat_model_stay_in_scope(engine) -> None: 
 def test_without_a_chat_model_the_graph_is_deterministic(engine) -> None:  # noqa: ANN001
     graph = build_retrieval_graph(engine, MARIA, as_of=AS_OF)
     a, b = graph.invoke({"utterance": UNMET}), graph.invoke({"utterance": UNMET})
-    assert a["context"] == b["context"] and a["agent_round"] == 0 and len(a["rounds"]) == 3
+    assert a["context"] == b["context"] and a["agent_round"] == 0 and len(a["rounds"]) == 2
+
+
+def test_follow_up_rounds_keep_as_of_tier_and_product(engine) -> None:  # noqa: ANN001
+    """The chat model asks for what the scope excludes (a revision in force only from
+    2026-09-01, another tier's policy): the follow-up rounds run at the graph's as_of under the
+    session's record scope, so neither comes back."""
+    chat = FakeListChatModel(responses=["late fee waiver policy v4 effective September 2026",
+                                        "Gold customers in good standing fee waiver"])
+    graph = build_retrieval_graph(engine, MARIA, as_of=AS_OF, chat_model=chat, max_agent_rounds=2,
+                                  token_budget=4000, top_k=20)
+    out = graph.invoke({"utterance": UNMET})
+    docs = [p["document"] for p in out["passages"]]
+    assert out["agent_round"] == 2 and docs and not _bad(docs)
+    assert "waiver-policy-v4.pdf" not in docs and "gold-waiver-policy-v3.pdf" not in docs

@@ -63,6 +63,28 @@ def test_agent_tool_call_is_scoped_by_the_session(client: TestClient) -> None:
     assert res.status_code == 400
 
 
+def test_agent_tool_call_takes_as_of_and_refuses_a_widening_filter(client: TestClient) -> None:
+    """The endpoint searches the documents in force at ``as_of`` under the session's record scope;
+    a filter on another tier or on validity is a 400 ScopeFilterError saying why."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
+    from scope_checks import violations
+
+    body = {"session": MARIA, "query": "Platinum late fee waiver policy calendar year", "top_k": 20, "as_of": AS_OF}
+    res = client.post("/v1/tool/retrieve", json=body)
+    assert res.status_code == 200, res.text
+    docs = [h["document"] for h in res.json()["results"]]
+    assert docs and not [v for d in docs for v in violations("deltabank", MARIA, d, AS_OF)]
+    later = client.post("/v1/tool/retrieve", json={**body, "as_of": "2026-10-01"}).json()["results"]
+    assert "waiver-policy-v4.pdf" in {h["document"] for h in later} and "waiver-policy-v4.pdf" not in docs
+    for filters, why in (({"tier": "Gold"}, "record says Platinum"), ({"valid_from": "2020-01-01"}, "valid_from")):
+        res = client.post("/v1/tool/retrieve", json={**body, "filters": filters})
+        assert res.status_code == 400 and res.json()["error"] == "ScopeFilterError" and why in res.json()["message"]
+    assert client.post("/v1/tool/retrieve", json={**body, "as_of": "not a date"}).status_code == 400
+
+
 def test_a_full_service_sheds_load_with_503_and_retry_after(engine: Engine) -> None:
     import httpx
 

@@ -51,7 +51,7 @@ def test_a_downgrade_claim_is_a_mention_too(understander: Understander, maria: S
 def test_maria_saying_gold_card_gets_platinum_policy(understander: Understander, maria: Session) -> None:
     u = understander.understand("Please waive the $39 late fee on my Gold card.", maria, AS_OF)
     flt = _clauses(u)
-    assert flt["tier"] == "Platinum" and "product" not in flt  # no Gold_Card clause
+    assert flt["tier"] == "Platinum" and flt["product"] == "Platinum_Card"  # the record, no Gold_Card clause
     kinds = {(m.type, m.value) for m in u.mentions}
     assert ("Tier", "Gold") in kinds and ("Product", "Gold_Card") in kinds
     assert all(m.kind == "claim" for m in u.mentions)
