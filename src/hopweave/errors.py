@@ -113,6 +113,11 @@ class TenantError(HopweaveError):
     """A request has no tenant, or tried to cross a tenant boundary."""
 
 
+class IdentityError(TenantError):
+    """A write names a record of another subject than the session's (another customer's decision
+    trace): the session decides whose records a caller may write, never the request body."""
+
+
 class EmbeddingSpaceError(HopweaveError):
     """A vector does not belong to the collection's embedding space."""
 
@@ -164,6 +169,20 @@ class MetagraphWriteError(PatternValidationError):
 class RuleExpressionError(InputError):
     """A rule condition or case-state expression outside the safe expression language
     (``hopweave.models.expr``): the message says where and what was expected."""
+
+
+class OutcomeError(InputError):
+    """A decision outcome cannot be recorded as given (its goal declares no outcomes, a cited id
+    is unknown, a field is malformed): the message names the field and what to send instead."""
+
+
+class UnknownOutcomeError(OutcomeError):
+    """The outcome is not in the goal's outcome vocabulary (the message lists the vocabulary)."""
+
+
+class OutcomeTimeError(OutcomeError):
+    """The outcome's instant is before the retrieval it decides (a decision cannot precede the
+    case it was made on)."""
 
 
 class DeadlineError(HopweaveError):

@@ -11,6 +11,9 @@ checked against the schema's chunk fields (an unknown field is an error the agen
 fix); a filter that would widen the scope (another tier, a tenant or validity clause) raises
 ScopeFilterError saying why.
 
+``record_decision(trace_id, outcome, rationale, cited)`` (:class:`RecordDecisionTool`) records
+what the agent decided on a retrieval, for the bound session's customer only.
+
 Use :class:`RetrieveTool` directly (a plain callable returning JSON-ready dicts) or
 :meth:`RetrieveTool.as_langchain_tool` for a LangChain ``StructuredTool`` (optional extra).
 """
@@ -168,3 +171,49 @@ class RetrieveTool:
             return self(query, mode=mode, filters=filters, top_k=top_k)
 
         return StructuredTool.from_function(retrieve, name=self.name, description=self.description)
+
+
+DECISION_DESCRIPTION = (
+    "Record what was decided on a case: trace_id is the id the retrieval returned, outcome one of "
+    "the goal's outcomes (e.g. fee_waived, declined, escalated), rationale why, cited the "
+    "provenance ids (src: ...) of the context lines the decision rests on. Recording the same "
+    "decision again changes nothing; a different one is a correction (a new version)."
+)
+
+
+class RecordDecisionTool:
+    """``record_decision(trace_id, outcome, rationale, cited)`` bound to an engine and a session:
+    :meth:`hopweave.engine.engine.Engine.record_outcome` for the session's customer (the tenant and
+    the customer come from the bound session, never from the agent's arguments)."""
+
+    name = "record_decision"
+    description = DECISION_DESCRIPTION
+
+    def __init__(self, engine: "Engine", session: Session | Mapping[str, Any], decided_by: str | None = None) -> None:
+        """``decided_by``: who the agent decides for (recorded as the decision's author). Raises
+        InputError / TenantError for a malformed session."""
+        self.engine = engine
+        self.session = check_session(session, "the agent tool's session")
+        self.decided_by = decided_by
+
+    def __call__(self, trace_id: str, outcome: str, rationale: str | None = None,
+                 cited: list[str] | tuple[str, ...] = (), as_of: Any = None) -> dict[str, Any]:
+        """The recorded outcome as a JSON-ready dict (trace_id, decided_id, version, outcome,
+        decided_at, created, ...). Raises the engine's typed errors (UnknownOutcomeError,
+        IdentityError, NotFoundError, OutcomeTimeError, OutcomeError)."""
+        rec = self.engine.record_outcome(trace_id, session=self.session, outcome=outcome, decided_by=self.decided_by,
+                                         rationale=rationale, cited=cited, as_of=as_of)
+        return rec.model_dump(mode="json")
+
+    def as_langchain_tool(self) -> Any:
+        """A LangChain ``StructuredTool`` calling this tool. Raises MissingDependencyError."""
+        try:
+            from langchain_core.tools import StructuredTool
+        except ImportError:
+            raise MissingDependencyError("langchain-core", "langchain", "The LangChain agent tool") from None
+
+        def record_decision(trace_id: str, outcome: str, rationale: str | None = None,
+                            cited: list[str] | None = None) -> dict[str, Any]:
+            return self(trace_id, outcome, rationale=rationale, cited=tuple(cited or ()))
+
+        return StructuredTool.from_function(record_decision, name=self.name, description=self.description)

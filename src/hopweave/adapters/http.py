@@ -9,6 +9,9 @@ Endpoints (OpenAPI schema at ``/openapi.json``, docs at ``/docs``):
   as_of?}`` -> ``{"results": [...]}`` (:class:`~hopweave.adapters.agent_tool.RetrieveTool`: the
   session's scope, the documents in force at ``as_of``; a widening filter is a 400
   ScopeFilterError);
+- ``POST /v1/outcomes``: ``{trace_id, session, outcome, decided_by?, rationale?, cited?, as_of?}``
+  -> the recorded outcome (:class:`~hopweave.engine.outcomes.OutcomeRecord`), as
+  ``Engine.record_outcome``;
 - ``GET /healthz`` (the process answers) and ``GET /readyz`` (models warm, stores open, not
   shutting down: 200; else 503).
 
@@ -20,7 +23,7 @@ repeat it), or the body ``session`` in the trusted-gateway and loopback modes
 (:mod:`hopweave.engine.boundary`), exactly as ``Engine.retrieve``, and the caller's id is recorded
 on the decision trace. Errors are JSON ``{"error": <type>, "message": ...}``: 400 InputError (and
 subclasses), 401 AuthenticationError (with ``WWW-Authenticate: Bearer``), 403 TenantError /
-CallerMismatchError, 429 RateLimitedError and 503 OverloadedError / StoreUnavailableError (both
+CallerMismatchError, 404 NotFoundError (a trace the tenant does not have), 429 RateLimitedError and 503 OverloadedError / StoreUnavailableError (both
 with ``Retry-After``), 500 otherwise.
 
 Deadlines: a request's budget runs from its arrival (an outer ASGI middleware stamps it before
@@ -56,6 +59,7 @@ from hopweave.errors import (
     HopweaveError,
     InputError,
     MissingDependencyError,
+    NotFoundError,
     OverloadedError,
     RateLimitedError,
     StoreError,
@@ -130,6 +134,22 @@ class RetrieveBody(BaseModel):
     profile: Optional[str] = None
     token_budget: Optional[int] = Field(default=None, ge=1)
     record: Optional[bool] = None
+
+
+class OutcomeBody(BaseModel):
+    """What was decided on a retrieval: the same arguments as ``Engine.record_outcome``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trace_id: str = Field(description="The trace_id the retrieval returned.")
+    session: Optional[dict[str, Any]] = Field(default=None, description=(
+        "The session (its customer's traces only); with a verified bearer token it comes from the token and "
+        "this may only repeat it."))
+    outcome: str = Field(description="One of the goal's outcomes (its pack's `outcomes.vocabulary`).")
+    decided_by: Optional[str] = None
+    rationale: Optional[str] = None
+    cited: list[str] = Field(default_factory=list, description="Provenance ids the decision rests on.")
+    as_of: Optional[str] = Field(default=None, description="The decision's instant (ISO); omitted: now.")
 
 
 class ToolBody(BaseModel):
@@ -342,6 +362,27 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
 
         return await admitted(run)
 
+    @app.post("/v1/outcomes")
+    async def outcomes(body: OutcomeBody, request: HTTPRequest) -> Any:
+        """Record an outcome (``Engine.record_outcome``) for the verified session's customer: 200
+        with the record (``created`` False for a repeat), 400 for an unknown outcome / bad field /
+        outcome before its trace, 403 for another customer's trace, 404 for a trace the tenant
+        does not have. ``decided_by`` defaults to the verified caller's id."""
+        session, caller = authorize(request, body.session, "full")
+        if pool is not None:
+            raise InputError("recording outcomes needs the engine in this process: serve with --workers, "
+                             "not --engine-processes")
+        loop = asyncio.get_running_loop()
+
+        async def run() -> Response:
+            rec = await loop.run_in_executor(plain._request_pool, lambda: plain.record_outcome(
+                body.trace_id, session=session, outcome=body.outcome,
+                decided_by=body.decided_by if body.decided_by is not None else caller,
+                rationale=body.rationale, cited=tuple(body.cited), as_of=body.as_of))
+            return Response(rec.model_dump_json(), media_type="application/json", headers=worker_header)
+
+        return await admitted(run)
+
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
         """The process answers (``pid``: which worker)."""
@@ -454,6 +495,8 @@ def _status(exc: HopweaveError) -> int:
         return 429
     if isinstance(exc, TenantError):
         return 403
+    if isinstance(exc, NotFoundError) and not isinstance(exc, UnknownProfileError):
+        return 404
     if isinstance(exc, (InputError, FilterError, UnknownProfileError)):
         return 400
     if isinstance(exc, (OverloadedError, StoreUnavailableError)):

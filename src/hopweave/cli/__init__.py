@@ -27,6 +27,7 @@ _COMMAND_MODULES = (
     "hopweave.cli.serve_cmds",
     "hopweave.cli.doctor_cmds",
     "hopweave.cli.compact_cmds",
+    "hopweave.cli.memory_cmds",
 )
 
 for _mod in _COMMAND_MODULES:

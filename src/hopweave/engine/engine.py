@@ -38,7 +38,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from hopweave.engine import precedent
 from hopweave.engine import record as trace_record
@@ -83,6 +83,7 @@ _UNDERSTAND_FALLBACK = NO_SLOT_FALLBACK
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.agentic import QueryWriter
+    from hopweave.engine.outcomes import OutcomeRecord, OutcomeRecorder
     from hopweave.understand.calibration import Calibration
     from hopweave.understand.classifier import ClassifierConfig
     from hopweave.models.store_settings import StoreSettings
@@ -311,6 +312,29 @@ class Engine:
                 if self._trace_writer is None:
                     self._trace_writer = GroupCommitter(self.graph, min_write_s=self.config.record_min_ms / 1000.0)
         return self._trace_writer
+
+    # ---- living memory: recorded outcomes (engine/outcomes.py) ------------------------------
+    @property
+    def outcomes(self) -> "OutcomeRecorder":
+        """The outcome recorder of this engine (its writes share the trace group commit)."""
+        from hopweave.engine.outcomes import OutcomeRecorder
+
+        rec = self.__dict__.get("_outcomes")
+        if not isinstance(rec, OutcomeRecorder):
+            writer = self.trace_writer  # (takes self._lock itself)
+            with self._lock:
+                rec = self.__dict__.get("_outcomes")
+                if not isinstance(rec, OutcomeRecorder):
+                    rec = self.__dict__["_outcomes"] = OutcomeRecorder(
+                        self.graph, lambda: self._goals()[1], lambda t: self.settings_for(t).subject, writer)
+        return rec
+
+    def record_outcome(self, trace_id: str, *, session: Any, outcome: str, decided_by: str | None = None,
+                       rationale: str | None = None, cited: Sequence[str] = (), as_of: Any = None) -> "OutcomeRecord":
+        """Record what was decided on the retrieval ``trace_id``
+        (:meth:`hopweave.engine.outcomes.OutcomeRecorder.record`: gates, idempotence, versions)."""
+        return self.outcomes.record(trace_id, session=session, outcome=outcome, decided_by=decided_by,
+                                    rationale=rationale, cited=cited, as_of=as_of)
 
     def close(self) -> None:
         if self._closed:

@@ -135,6 +135,7 @@ def build(
         "metagraph_revision": result.metagraph_revision,
         "pins_json": pins(result, lambda nid: None if (n := get(nid)) is None else dict(n.props), texts=pin_texts),
         "context_skeleton": skeleton(result, texts),
+        "case_json": _case_values(result, session, store),
         "summary": (
             f"retrieval for {result.goal or 'unclear goal'} "
             f"({len(ctx_chunks)} chunks, {len(fact_ids) + len(agg_ids)} facts, {len(prec_ids)} precedent)"
@@ -167,6 +168,20 @@ def build(
     for nid in sorted(set(fact_ids) | set(agg_ids) | set(prec_ids)):
         link(nid, "SAW_FACT", tuple(saw))
     return nodes, edges
+
+
+def _case_values(result: RetrievalResult, session: Session, store: GraphStore) -> dict[str, Any] | None:
+    """The goal's case facts as this retrieval resolved them (None without a goal or a case
+    spec): what a decision on the trace keeps (:mod:`hopweave.engine.outcomes`)."""
+    from hopweave.engine.rules import case_facts
+
+    goal = next((g for g in store.goal_types() if g.name == result.goal), None) if result.goal else None
+    if goal is None or goal.case is None:
+        return None
+    entities: dict[str, Any] = {}
+    for e in result.entities:
+        entities.setdefault(e.type, e.value)
+    return case_facts(goal.case, result.facts, entities, session)
 
 
 def record(store: GraphStore, result: RetrievalResult, session: Session, subject: SubjectSpec) -> bool:

@@ -15,10 +15,11 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from hopweave.models.case import CaseSpec
 from hopweave.models.escalation import EscalationPolicy
+from hopweave.models.outcomes import OutcomeSpec
 from hopweave.models.schema import check_identifier
 
 Scalar = Union[str, int, float, bool]
@@ -282,6 +283,17 @@ class GoalType(_Frozen):
     #: Rerank this goal's candidate chunks (``bi_encoder`` / ``cross_encoder``); None = the fused
     #: order (the default: see hopweave.engine.rerank_stage for why).
     rerank: Optional[Literal["none", "bi_encoder", "cross_encoder"]] = None
+    #: The outcomes a decision on this goal's cases may record, the case facts a decided trace
+    #: keeps and how it is linked as precedent (:mod:`hopweave.models.outcomes`). None = no
+    #: outcomes are recorded for this goal. Left out of the stored definition when None.
+    outcomes: OutcomeSpec | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_outcomes(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("outcomes") is None:
+            data.pop("outcomes", None)
+        return data
 
     @field_validator("name")
     @classmethod

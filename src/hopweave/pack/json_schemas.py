@@ -11,9 +11,10 @@ from typing import Any
 
 
 def pack_json_schemas() -> dict[str, dict[str, Any]]:
-    """File name -> JSON Schema, for the manifest, a schema file, a filter mapping and the
-    domain settings."""
+    """File name -> JSON Schema, for the manifest, a schema file, a filter mapping, the domain
+    settings and a goal file's ``goal:`` mapping (its sections, case, escalation, outcomes)."""
     from hopweave.models.domain import DomainSettings
+    from hopweave.models.metagraph import GoalType
     from hopweave.models.schema import GraphSchema, LabelExtension, LabelSpec, SchemaExtension
     from hopweave.pack.manifest import PackManifest
     from hopweave.understand.filter_map import FilterMapping
@@ -33,6 +34,7 @@ def pack_json_schemas() -> dict[str, dict[str, Any]]:
         "base_schema.schema.json": base,
         "filters.schema.json": FilterMapping.model_json_schema(),
         "domain.schema.json": DomainSettings.model_json_schema(),
+        "goal.schema.json": GoalType.model_json_schema(),
     }
     for name, sch in out.items():
         sch["$schema"] = "https://json-schema.org/draft/2020-12/schema"

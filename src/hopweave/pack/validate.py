@@ -140,6 +140,11 @@ def check_goals(d: Path, m: PackManifest, schema: GraphSchema) -> list[Problem]:
                                    fix=_fix_of(perr, "fix the pattern")))
             if not errs:
                 parsed.append(TraversalPattern.model_validate(raw))
+        if goal.outcomes is not None:
+            facts = goal.case.facts if goal.case is not None else {}
+            subject = _subject_label(m)
+            for field, msg, fix in goal.outcomes.problems(facts, schema, subject):
+                out.append(Problem(file=_rel(d, f), record=f"goal {goal.name}: {field}", message=msg, fix=fix))
         if len(parsed) < len(raws):
             continue  # the goal-level checks need every pattern
         try:
@@ -149,6 +154,13 @@ def check_goals(d: Path, m: PackManifest, schema: GraphSchema) -> list[Problem]:
             out.append(Problem(file=_rel(d, f), record=f"goal {goal.name}", message=_err(exc),
                                fix=_fix_of(exc, "fix the goal's sections or patterns")))
     return out
+
+
+def _subject_label(m: PackManifest) -> str | None:
+    try:
+        return m.domain_settings().subject.label
+    except ValidationError:
+        return None  # reported by check_manifest
 
 
 def _fix_of(exc: BaseException, default: str) -> str:

@@ -38,9 +38,10 @@ FORMAT = "hopweave-text-vectors/1"
 #: More shards than this in one directory are merged into one when it is opened.
 COMPACT_AT = 64
 #: The graph label of decision traces, and the kinds of trace that are never precedent
-#: (recorded retrievals).
+#: (recorded retrievals, and the audit copies of recorded outcomes: the decided trace itself is
+#: the precedent).
 TRACE_LABEL = "DecisionTrace"
-NOT_PRECEDENT_KINDS = frozenset({"retrieval"})
+NOT_PRECEDENT_KINDS = frozenset({"retrieval", "outcome_version"})
 
 
 def vectors_dir(store_dir: str | Path) -> Path:

@@ -1,0 +1,55 @@
+"""Living-memory commands: ``outcome`` (record what was decided on a retrieval)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+import typer
+
+from hopweave.cli import app
+from hopweave.cli.common import GraphOpt, emit_json, handle_errors, open_cli_stores
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.engine.engine import Engine
+
+
+def _memory_engine(store: Optional[str]) -> "Engine":
+    """An engine on the graph store of ``--graph`` alone (memory writes read no vectors), with the
+    store's domains and settings."""
+    from hopweave.engine.engine import Engine
+
+    stores = open_cli_stores(store, graph_only=True)
+    return Engine(stores.graph, None, domains=stores.domains(), settings=stores.settings, store_dir=stores.store_dir)
+
+
+@app.command()
+@handle_errors
+def outcome(
+    trace_id: str = typer.Argument(..., help="The trace_id the retrieval returned."),
+    session: Path = typer.Option(..., "--session", help="Session JSON file: the customer whose trace it is."),
+    outcome_name: str = typer.Option(..., "--outcome", help="One of the goal's outcomes (the pack's vocabulary)."),
+    decided_by: Optional[str] = typer.Option(None, "--decided-by", help="Who decided."),
+    rationale: Optional[str] = typer.Option(None, "--rationale", help="Why."),
+    cite: Optional[list[str]] = typer.Option(None, "--cite", help="A provenance id the decision rests on (repeat)."),
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="The decision's ISO instant (default now)."),
+    store: Optional[str] = GraphOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print the record as JSON."),
+) -> None:
+    """Record the outcome of a retrieval (Engine.record_outcome): idempotent, a different outcome
+    is a new version."""
+    from hopweave.models.common import read_session_file
+
+    sess = read_session_file(session)
+    engine = _memory_engine(store)
+    try:
+        rec = engine.record_outcome(trace_id, session=sess, outcome=outcome_name, decided_by=decided_by,
+                                    rationale=rationale, cited=tuple(cite or ()), as_of=as_of)
+    finally:
+        engine.close()
+    if as_json:
+        emit_json(rec.model_dump(mode="json"))
+    else:
+        what = "recorded" if rec.created else "already recorded (nothing written)"
+        typer.echo(f"{rec.outcome} on {rec.trace_id}: {what}; {rec.decided_id} version {rec.version} "
+                   f"at {rec.decided_at.isoformat()}")
