@@ -22,7 +22,8 @@ repeat it), or the body ``session`` in the trusted-gateway and loopback modes
 (:mod:`hopweave.adapters.identity`). The session is then checked by the engine's one boundary
 (:mod:`hopweave.engine.boundary`), exactly as ``Engine.retrieve``, and the caller's id is recorded
 on the decision trace. Errors are JSON ``{"error": <type>, "message": ...}``: 400 InputError (and
-subclasses), 401 AuthenticationError (with ``WWW-Authenticate: Bearer``), 403 TenantError /
+subclasses; also a body that is not its model, e.g. a NaN budget, naming the fields), 401
+AuthenticationError (with ``WWW-Authenticate: Bearer``), 403 TenantError /
 CallerMismatchError, 404 NotFoundError (a trace the tenant does not have), 429 RateLimitedError and 503 OverloadedError / StoreUnavailableError (both
 with ``Retry-After``), 500 otherwise.
 
@@ -206,6 +207,7 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
     for unusable identity settings."""
     try:
         from fastapi import Depends, FastAPI, Request
+        from fastapi.exceptions import RequestValidationError
         from fastapi.responses import JSONResponse, Response
     except ModuleNotFoundError as exc:  # pragma: no cover - depends on the extra
         raise MissingDependencyError(exc.name or "fastapi", "serve", "hopweave serve") from exc
@@ -276,6 +278,14 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
     app = FastAPI(title="hopweave", version="1", lifespan=lifespan, dependencies=[Depends(verified)],
                   description="Compositional retrieval for AI agents (see docs/serve.md).")
     app.add_middleware(_Arrival)  # added last: the outermost layer, before the body is read
+
+    @app.exception_handler(RequestValidationError)
+    async def _body(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # the body failed its model (a NaN budget, a string for top_k): 400 InputError JSON, naming
+        # each field without echoing its value (NaN is not JSON; a 10 MB value need not return)
+        problems = "; ".join(f"{'.'.join(str(x) for x in e.get('loc', ()) if x != 'body') or 'body'}: {e.get('msg')}"
+                             for e in exc.errors()[:10])
+        return await _typed(request, InputError(f"the request body is not valid: {problems}"))
 
     @app.exception_handler(HopweaveError)
     async def _typed(_: Request, exc: HopweaveError) -> JSONResponse:

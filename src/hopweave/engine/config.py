@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Mapping
 
 from hopweave.engine import record as trace_record
 from hopweave.engine.assemble import Assembly
@@ -12,6 +14,7 @@ from hopweave.engine.boundary import Request
 from hopweave.engine.plan import Plan
 from hopweave.engine.query_vectors import RequestVectors
 from hopweave.engine.result import Degradation, RetrievalResult
+from hopweave.errors import ConfigError
 from hopweave.models.common import PatternResult
 from hopweave.models.domain import DomainSettings
 from hopweave.models.filters import to_display
@@ -69,10 +72,54 @@ class EngineConfig:
     #: stops every other request's Python work (:mod:`hopweave.search.search_process`).
     search_process: bool = True
 
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            _check_field(f.name, str(f.type), getattr(self, f.name))
+
     def reserve_ms(self, budget_ms: float) -> float:
         """The end of a ``budget_ms`` budget kept for finishing: ``deadline_reserve_ms``, at most
         10% of the budget."""
         return min(float(self.deadline_reserve_ms), budget_ms * 0.1)
+
+
+#: Fields that must be at least 1 (the others at least 0).
+_AT_LEAST_ONE = frozenset({"budget_ms", "token_budget", "search_limit", "max_workers", "max_requests", "max_active",
+                           "tool_budget_ms"})
+
+
+def _check_field(name: str, kind: str, value: object) -> None:
+    """Raise ConfigError unless ``value`` is of the field's ``kind`` (its annotation) and in range."""
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"EngineConfig.{name} must be True or False, not {value!r:.40}")
+        return
+    if kind.startswith("str"):
+        if not (value is None or isinstance(value, str)):
+            raise ConfigError(f"EngineConfig.{name} must be a name or None, not {value!r:.40}")
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind == "int" and not isinstance(value, int)):
+        raise ConfigError(f"EngineConfig.{name} must be a {'whole number' if kind == 'int' else 'number'}, "
+                          f"not {value!r:.40}")
+    if not math.isfinite(value) or value < (1 if name in _AT_LEAST_ONE else 0):
+        raise ConfigError(f"EngineConfig.{name} must be a finite number of at least "
+                          f"{1 if name in _AT_LEAST_ONE else 0}, got {value!r}")
+
+
+def engine_config(value: object) -> EngineConfig:
+    """The EngineConfig ``value`` stands for: None -> the defaults, an EngineConfig as is, or a
+    mapping of its fields (``{"budget_ms": 500}``). Raises ConfigError naming an unknown field
+    or a value of the wrong type or range (NaN, infinity, a zero budget)."""
+    if value is None:
+        return EngineConfig()
+    if isinstance(value, EngineConfig):
+        return value
+    if isinstance(value, Mapping):
+        known = {f.name for f in fields(EngineConfig)}
+        unknown = sorted(str(k) for k in value if k not in known)
+        if unknown:
+            raise ConfigError(f"EngineConfig has no field(s) {unknown}; its fields: {sorted(known)}")
+        return EngineConfig(**value)
+    raise ConfigError(f"config must be an EngineConfig or a mapping of its fields, not {type(value).__name__}")
 
 
 @dataclass

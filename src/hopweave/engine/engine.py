@@ -46,7 +46,7 @@ from hopweave.engine.admission import NO_SLOT_FALLBACK, REFUSED, Admission, Gran
 from hopweave.engine.assemble import assemble
 from hopweave.engine.boundary import Request, check_request, check_session_attributes
 from hopweave.engine.branches import graph_branch, pattern_degradations, search_documents
-from hopweave.engine.config import EngineConfig, Run, make_result
+from hopweave.engine.config import EngineConfig, Run, engine_config, make_result
 from hopweave.engine.plan import NEUTRAL_NOTE, Plan, agent_notes, build_plan, neutral_filter
 from hopweave.engine.rerank_stage import rerank_chunks
 from hopweave.engine.rules import case_for
@@ -117,7 +117,7 @@ class Engine:
         self._embedder = embedder
         self._understander = understander
         self._understanders: dict[str, UnderstandingStage] = {}
-        self.config = config or EngineConfig()
+        self.config = engine_config(config)
         self._counter = counter
         self.store_dir = Path(store_dir) if store_dir is not None else None
         #: The store's settings (classifier settings and calibration per domain); None: defaults.
@@ -194,7 +194,7 @@ class Engine:
             if stores is not None and graph is not None:
                 raise InputError(f"Engine.open: give the graph once (got {stores!r} and graph={graph!r})")
             opened = open_stores(graph if graph is not None else stores, vectors,
-                                 search_process=(config or EngineConfig()).search_process)
+                                 search_process=engine_config(config).search_process)
         if domains is None and opened.settings is None and opened.graph_uri.kind not in ("embedded", "memory"):
             opened.close()
             raise StoreNotLoadedError(f"{opened.graph_uri.display} holds no hopweave store settings (never loaded "

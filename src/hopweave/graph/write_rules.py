@@ -22,10 +22,11 @@ from typing import Any, Callable, cast
 from hopweave.errors import InputError, MetagraphWriteError, PatternValidationError, SchemaError, TenantError
 from hopweave.graph._persist import loads_json
 from hopweave.graph.base import Edge, Node
+from hopweave.models.limits import MAX_ID_CHARS, MAX_LIST_ITEMS, MAX_PROPERTY_CHARS
 from hopweave.models.instants import format_date, format_datetime, is_date_text, is_datetime_text, parse_instant
 from hopweave.models.schema import GLOBAL_TENANT, SAFE_IDENTIFIER, GraphSchema, PropertySpec
 
-_ID_MAX = 256
+_ID_MAX = MAX_ID_CHARS
 
 #: Node attribute key holding the label in the networkx store (never a schema property).
 LABEL_KEY = "label"
@@ -73,7 +74,7 @@ def check_metagraph_node(schema: GraphSchema, node: Node) -> None:
 
 
 def _conv_str(v: Any) -> Any:
-    return v if isinstance(v, str) else _Missing
+    return v if isinstance(v, str) and len(v) <= MAX_PROPERTY_CHARS else _Missing
 
 
 def _conv_int(v: Any) -> Any:
@@ -111,22 +112,26 @@ def _conv_datetime(v: Any) -> Any:
 
 
 def _conv_list(v: Any) -> Any:
-    if isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+    if (isinstance(v, (list, tuple)) and len(v) <= MAX_LIST_ITEMS
+            and all(isinstance(x, str) and len(x) <= MAX_PROPERTY_CHARS for x in v)):
         return list(v)
     return _Missing
 
 
 def _conv_json(v: Any) -> Any:
     if isinstance(v, str):
+        if len(v) > MAX_PROPERTY_CHARS:
+            return _Missing
         try:
             loads_json(v)  # what json.loads accepts, parsed by orjson when it can (journal replay)
         except ValueError:
             return _Missing
         return v
     try:
-        return json.dumps(v, sort_keys=True, separators=(",", ":"))
-    except (TypeError, ValueError):
+        text = json.dumps(v, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
         return _Missing
+    return text if len(text) <= MAX_PROPERTY_CHARS else _Missing
 
 
 CONVERTERS: dict[str, Callable[[Any], Any]] = {
@@ -141,10 +146,12 @@ CONVERTERS: dict[str, Callable[[Any], Any]] = {
 }
 
 _HINT = {
+    "str": f"a string of at most {MAX_PROPERTY_CHARS:,} characters",
+    "float": "a finite number (no NaN or infinity)",
     "date": "an ISO date string YYYY-MM-DD (a real day, years 0001-9999)",
     "datetime": "an ISO datetime string YYYY-MM-DDTHH:MM:SS (naive UTC, a real instant, years 0001-9999)",
-    "list[str]": "a list of strings",
-    "json": "a JSON string or a JSON-serialisable dict/list",
+    "list[str]": f"a list of at most {MAX_LIST_ITEMS:,} strings of at most {MAX_PROPERTY_CHARS:,} characters",
+    "json": f"a JSON string or a JSON-serialisable dict/list (no NaN), at most {MAX_PROPERTY_CHARS:,} characters",
 }
 
 
@@ -152,7 +159,7 @@ def check_node_id(node_id: Any) -> str:
     """Node ids are non-empty strings of printable characters, at most 256 long."""
     if not isinstance(node_id, str) or not node_id or len(node_id) > _ID_MAX or not node_id.isprintable():
         raise InputError(
-            f"node id {node_id!r} must be a non-empty printable string of at most {_ID_MAX} chars"
+            f"node id {node_id!r:.80} must be a non-empty printable string of at most {_ID_MAX} chars"
         )
     return node_id
 
@@ -197,7 +204,8 @@ class WriteValidator:
         removed: list[str] = []
         for k, v in props.items():
             ent = specs.get(k)
-            if ent is not None and type(v) is ent[2]:  # fast path: already the stored type
+            if ent is not None and type(v) is ent[2] and (type(v) is not str or len(v) <= MAX_PROPERTY_CHARS):
+                # fast path: already the stored type
                 out[k] = v
                 continue
             if k == "id" or k == "tenant_id":
@@ -215,7 +223,7 @@ class WriteValidator:
             if conv is _Missing:
                 spec = ent[0]
                 raise SchemaError(
-                    f"{where()}: property {k!r} must be {_HINT.get(spec.type, spec.type)}, got {v!r}"
+                    f"{where()}: property {k!r} must be {_HINT.get(spec.type, spec.type)}, got {v!r:.120}"
                 )
             out[k] = conv
         return out, removed

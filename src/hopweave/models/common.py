@@ -11,6 +11,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hopweave.errors import TenantError
 from hopweave.models.instants import parse_instant
+from hopweave.models.limits import (
+    MAX_SESSION_ATTRIBUTE_CHARS,
+    MAX_SESSION_ATTRIBUTES,
+    MAX_SESSION_FIELD_CHARS,
+    LimitError,
+    check_finite,
+    check_text,
+)
 
 Scalar = Union[str, int, float, bool]
 
@@ -60,6 +68,24 @@ class Session(BaseModel):
     @classmethod
     def _tenant(cls, v: str) -> str:
         return check_tenant(v)
+
+    @field_validator("customer_id", "region", "channel", "agent_id", "locale")
+    @classmethod
+    def _sized(cls, v: str | None, info: Any) -> str | None:
+        return v if v is None else check_text(f"session.{info.field_name}", v, MAX_SESSION_FIELD_CHARS)
+
+    @field_validator("attributes")
+    @classmethod
+    def _attributes(cls, v: dict[str, Scalar]) -> dict[str, Scalar]:
+        if len(v) > MAX_SESSION_ATTRIBUTES:
+            raise LimitError("session.attributes", f"session.attributes holds {len(v):,} attributes; at most "
+                                                   f"{MAX_SESSION_ATTRIBUTES} are accepted")
+        for name, value in v.items():
+            check_text("session attribute name", name, MAX_SESSION_ATTRIBUTE_CHARS)
+            if isinstance(value, str):
+                check_text(f"session.attributes[{name[:40]!r}]", value, MAX_SESSION_ATTRIBUTE_CHARS)
+            check_finite(f"session.attributes[{name[:40]!r}]", value)
+        return v
 
     def attribute(self, name: str) -> Scalar | None:
         """A built-in attribute (``region``, ``channel``, ...) or a pack-declared one; None if unset."""

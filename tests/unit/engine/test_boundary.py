@@ -112,3 +112,12 @@ def test_aretrieve_uses_the_same_boundary(engine: Engine) -> None:
         asyncio.run(engine.aretrieve(UTTERANCE, session=MARIA, as_of=AS_OF, token_budget=0))
     with pytest.raises(InputError, match="as_of"):
         asyncio.run(engine.aretrieve(UTTERANCE, session=MARIA, as_of=20260512))
+
+
+def test_engine_open_takes_a_config_mapping_and_refuses_a_bad_one(store_dir) -> None:  # type: ignore[no-untyped-def]
+    from hopweave.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="budget_ms"):
+        Engine.open(store_dir, domains=DELTABANK_REGISTRY, config={"budget_ms": float("nan")})
+    with pytest.raises(ConfigError, match="no field"):
+        Engine.open(store_dir, domains=DELTABANK_REGISTRY, config={"budget": 5})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any, Iterator
 
 import pytest
@@ -202,3 +203,18 @@ def test_the_uvicorn_factory_passes_the_search_process_setting(monkeypatch: pyte
     monkeypatch.delenv(SERVE_ENV["search_process"])
     http_mod.app_from_env()
     assert seen["config"] is None or seen["config"].search_process is True  # the default: on
+
+
+@pytest.mark.parametrize("extra", ['"budget_ms": NaN', '"budget_ms": Infinity', '"token_budget": 1e400',
+                                   '"budget_ms": "soon"'])
+def test_a_nan_or_malformed_number_is_a_400_json_input_error(client: TestClient, extra: str) -> None:
+    body = '{"utterance": %s, "session": %s, "record": false, %s}' % (json.dumps(UTTERANCE), json.dumps(MARIA), extra)
+    res = client.post("/v1/retrieve", content=body, headers={"content-type": "application/json"})
+    assert res.status_code == 400 and res.headers["content-type"].startswith("application/json")
+    assert res.json()["error"] == "InputError" and extra.split(":")[0].strip('"') in res.json()["message"]
+
+
+def test_a_10_mb_customer_id_is_refused_with_its_limit(client: TestClient) -> None:
+    res = client.post("/v1/retrieve", json={"utterance": UTTERANCE, "session": {**MARIA, "customer_id": "C" * 10_000_000},
+                                            "record": False})
+    assert res.status_code == 400 and res.json()["error"] == "LimitError" and "at most 256" in res.json()["message"]

@@ -70,3 +70,18 @@ def test_deep_check_finds_a_bad_value_compacted_into_the_snapshot(tmp_path, sche
     nodes, _edges, problems = again.value_problems()
     assert nodes == again.stats()["nodes"] and len(problems) == 1
     assert "'E1'" in problems[0] and "timestamp" in problems[0] and "999-12-31" in problems[0]
+
+
+@pytest.mark.parametrize("props, needle", [
+    ({"summary": "x" * 1_000_001}, "at most 1,000,000"),
+    ({"amount": float("nan")}, "finite"),
+    ({"amount": float("inf")}, "finite"),
+])
+def test_strings_over_the_limit_and_nan_are_refused_at_the_write(tmp_path, schema, props, needle) -> None:  # type: ignore[no-untyped-def]
+    s = _store(tmp_path, schema)
+    with pytest.raises(SchemaError, match=needle):
+        s.write("t1", [Node("E9", "Event", {"type": "Transaction", **props})])
+    s.write("t1", [Node("E9", "Event", {"type": "Transaction", "summary": "y" * 100_000, "amount": 1e308})])
+    again = NetworkxGraphStore.open(tmp_path / "graph", schema)
+    assert again.get_node("t1", "E9").props["summary"] == "y" * 100_000  # type: ignore[union-attr]
+    assert again.quarantined == [] and again.value_problems()[2] == []
