@@ -208,7 +208,7 @@ def test_the_uvicorn_factory_passes_the_search_process_setting(monkeypatch: pyte
 @pytest.mark.parametrize("extra", ['"budget_ms": NaN', '"budget_ms": Infinity', '"token_budget": 1e400',
                                    '"budget_ms": "soon"'])
 def test_a_nan_or_malformed_number_is_a_400_json_input_error(client: TestClient, extra: str) -> None:
-    body = '{"utterance": %s, "session": %s, "record": false, %s}' % (json.dumps(UTTERANCE), json.dumps(MARIA), extra)
+    body = f'{{"utterance": {json.dumps(UTTERANCE)}, "session": {json.dumps(MARIA)}, "record": false, {extra}}}'
     res = client.post("/v1/retrieve", content=body, headers={"content-type": "application/json"})
     assert res.status_code == 400 and res.headers["content-type"].startswith("application/json")
     assert res.json()["error"] == "InputError" and extra.split(":")[0].strip('"') in res.json()["message"]
