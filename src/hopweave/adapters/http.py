@@ -56,6 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hopweave.errors import (
     AuthenticationError,
+    ConfigError,
     FilterError,
     HopweaveError,
     InputError,
@@ -190,7 +191,7 @@ class _Gate:
 def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_after_s: int = 1, warm: bool = True,
                close: bool = True, warm_first: bool = False, graph_refresh_s: float = 0.0,
                on_shutdown: Optional[Callable[[], None]] = None, worker: Optional[dict[str, Any]] = None,
-               identity: Optional[IdentityConfig] = None) -> "FastAPI":
+               identity: Optional[IdentityConfig] = None, mcp: bool = False, host: str = "127.0.0.1") -> "FastAPI":
     """The ASGI app serving ``engine``. ``warm`` warms the engine at startup: in the background
     (readiness is 503 until done), or, with ``warm_first``, before the server accepts any
     connection (a worker of several: a request never reaches a cold worker). ``close`` closes the
@@ -203,8 +204,11 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
     never waits for the GIL behind engine work (its workers are warm when the pool is open; it
     closes on shutdown). ``identity`` says how callers are verified and rate-limited
     (:class:`~hopweave.adapters.identity.IdentityConfig`; default: the loopback mode, body
-    sessions as given). Raises MissingDependencyError without the ``serve`` extra, ConfigError
-    for unusable identity settings."""
+    sessions as given). ``mcp`` also serves the MCP tools over streamable HTTP at ``/mcp``
+    (:mod:`hopweave.adapters.mcp_server`; each call verified from its headers by the same
+    verifier; ``host``, the address listened on, turns on the SDK's DNS-rebinding protection for
+    loopback). Raises MissingDependencyError without the ``serve`` (or, with ``mcp``, the ``mcp``)
+    extra, ConfigError for unusable identity settings."""
     try:
         from fastapi import Depends, FastAPI, Request
         from fastapi.exceptions import RequestValidationError
@@ -220,6 +224,15 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
     gate = _Gate(max_inflight)
     verifier = Verifier(identity or IdentityConfig())
     limiter = RateLimiter(verifier.config.rate_per_tenant, verifier.config.rate_per_caller)
+    mcp_server: Any = None
+    if mcp:
+        if pool is not None:
+            raise ConfigError("the MCP endpoint runs beside an engine in this process, not with --engine-processes")
+        from hopweave.adapters.mcp_server import build_mcp
+
+        mcp_server = build_mcp(plain, verifier=verifier, limiter=limiter)
+        mcp_http = mcp_server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True,
+                                                  json_response=True, host=host)
     state: dict[str, Any] = {"ready": False, "stopping": False, "warm_error": None}
 
     def warm_up() -> None:
@@ -249,7 +262,11 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
             else:
                 state["ready"] = True
             refresher.start()
-            yield
+            if mcp_server is not None:
+                async with mcp_server.session_manager.run():
+                    yield
+            else:
+                yield
         finally:
             state["stopping"] = True
             refresher.stop()
@@ -409,6 +426,8 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
             body["graph_refresh_errors"], body["graph_refresh_last_error"] = refresher.errors, refresher.last_error
         return JSONResponse(body, status_code=200 if ok else 503)
 
+    if mcp_server is not None:  # last: the app's own routes match first
+        app.mount("/", mcp_http)
     return app
 
 
@@ -418,7 +437,8 @@ SERVE_ENV = {"store": "HOPWEAVE_SERVE_STORE", "vectors": "HOPWEAVE_SERVE_VECTORS
              "max_inflight": "HOPWEAVE_SERVE_MAX_INFLIGHT", "workers": "HOPWEAVE_SERVE_WORKERS",
              "switch_interval_ms": "HOPWEAVE_SERVE_SWITCH_INTERVAL_MS", "graph_refresh_s": "HOPWEAVE_SERVE_GRAPH_REFRESH_S",
              "max_active": "HOPWEAVE_SERVE_MAX_ACTIVE", "engine_processes": "HOPWEAVE_SERVE_ENGINE_PROCESSES",
-             "search_process": "HOPWEAVE_SERVE_SEARCH_PROCESS", "identity": "HOPWEAVE_SERVE_IDENTITY"}
+             "search_process": "HOPWEAVE_SERVE_SEARCH_PROCESS", "identity": "HOPWEAVE_SERVE_IDENTITY",
+             "mcp": "HOPWEAVE_SERVE_MCP", "host": "HOPWEAVE_SERVE_HOST"}
 
 
 def app_from_env() -> "FastAPI":
@@ -440,6 +460,8 @@ def app_from_env() -> "FastAPI":
     from hopweave.adapters.serve_workers import open_worker_engine, remove_private, shared_max_active
     from hopweave.engine.engine import Engine, EngineConfig
 
+    mcp = os.environ.get(SERVE_ENV["mcp"]) == "1"
+    host = os.environ.get(SERVE_ENV["host"]) or "127.0.0.1"
     raw_identity = os.environ.get(SERVE_ENV["identity"])
     identity = IdentityConfig.from_json(raw_identity) if raw_identity else None
     store = os.environ.get(SERVE_ENV["store"])
@@ -469,14 +491,14 @@ def app_from_env() -> "FastAPI":
         pool = EnginePool.open(store, vectors=vectors, config=config, workers=engine_processes,
                                grace_ms=POOL_GRACE_MS, refresh_s=refresh_s)
         return create_app(pool, max_inflight=_env_number(SERVE_ENV["max_inflight"], int, 128), warm=False,
-                          identity=identity,
+                          identity=identity, mcp=mcp, host=host,
                           worker={"workers": 1, "engine_processes": engine_processes})
     if workers > 1:
         engine, private = open_worker_engine(store, vectors, config)
     else:
         engine, private = Engine.open(store, vectors=vectors, config=config), None
     return create_app(engine, max_inflight=_env_number(SERVE_ENV["max_inflight"], int, 128), warm_first=workers > 1,
-                      identity=identity,
+                      identity=identity, mcp=mcp, host=host,
                       graph_refresh_s=refresh_s if workers > 1 else 0.0,
                       on_shutdown=(lambda: remove_private(private)) if private is not None else None,
                       worker={"workers": workers})

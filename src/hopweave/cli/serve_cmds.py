@@ -68,6 +68,9 @@ def serve(
         "429 + Retry-After."),
     rate_limit_caller: float = typer.Option(
         0.0, "--rate-limit-caller", help="Requests per second per caller (token subject or key), per server process."),
+    mcp: bool = typer.Option(
+        False, "--mcp", help="Also serve the MCP tools (retrieve, search) over streamable HTTP at /mcp, each call "
+        "verified like the /v1 routes (extra mcp)."),
 ) -> None:
     """Serve retrievals over HTTP: POST /v1/retrieve, POST /v1/tool/retrieve, GET /healthz,
     GET /readyz, /openapi.json. --workers N runs N processes on one socket (default: one per
@@ -104,6 +107,8 @@ def serve(
         typer.echo("hopweave serve: rate limits are per server process (with --workers N a tenant gets up to N times "
                    "the rate)", err=True)
     os.environ["HOPWEAVE_SERVE_IDENTITY"] = identity.to_json()
+    os.environ["HOPWEAVE_SERVE_HOST"] = host
+    os.environ["HOPWEAVE_SERVE_MCP"] = "1" if mcp else "0"
     graph = store if store is not None else default_graph_uri()
     uri = parse_graph_uri(graph)
     if uri.kind == "embedded":
@@ -191,3 +196,33 @@ def api_key(
     except OSError as exc:
         raise InputError(f"cannot write {file}: {exc.strerror or exc}") from None
     typer.echo(key)
+
+
+@app.command("mcp")
+@handle_errors
+def mcp(
+    session: str = typer.Option(..., "--session", help="The session file (JSON: tenant_id, customer_id, ...) the "
+                                "local agent acts for; fixed for the process, never taken from tool arguments."),
+    store: Optional[str] = GraphOpt,
+    vectors: Optional[str] = VectorsOpt,
+) -> None:
+    """Serve hopweave to a local agent over the Model Context Protocol on stdio: tools `retrieve`
+    and `search`, resource `hopweave://goals` (extra `mcp`; docs/serve.md, "MCP")."""
+    import json
+    from pathlib import Path
+
+    from hopweave.adapters.mcp_server import build_mcp
+    from hopweave.engine.engine import Engine
+
+    path = Path(session)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"--session {session}: not a readable JSON session file ({exc})") from None
+    engine = Engine.open(store, vectors=vectors)
+    try:
+        server = build_mcp(engine, session=data, caller_id=f"stdio:{path.name}")
+        engine.warmup()
+        server.run("stdio")
+    finally:
+        engine.close()

@@ -1,0 +1,148 @@
+"""hopweave over the Model Context Protocol, end to end with the official SDK's client: over
+streamable HTTP under ``serve`` (identity from the verified token, never from tool arguments) and
+over stdio (``hopweave mcp --session FILE``, slow suite)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from conftest import AS_OF, MARIA, UTTERANCE
+
+from hopweave.engine.engine import Engine
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+jwt = pytest.importorskip("jwt", reason="the serve extra (PyJWT) is not installed")
+import httpx2  # noqa: E402
+import uvicorn  # noqa: E402
+from mcp import Client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+from hopweave.adapters.http import create_app  # noqa: E402
+from hopweave.adapters.identity import IdentityConfig  # noqa: E402
+
+SECRET = "m" * 40
+
+
+def _token(sub: str, tenant: str = "deltabank", **extra: Any) -> str:
+    now = int(time.time())
+    return jwt.encode({"sub": sub, "tenant_id": tenant, "iat": now, "exp": now + 300, "region": "US",
+                       "channel": "phone", **extra}, SECRET, algorithm="HS256")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    secret = tmp_path_factory.mktemp("mcp") / "secret"
+    secret.write_text(SECRET)
+    sib = engine.sibling(index=engine.index, understander=None)
+    app = create_app(sib, warm=False, close=False, mcp=True, host="127.0.0.1",
+                     identity=IdentityConfig(jwt_secret_file=str(secret)))
+    port = _free_port()
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    t = threading.Thread(target=srv.run, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 30
+    while not srv.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert srv.started, "uvicorn did not start"
+    yield f"http://127.0.0.1:{port}/mcp"
+    srv.should_exit = True
+    t.join(15)
+    sib.close_pools()
+
+
+async def _session_call(url: str, token: str | None, tool: str | None, args: dict[str, Any] | None = None) -> Any:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            if tool is None:
+                tools = await client.list_tools()
+                templates = await client.list_resource_templates()
+                goals = await client.read_resource("hopweave://deltabank/goals")
+                return tools, (templates, goals)
+            return await client.call_tool(tool, args or {})
+
+
+def _payload(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    if result.structured_content:
+        return dict(result.structured_content)
+    return json.loads(result.content[0].text)
+
+
+def test_an_mcp_client_lists_the_tools_over_http(server: str) -> None:
+    tools, (templates, goals) = asyncio.run(_session_call(server, _token("CUST_4421"), None))
+    assert {t.name for t in tools.tools} >= {"retrieve", "search"}
+    assert "hopweave://{tenant_id}/goals" in {t.uri_template for t in templates.resource_templates}
+    names = {g["name"] for g in json.loads(goals.contents[0].text)}
+    assert "LateFeeDispute" in names
+
+
+def test_retrieve_over_http_answers_the_tokens_customer(server: str, engine: Engine) -> None:
+    got = _payload(asyncio.run(_session_call(server, _token("CUST_4421"), "retrieve",
+                                             {"utterance": UTTERANCE, "as_of": AS_OF})))
+    direct = engine.retrieve(UTTERANCE, session=MARIA, as_of=AS_OF, record=False)
+    assert got["goal"] == "LateFeeDispute" and got["context"] == direct.context.text
+    assert all(ln["sources"] for ln in got["lines"] if ln["kind"] in ("fact", "chunk"))
+    # tool arguments cannot name another customer: there is no such argument, and extra ones are refused
+    res = asyncio.run(_session_call(server, _token("CUST_4421"), "retrieve",
+                                    {"utterance": UTTERANCE, "as_of": AS_OF, "session": {"customer_id": "CUST_5104"}}))
+    assert res.is_error or _payload(res)["context"] == direct.context.text
+
+
+def test_http_mcp_without_a_valid_token_is_refused(server: str) -> None:
+    for token in (None, _token("CUST_4421").replace("a", "b", 1) + "x", jwt.encode({"sub": "x"}, "k" * 40)):
+        try:
+            res = asyncio.run(_session_call(server, token, "search", {"query": "late fee"}))
+        except Exception:  # noqa: BLE001 - the SDK may surface the refusal as a transport error
+            continue
+        assert res.is_error and "AuthenticationError: " in res.content[0].text, res.content
+
+
+def test_search_over_http_is_scoped_like_the_agent_tool(server: str) -> None:
+    got = _payload(asyncio.run(_session_call(server, _token("CUST_4421"), "search",
+                                             {"query": "late fee waiver", "top_k": 5})))
+    assert 0 < len(got["results"]) <= 5
+    res = asyncio.run(_session_call(server, _token("CUST_4421"), "search",
+                                    {"query": "late fee", "filters": {"no_such_field": 1}}))
+    assert res.is_error
+
+
+@pytest.mark.slow
+def test_stdio_server_for_a_session_file(store_dir: Path, tmp_path: Path) -> None:
+    """``hopweave mcp --session FILE`` as a subprocess, driven by the SDK's stdio client."""
+    import shutil
+
+    from mcp import StdioServerParameters
+
+    store = tmp_path / "store"
+    shutil.copytree(store_dir, store)
+    session = tmp_path / "maria.json"
+    session.write_text(json.dumps(MARIA))
+    params = StdioServerParameters(command=str(Path(sys.executable).parent / "hopweave"),
+                                   args=["mcp", "--session", str(session), "--graph", str(store)],
+                                   env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+                                        "PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src")})
+
+    async def run() -> tuple[Any, Any]:
+        async with Client(params, read_timeout_seconds=120) as client:
+            tools = await client.list_tools()
+            return tools, await client.call_tool("retrieve", {"utterance": UTTERANCE, "as_of": AS_OF})
+
+    tools, res = asyncio.run(run())
+    assert {t.name for t in tools.tools} >= {"retrieve", "search"}
+    got = _payload(res)
+    assert got["goal"] == "LateFeeDispute" and "CUST_4421" in json.dumps(got["facts"])
