@@ -291,7 +291,8 @@ def trace_show(
     trace_id: str = typer.Argument(..., help="A recorded retrieval's trace id (RT_...)."),
     tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant id (or $HOPWEAVE_TENANT)."),
     store: Optional[str] = GraphOpt,
-    pii: bool = typer.Option(False, "--pii", help="Show the utterance (a PII property)."),
+    pii: bool = typer.Option(False, "--pii", help="Show the utterance, the part headers' spans and the PII "
+                                              "properties of what the trace saw (names, emails...)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """What trace T saw: plan, patterns and versions, chunks, facts, precedent, context."""
@@ -299,7 +300,8 @@ def trace_show(
 
     with _open_graph(store) as graph:
         t = trace_record.load(graph, _tenant(tenant), trace_id)
-    t = t if pii else t.redacted()
+        if not pii:
+            t = t.redacted(trace_record.trace_pii_values(graph, _tenant(tenant), t.fact_ids, t.customer_id))
     if as_json:
         emit_json(t.model_dump(mode="json"))
         return

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from hopweave.engine.record import redact_props
+from hopweave.engine.record import redact_props, trace_pii_values
 from hopweave.errors import NotFoundError
 from hopweave.graph.base import GraphStore
 from hopweave.models.common import Bindings, Session
@@ -118,7 +118,10 @@ def collect(store: GraphStore, tenant: str, trace_id: str) -> TraceGraph:
         )
     schema = store.schema
     pii = schema.pii_properties("DecisionTrace")
-    shown = redact_props(node.props)  # nothing derived from the utterance (search query, notes...)
+    # nothing derived from the utterance (search query, notes, part headers), no PII values seen
+    seen_pii = trace_pii_values(store, tenant, list(node.props.get("fact_ids") or []),
+                                node.props.get("customer_id"))
+    shown = redact_props(node.props, seen_pii)
     trace = GNode(node.id, node.label, {k: v for k, v in shown.items() if k not in pii})
     trace.props["id"] = node.id
     versions = _pattern_versions(trace.props.get("patterns_json"))

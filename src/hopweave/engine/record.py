@@ -28,6 +28,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 from datetime import datetime
 from typing import Any, Sequence
 
@@ -44,6 +45,12 @@ from hopweave.models.metagraph import EdgeStep, Literal_, Predicate, Seed, goal_
 
 KIND = "retrieval"
 REDACTED = "<redacted: derived from the utterance>"
+#: What a PII property's value (a customer's name, email...) becomes in a redacted view.
+PII_REDACTED = "<redacted: pii>"
+#: PII values shorter than this are not replaced in a redacted context (too short to be safe).
+MIN_PII_CHARS = 3
+#: A multi-intent part header (engine/multi_intent.py): the quoted span is the utterance's.
+_PART_HEADER = re.compile(r'^(\[Request part \d+ of \d+ — [^"\n]*: )".*"\]$', re.M)
 
 
 def _canon(obj: Any) -> str:
@@ -192,11 +199,37 @@ def record(store: GraphStore, result: RetrievalResult, session: Session, subject
     return True
 
 
-def redact_context(text: str) -> str:
-    """The context text with its [Note] section (which quotes what the utterance named)
-    replaced by a redaction marker."""
+def redact_context(text: str, pii_values: Sequence[str] = ()) -> str:
+    """The context text with everything the policy keeps out of a view without ``--pii``: the
+    [Note] section (it quotes what the utterance named) and the quoted span of every
+    multi-intent part header (``[Request part i of n — Goal: "<span>"]``) replaced by
+    :data:`REDACTED`, and every occurrence of one of ``pii_values`` (the PII properties of the
+    nodes the trace saw, :func:`trace_pii_values`) by :data:`PII_REDACTED`."""
     blocks = text.split("\n\n")
-    return "\n\n".join(f"[Note]\n{REDACTED}" if b.startswith("[Note]") else b for b in blocks)
+    out = "\n\n".join(f"[Note]\n{REDACTED}" if b.startswith("[Note]") else b for b in blocks)
+    out = _PART_HEADER.sub(lambda m: f'{m.group(1)}"{REDACTED}"]', out)
+    for value in sorted(set(pii_values), key=lambda v: (-len(v), v)):
+        out = out.replace(value, PII_REDACTED)
+    return out
+
+
+def trace_pii_values(store: GraphStore, tenant_id: str, fact_ids: Sequence[Any],
+                     customer_id: str | None) -> tuple[str, ...]:
+    """The values of the schema's PII properties (``pii: true``, e.g. a customer's name, email,
+    phone) on the nodes a trace saw: its fact nodes and its customer, read as ``tenant_id``.
+    Values under :data:`MIN_PII_CHARS` characters are left out (too short to replace safely).
+    Returns them sorted. Raises StoreError."""
+    ids = [str(i) for i in fact_ids or ()] + ([str(customer_id)] if customer_id else [])
+    values: set[str] = set()
+    for nid in dict.fromkeys(ids):
+        node = store.get_node(tenant_id, nid)
+        if node is None or node.label not in store.schema.label_map:
+            continue
+        for name in store.schema.pii_properties(node.label):
+            v = node.props.get(name)
+            if isinstance(v, str) and len(v.strip()) >= MIN_PII_CHARS:
+                values.add(v.strip())
+    return tuple(sorted(values))
 
 
 def redact_entities(entities: list[Any]) -> list[Any]:
@@ -209,9 +242,10 @@ def redact_entities(entities: list[Any]) -> list[Any]:
     return out
 
 
-def redact_props(props: dict[str, Any]) -> dict[str, Any]:
+def redact_props(props: dict[str, Any], pii_values: Sequence[str] = ()) -> dict[str, Any]:
     """A DecisionTrace's properties without anything derived from the utterance (for display):
-    utterance, search query, utterance entities, the context's [Note] lines."""
+    utterance, search query, utterance entities, the context's [Note] lines and part-header
+    spans; and without ``pii_values`` in the context (see :func:`redact_context`)."""
     out = dict(props)
     for key in ("utterance", "search_query"):
         if out.get(key):
@@ -220,7 +254,7 @@ def redact_props(props: dict[str, Any]) -> dict[str, Any]:
         out["entities_json"] = redact_entities(_json(out["entities_json"], []))
     for key in ("context_text", "context_skeleton"):
         if isinstance(out.get(key), str):
-            out[key] = redact_context(out[key])
+            out[key] = redact_context(out[key], pii_values)
     return out
 
 
@@ -259,15 +293,16 @@ class RecordedTrace(BaseModel):
     pins: dict[str, Any] = Field(default_factory=dict)
     context_skeleton: str | None = None
 
-    def redacted(self) -> "RecordedTrace":
+    def redacted(self, pii_values: Sequence[str] = ()) -> "RecordedTrace":
         """Without anything derived from the utterance (a PII property): the utterance, the
-        search query, utterance entities and the context's [Note] lines are blanked."""
+        search query, utterance entities, the context's [Note] lines and part-header spans are
+        blanked; ``pii_values`` (:func:`trace_pii_values`) are blanked in the context."""
         return self.model_copy(update={
             "utterance": REDACTED if self.utterance else None,
             "search_query": REDACTED if self.search_query else None,
             "entities": redact_entities(self.entities),
-            "context_text": redact_context(self.context_text),
-            "context_skeleton": redact_context(self.context_skeleton) if self.context_skeleton else None,
+            "context_text": redact_context(self.context_text, pii_values),
+            "context_skeleton": redact_context(self.context_skeleton, pii_values) if self.context_skeleton else None,
         })
 
 

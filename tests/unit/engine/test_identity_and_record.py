@@ -141,3 +141,41 @@ def test_redaction_covers_everything_derived_from_the_utterance(engine: Engine) 
         assert leaked not in red, leaked
         assert leaked not in page, leaked
     assert trace_record.REDACTED in red and html.escape(trace_record.REDACTED) in page
+
+
+def test_no_view_without_pii_shows_a_part_header_span_or_a_pii_property(engine: Engine) -> None:
+    """A multi-intent request's part headers quote the utterance, and the facts name the
+    customer: neither reaches trace show (its text and --json views print this redacted trace)
+    nor the HTML page."""
+    from hopweave.cli.trace_html import collect, render
+
+    text = ("I want the late fee waived, my email is maria.lopez@example.com and SSN 123-45-6789, card "
+            "4111 1111 1111 1111, I am Maria Lopez, and can you also tell me my due date?")
+    r = engine.retrieve(text, session=MARIA, as_of=AS_OF, budget_ms=20_000)
+    assert r.recorded and len(r.parts) == 2
+    leaks = ("maria.lopez@example.com", "123-45-6789", "4111 1111", "Maria Lopez", "+1-555-0142")
+    for tid in (r.trace_id, *(p.trace_id for p in r.parts)):
+        full = trace_record.load(engine.graph, "deltabank", tid)
+        seen = trace_record.trace_pii_values(engine.graph, "deltabank", full.fact_ids, full.customer_id)
+        assert "Maria Lopez" in seen
+        views = [json.dumps(full.redacted(seen).model_dump(mode="json"), ensure_ascii=False),
+                 render(collect(engine.graph, "deltabank", tid), DELTABANK.styles)]
+        for view in views:
+            for leaked in leaks:
+                assert leaked not in view, (tid, leaked)
+    combined = trace_record.load(engine.graph, "deltabank", r.trace_id)
+    assert "Maria Lopez" in combined.context_text  # what the agent saw is recorded in full
+    shown = combined.redacted(trace_record.trace_pii_values(engine.graph, "deltabank", combined.fact_ids,
+                                                            combined.customer_id)).context_text
+    assert f'— LateFeeDispute: "{trace_record.REDACTED}"]' in shown and trace_record.PII_REDACTED in shown
+
+
+def test_redact_context_blanks_part_header_spans_and_pii_values() -> None:
+    text = ('[Request part 1 of 2 — LateFeeDispute: "my SSN is 123-45-6789"]\n\n[Customer]\n'
+            'Maria Lopez, CUST_4421  (src: CUST_4421)\n\n[Request part 2 of 2 — no goal: "due "date""]\n\n'
+            '[Note]\nthe utterance named CUST_4412')
+    out = trace_record.redact_context(text, ("Maria Lopez", "Maria"))
+    assert out == (f'[Request part 1 of 2 — LateFeeDispute: "{trace_record.REDACTED}"]\n\n[Customer]\n'
+                   f'{trace_record.PII_REDACTED}, CUST_4421  (src: CUST_4421)\n\n'
+                   f'[Request part 2 of 2 — no goal: "{trace_record.REDACTED}"]\n\n[Note]\n{trace_record.REDACTED}')
+    assert trace_record.redact_context("[Customer]\nplain") == "[Customer]\nplain"
