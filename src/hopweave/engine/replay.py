@@ -35,17 +35,18 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from hopweave.engine import record as trace_record
 from hopweave.engine.engine import Engine, EngineConfig
 from hopweave.engine.result import ChunkItem, RetrievalResult
 from hopweave.errors import InputError, StoreUnavailableError
-from hopweave.fileio import read_yaml
-from hopweave.models.common import Session, parse_session, read_session_file
+from hopweave.models.common import Session, parse_session
+from hopweave.models.scenario import UNSET as _UNSET
+from hopweave.models.scenario import Expect, Scenario, load_scenario
 from hopweave.models.filters import FilterTree
 from hopweave.models.ranking import RankingProfile, SearchResult
 from hopweave.search.embedder import EmbeddingSpace
@@ -55,91 +56,8 @@ from hopweave.understand.models import Understanding
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.pins import AsRecorded
 
-Fault = Literal["search_unavailable", "understand_unavailable"]
-_UNSET = object()
-
 #: Replays are audits: wall-clock budgets are relaxed so timing never changes what is seen.
 REPLAY_CONFIG = EngineConfig(budget_ms=60_000, pattern_budget_scale=100.0, round_latency_scale=100.0)
-
-
-class Options(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    token_budget: Optional[int] = Field(default=None, ge=0)
-    profile: Optional[str] = None
-    budget_ms: Optional[int] = Field(default=None, ge=1)
-    pattern_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    faults: list[Fault] = Field(default_factory=list)
-
-
-class Expect(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    goal: Any = _UNSET
-    clarify: Optional[bool] = None
-    min_confidence: Optional[float] = None
-    sections: list[str] = Field(default_factory=list)
-    facts: list[str] = Field(default_factory=list)
-    absent: list[str] = Field(default_factory=list)
-    chunks: list[str] = Field(default_factory=list)
-    forbidden_chunks: list[str] = Field(default_factory=list)
-    forbidden_metadata: dict[str, list[Any]] = Field(default_factory=dict)
-    documents: list[str] = Field(default_factory=list)
-    precedent: list[str] = Field(default_factory=list)
-    forbidden_precedent: list[str] = Field(default_factory=list)
-    degraded: list[str] = Field(default_factory=list)
-    not_degraded: bool = False
-    entities: dict[str, Any] = Field(default_factory=dict)
-    max_tokens: Optional[int] = None
-    truncated_patterns: list[str] = Field(default_factory=list)
-    revisions: dict[str, str] = Field(default_factory=dict)
-    found_by: list[Literal["semantic", "lexical"]] = Field(default_factory=list)
-    in_force: bool = False
-    #: Retrieval rounds (issue 15): exactly ``rounds``, at least ``min_rounds``; each string of
-    #: ``round_actions`` appears in some later round's action; ``intents``: the parts' goals.
-    rounds: Optional[int] = Field(default=None, ge=1)
-    min_rounds: Optional[int] = Field(default=None, ge=1)
-    round_actions: list[str] = Field(default_factory=list)
-    intents: list[Optional[str]] = Field(default_factory=list)
-
-
-class Scenario(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    description: str = ""
-    tags: list[str] = Field(default_factory=list)
-    utterance: str
-    session: Optional[dict[str, Any]] = None
-    session_file: Optional[str] = None
-    as_of: str
-    options: Options = Field(default_factory=Options)
-    expect: Expect = Field(default_factory=Expect)
-    path: str = ""
-
-    def resolved_session(self) -> Session:
-        """The scenario's session: its ``session_file`` (relative to the scenario) overlaid with
-        its inline ``session``. Raises InputError naming the scenario, or TenantError."""
-        data: dict[str, Any] = {}
-        if self.session_file:
-            p = Path(self.path).parent / self.session_file if self.path else Path(self.session_file)
-            data.update(read_session_file(p).model_dump(exclude_defaults=True))
-        data.update(self.session or {})
-        return parse_session(data, f"scenario {self.name}: session")
-
-
-def load_scenario(path: str | Path) -> Scenario:
-    """Read one scenario YAML file. Raises InputError naming the file and the problem."""
-    p = Path(path)
-    data = read_yaml(p, "scenario")
-    if not isinstance(data, dict):
-        raise InputError(f"scenario {p} is not a YAML mapping")
-    if "as_of" in data and not isinstance(data["as_of"], str):
-        data["as_of"] = str(data["as_of"]).replace(" ", "T")
-    try:
-        return Scenario.model_validate({**data, "path": str(p)})
-    except ValidationError as exc:
-        raise InputError(f"scenario {p} is invalid: {exc}") from exc
 
 
 def scenario_paths(paths: Iterable[str | Path]) -> list[Path]:
