@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import GraphOpt, VectorsOpt, emit_json, handle_errors
+from hopweave.cli.common import GraphOpt, VectorsOpt, emit_json, handle_errors, write_output
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.audit import AuditRow, CitedRevision, ProcedureRevision
@@ -153,7 +153,7 @@ def audit(
     finally:
         engine.close()
     if html is not None:
-        html.write_text(render_audit(rows, as_of, ", ".join(str(p) for p in paths)), encoding="utf-8")
+        write_output(html, render_audit(rows, as_of, ", ".join(str(p) for p in paths)), "audit report")
     if as_json:
         emit_json([r.model_dump(mode="json") for r in rows])
     else:

@@ -35,6 +35,18 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def write_output(path: Path, text: str, what: str) -> None:
+    """Write a command's output file (an HTML report, say). Raises InputError naming the path
+    when it cannot be written (read-only or full filesystem, permissions); a missing parent
+    folder is created."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write the {what} to {path}: {exc.strerror or exc}; pick a writable path "
+                         "with free space") from None
+
+
 #: ``--graph URI`` (``--store DIR`` is the same option): every command that touches a store.
 GRAPH_HELP = ("Graph store URI (default: $HOPWEAVE_GRAPH, else $HOPWEAVE_STORE, else .hopweave/store): a store "
               "directory, neo4j://HOST:7687 or neo4j://HOST:7687/DATABASE (auth: $HOPWEAVE_NEO4J_USER / "

@@ -15,7 +15,7 @@ from typing import Any, Optional
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import GraphOpt, handle_errors, open_cli_stores
+from hopweave.cli.common import GraphOpt, handle_errors, open_cli_stores, write_output
 from hopweave.cli.pack_cmds import load_into
 from hopweave.errors import InputError
 
@@ -85,6 +85,5 @@ def inspect_trace(
     with open_cli_stores(store, graph_only=True, read_only=True) as stores:
         graph = collect(stores.graph, t, trace_id)
         styles = _styles(stores.settings, t)
-    html_out.parent.mkdir(parents=True, exist_ok=True)
-    html_out.write_text(render(graph, styles), encoding="utf-8")
+    write_output(html_out, render(graph, styles), "trace picture")
     typer.echo(f"wrote {html_out} ({1 + len(graph.nodes)} nodes, {len(graph.edges)} edges)")
