@@ -91,20 +91,31 @@ def expand_pattern(raw: Mapping[str, Any], goal: str, defaults: Mapping[str, Any
 def read_goal_file(path: str | Path) -> tuple[GoalType, list[dict[str, Any]]]:
     """Parse one goal file into its GoalType and raw (expanded, not yet gated) pattern dicts."""
     p = Path(path)
-    doc = read_yaml(p, "goal file")
+    return parse_goal_doc(read_yaml(p, "goal file"), p)
+
+
+def parse_goal_doc(doc: Any, p: str | Path) -> tuple[GoalType, list[dict[str, Any]]]:
+    """A parsed goal file (``doc``, read from ``p``) as its GoalType and raw pattern dicts.
+    Raises InputError (not a goal mapping, malformed patterns) or PatternValidationError (the
+    goal mapping)."""
     if not isinstance(doc, Mapping) or not isinstance(doc.get("goal"), Mapping):
         raise InputError(f"goal file {p} needs a top-level 'goal' mapping (and 'patterns')")
     try:
         goal = GoalType.model_validate(doc["goal"])
     except Exception as exc:  # pydantic ValidationError or UnsafeIdentifierError
         raise PatternValidationError(
-            str(doc["goal"].get("name", p.stem)),
+            str(doc["goal"].get("name", Path(p).stem)),
             "goal",
             f"invalid GoalType in {p}: {exc}",
             "fix the goal mapping",
         ) from None
     defaults = doc.get("defaults") or {}
-    raws = [expand_pattern(r, goal.name, defaults) for r in doc.get("patterns") or ()]
+    patterns = doc.get("patterns") or []
+    if not isinstance(defaults, Mapping):
+        raise InputError(f"goal file {p}: `defaults` must be a mapping of pattern keys")
+    if not isinstance(patterns, list) or not all(isinstance(r, Mapping) for r in patterns):
+        raise InputError(f"goal file {p}: `patterns` must be a list of pattern mappings")
+    raws = [expand_pattern(r, goal.name, defaults) for r in patterns]
     return goal, raws
 
 

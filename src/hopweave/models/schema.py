@@ -417,38 +417,47 @@ def _merge_chunk_fields(base: tuple[PropertySpec, ...], extra: tuple[PropertySpe
     return tuple(out)
 
 
-def _check_labels(schema: GraphSchema, ext: SchemaExtension, source: str) -> None:
+def _label_conflicts(schema: GraphSchema, ext: SchemaExtension, source: str) -> list[str]:
     base = set(schema.label_map)
     seen: set[str] = set()
+    out: list[str] = []
     for lab in ext.labels:
         if lab.name in base:
-            raise SchemaError(
-                f"{source}: label {lab.name!r} is defined by the base schema; a pack never repeats a base "
-                f"label: write `- extends: {lab.name}` with only the properties it adds")
-        if lab.name in seen:
-            raise SchemaError(f"{source}: label {lab.name!r} is declared twice; keep one declaration")
+            out.append(f"{source}: label {lab.name!r} is defined by the base schema; a pack never repeats a base "
+                       f"label: write `- extends: {lab.name}` with only the properties it adds")
+        elif lab.name in seen:
+            out.append(f"{source}: label {lab.name!r} is declared twice; keep one declaration")
         seen.add(lab.name)
     for e in ext.extensions:
         if e.extends not in base:
             hint = " (declare it with `- name:` instead)" if e.extends in seen else ""
-            raise SchemaError(f"{source}: `extends: {e.extends}` names no base label{hint}; "
-                              f"base labels: {sorted(base)}")
+            out.append(f"{source}: `extends: {e.extends}` names no base label{hint}; base labels: {sorted(base)}")
+    return out
 
 
-def _check_rels(schema: GraphSchema, ext: SchemaExtension, known: set[str], source: str) -> None:
+def _rel_conflicts(schema: GraphSchema, ext: SchemaExtension, known: set[str], source: str) -> list[str]:
     seen: set[str] = set()
+    out: list[str] = []
     for r in ext.relationships:
         if r.name in schema.rel_map:
-            raise SchemaError(f"{source}: relationship type {r.name!r} is defined by the base schema; "
-                              "a pack never repeats it: declare a new relationship type")
-        if r.name in seen:
-            raise SchemaError(f"{source}: relationship type {r.name!r} is declared twice; keep one")
+            out.append(f"{source}: relationship type {r.name!r} is defined by the base schema; "
+                       "a pack never repeats it: declare a new relationship type")
+        elif r.name in seen:
+            out.append(f"{source}: relationship type {r.name!r} is declared twice; keep one")
         seen.add(r.name)
         for lab in (*r.from_labels, *r.to_labels):
             if lab != ANY_LABEL and lab not in known:
-                raise SchemaError(
-                    f"{source}: relationship {r.name} names unknown label {lab!r}; declare the label under "
-                    f"`labels:` or fix the spelling (known labels: {sorted(known)})")
+                out.append(f"{source}: relationship {r.name} names unknown label {lab!r}; declare the label under "
+                           f"`labels:` or fix the spelling (known labels: {sorted(known)})")
+    return out
+
+
+def _raise_all(conflicts: list[str]) -> None:
+    """Raise one SchemaError for every conflict (its ``problems`` lists them one by one)."""
+    if conflicts:
+        err = SchemaError("\n".join(conflicts))
+        err.problems = list(conflicts)  # type: ignore[attr-defined]
+        raise err
 
 
 def _rel_dict(r: RelSpec) -> dict[str, Any]:
@@ -466,17 +475,17 @@ def _merge(schema: GraphSchema, other: Any, source: str = "pack schema") -> Grap
     the order decides label disjunctions in compiled Cypher;
     ``"*"`` endpoint lists re-expanded over the merged labels). Raises SchemaError on a conflict."""
     ext = _as_extension(other)
-    _check_labels(schema, ext, source)
+    conflicts = _label_conflicts(schema, ext, source)
     by_ext = {e.extends: e for e in ext.extensions}
     if len(by_ext) != len(ext.extensions):
         dup = sorted({e.extends for e in ext.extensions if sum(x.extends == e.extends for x in ext.extensions) > 1})
-        raise SchemaError(f"{source}: `extends:` given twice for {dup}; merge the property lists into one entry")
+        conflicts.append(f"{source}: `extends:` given twice for {dup}; merge the property lists into one entry")
+    known = {lab.name for lab in (*ext.labels, *schema.labels)}
+    _raise_all(conflicts + _rel_conflicts(schema, ext, known, source))
     labels = list(ext.labels) + [
         _extend_label(lab, by_ext[lab.name], source) if lab.name in by_ext else lab
         for lab in schema.labels
     ]
-    known = {lab.name for lab in labels}
-    _check_rels(schema, ext, known, source)
     version = f"{schema.version}+{ext.version}" if ext.version else schema.version
     data = {
         "version": version,

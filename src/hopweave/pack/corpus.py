@@ -24,6 +24,7 @@ from hopweave.errors import InputError, PackError
 from hopweave.graph.base import Edge, Node
 from hopweave.models.documents import Document, document_node_id
 from hopweave.models.schema import GraphSchema
+from hopweave.pack.files import PackFileError, PackFiles
 from hopweave.pack.problems import Problem
 
 #: ``resolve(label, match_property, value)`` -> the id of the vocabulary node, or None.
@@ -37,28 +38,60 @@ _CORPUS_KEYS = frozenset({"supersedes", "summary", "tenant_id"})
 _BASE_FIELDS = ("status", "source_uri", "valid_from", "valid_until")
 
 
-def _records(directory: Path, tenant_id: str) -> list[Any]:
-    """The corpus records (README files skipped); a record without ``tenant_id`` gets ``tenant_id``."""
-    from hopweave.search.ingest import read_records
+class _Read:
+    """A corpus folder as read: its records, the files that could not be read, and the
+    markdown files without front matter."""
 
-    if not directory.is_dir():
+    def __init__(self) -> None:
+        self.records: list[Any] = []
+        self.unreadable: list[PackFileError] = []
+        self.no_front_matter: list[str] = []
+
+
+def _read(directory: Path, tenant_id: str, files: PackFiles | None) -> _Read:
+    """The corpus records (README files skipped), read through ``files`` (default: confined to
+    ``directory``); a record without ``tenant_id`` gets ``tenant_id``. Raises InputError when the
+    folder does not exist or holds no document."""
+    from hopweave.search.ingest import RECORD_SUFFIXES, parse_records
+
+    pf = files or PackFiles(directory)
+    d = pf.inside(directory, "corpus folder")
+    if not d.is_dir():
         raise InputError(f"corpus folder {directory} does not exist")
-    out = [r for r in read_records(directory) if not Path(r.source).name.lower().startswith("readme")]
-    for r in out:
+    paths = [p for p in pf.listing(d, RECORD_SUFFIXES, "corpus folder", recursive=True)
+             if not p.name.lower().startswith("readme")]
+    if not paths:
+        raise InputError(f"{directory} contains no .md or .jsonl files")
+    out = _Read()
+    for path in paths:
+        try:
+            text = pf.read_text(path, "corpus", "corpus document")
+        except PackFileError as exc:
+            out.unreadable.append(exc)
+            continue
+        if not path.name.endswith(".jsonl") and not text.startswith("---"):
+            out.no_front_matter.append(str(path))
+        out.records += parse_records(text, str(path))
+    for r in out.records:
         if isinstance(r.data, dict) and not r.data.get("tenant_id"):
             r.data["tenant_id"] = tenant_id
     return out
 
 
 def load_corpus(directory: str | Path, schema: GraphSchema, tenant_id: str,
-                tenants: Sequence[str] | None = None) -> list[Document]:
+                tenants: Sequence[str] | None = None, files: PackFiles | None = None) -> list[Document]:
     """Every document of the corpus folder (README files skipped), validated against the schema's
     chunk fields, sorted by (tenant, document_id, revision). A document's front matter
-    ``tenant_id`` overrides ``tenant_id`` (it must be one of ``tenants`` when given). Raises
-    InputError listing every malformed file or foreign tenant."""
+    ``tenant_id`` overrides ``tenant_id`` (it must be one of ``tenants`` when given). Files are
+    read through ``files`` (the pack's; default: confined to ``directory``). Raises InputError
+    listing every malformed file or foreign tenant, PackFileError for a file that cannot be read
+    (outside the pack, too large, not UTF-8)."""
     from hopweave.search.ingest import load_documents
 
-    docs, _ = load_documents(_records(Path(directory), tenant_id), schema, None, on_error="reject")
+    read = _read(Path(directory), tenant_id, files)
+    if read.unreadable:
+        raise read.unreadable[0]
+    docs, _ = load_documents(read.records, schema, None, on_error="reject")
     foreign = sorted({f"{d.document_id} ({d.revision}): tenant_id {d.tenant_id!r}" for d in docs
                       if tenants is not None and d.tenant_id not in tenants})
     if foreign:
@@ -68,38 +101,58 @@ def load_corpus(directory: str | Path, schema: GraphSchema, tenant_id: str,
 
 
 def check_corpus_dir(directory: str | Path, schema: GraphSchema, root: str | Path | None = None,
-                     tenant_id: str = "_check", tenants: Sequence[str] | None = None) -> list[Problem]:
-    """Every problem of the corpus folder (the dry run): unreadable or malformed files, unknown
-    fields, duplicates, a front-matter ``tenant_id`` not in ``tenants``. Returns the problems
-    (file relative to ``root``)."""
+                     tenant_id: str = "_check", tenants: Sequence[str] | None = None,
+                     files: PackFiles | None = None, docs_out: list[Document] | None = None) -> list[Problem]:
+    """Every problem of the corpus folder (the dry run): unreadable or malformed files (outside
+    the pack, too large, not UTF-8), unknown fields, duplicates, a front-matter ``tenant_id``
+    not in ``tenants``, a ``supersedes`` naming no revision of the document. Returns the
+    problems (file relative to ``root``); the valid documents are appended to ``docs_out``."""
     from hopweave.search.ingest import load_documents
 
     d = Path(directory)
+    pf = files or PackFiles(root if root is not None else d)
 
     def rel(src: str) -> str:
-        try:
-            return str(Path(src).resolve().relative_to(Path(root).resolve())) if root is not None else src
-        except ValueError:
-            return src
+        return pf.rel(src) if root is not None else src
 
     try:
-        records = _records(d, tenant_id)
+        read = _read(d, tenant_id, pf)
+    except PackFileError as exc:
+        return [Problem(file=exc.file, message=exc.problem, fix=exc.fix)]
     except InputError as exc:
         return [Problem(file=rel(str(d)), message=str(exc), fix="add policy documents (*.md with front matter)")]
+    records = read.records
+    out = [Problem(file=exc.file, message=exc.problem, fix=exc.fix) for exc in read.unreadable]
     docs, rep = load_documents(records, schema, None, on_error="skip")
-    out = [Problem(file=rel(str(d)), record=doc.document_id, message=f"document {doc.document_id} "
-                   f"({doc.revision}) names tenant_id {doc.tenant_id!r}, not a tenant of the pack",
-                   fix=f"use one of {list(tenants)} or drop tenant_id (the corpus tenant applies)")
-           for doc in docs if tenants is not None and doc.tenant_id not in (*tenants, tenant_id)]
+    if docs_out is not None:
+        docs_out.extend(docs)
+    out += [Problem(file=rel(str(d)), record=doc.document_id, message=f"document {doc.document_id} "
+                    f"({doc.revision}) names tenant_id {doc.tenant_id!r}, not a tenant of the pack",
+                    fix=f"use one of {list(tenants)} or drop tenant_id (the corpus tenant applies)")
+            for doc in docs if tenants is not None and doc.tenant_id not in (*tenants, tenant_id)]
     out += [Problem(file=rel(p.source), line=p.line, record=p.document_id, message=p.message,
                     fix="fix the front matter: use the schema's chunk fields (docs/packs.md, Corpus documents)")
             for p in rep.skipped]
     out += _extra_field_problems(records, schema, rel)
-    out += [Problem(file=rel(r.source), line=1, message="no YAML front matter: a pack document needs its metadata "
+    out += [Problem(file=rel(src), line=1, message="no YAML front matter: a pack document needs its metadata "
                     "(document_id, revision, title, version, status, ...)",
                     fix="start the file with front matter between '---' lines (docs/packs.md)")
-            for r in records if r.source.endswith(".md") and not Path(r.source).read_text(encoding="utf-8")
-            .startswith("---")]
+            for src in read.no_front_matter]
+    out += _supersedes_problems(docs, rel(str(d)))
+    return out
+
+
+def _supersedes_problems(docs: Sequence[Document], folder: str) -> list[Problem]:
+    """One problem per revision whose ``supersedes`` names no revision of the same document."""
+    revisions = {(d.tenant_id, d.document_id, d.revision) for d in docs}
+    out = []
+    for d in docs:
+        sup = d.metadata.get("supersedes")
+        if sup and (d.tenant_id, d.document_id, str(sup)) not in revisions:
+            out.append(Problem(file=folder, record=f"{d.document_id} ({d.revision})",
+                               message=f"document {d.document_id} ({d.revision}) supersedes revision {sup!r}, "
+                                       "which the corpus does not hold",
+                               fix="add that revision's file or fix `supersedes:`"))
     return out
 
 

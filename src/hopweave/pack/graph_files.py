@@ -23,8 +23,6 @@ across tenants. Problems are collected as :class:`~hopweave.pack.problems.Proble
 from __future__ import annotations
 
 import csv
-import gzip
-import io
 import json
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -33,6 +31,7 @@ from hopweave.errors import PackError
 from hopweave.graph.base import Edge, Node
 from hopweave.graph.write_rules import _HINT, CONVERTERS, _Missing  # the store's own value rules
 from hopweave.models.schema import GraphSchema, PropertySpec
+from hopweave.pack.files import PackFileError, PackFiles
 from hopweave.pack.problems import Problem
 
 Item = Node | Edge
@@ -202,12 +201,6 @@ class _Reader:
 
 
 # ---- file formats ----------------------------------------------------------------------------
-def _open_text(path: Path) -> io.TextIOBase:
-    if path.name.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8", newline="")  # type: ignore[return-value]
-    return open(path, encoding="utf-8", newline="")  # noqa: SIM115 - closed by the caller
-
-
 def _base_name(path: Path) -> str:
     name = path.name[:-3] if path.name.endswith(".gz") else path.name
     return name.rsplit(".", 1)[0]
@@ -218,20 +211,19 @@ def _kind(path: Path) -> str:
     return name.rsplit(".", 1)[-1].lower()
 
 
-def _jsonl(r: _Reader, path: Path) -> Iterator[Item]:
-    with _open_text(path) as fh:
-        for no, line in enumerate(fh, start=1):
-            s = line.strip()
-            if not s or s.startswith("#"):
-                continue
-            try:
-                rec = json.loads(s)
-            except json.JSONDecodeError as exc:
-                r.problem(no, f"not valid JSON ({exc.msg})", "one JSON object per line; `#` starts a comment")
-                continue
-            item = _jsonl_record(r, no, rec)
-            if item is not None:
-                yield item
+def _jsonl(r: _Reader, fh: Iterable[str]) -> Iterator[Item]:
+    for no, line in enumerate(fh, start=1):
+        s = line.strip()
+        if not s or s.startswith("#"):
+            continue
+        try:
+            rec = json.loads(s)
+        except json.JSONDecodeError as exc:
+            r.problem(no, f"not valid JSON ({exc.msg})", "one JSON object per line; `#` starts a comment")
+            continue
+        item = _jsonl_record(r, no, rec)
+        if item is not None:
+            yield item
 
 
 def _jsonl_record(r: _Reader, no: int, rec: Any) -> Item | None:
@@ -296,27 +288,26 @@ def _csv_header(r: _Reader, header: list[str], path: Path) -> tuple[str, dict[st
     return None
 
 
-def _csv(r: _Reader, path: Path) -> Iterator[Item]:
-    with _open_text(path) as fh:
-        rows = csv.reader(fh)
-        header = next(rows, None)
-        if header is None:
-            return
-        plan = _csv_header(r, header, path)
-        if plan is None:
-            return
-        kind, cols = plan
-        default = _base_name(path)
-        for row in rows:
-            no = rows.line_num
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue
-            if len(row) != len(header):
-                r.problem(no, f"{len(row)} cells for {len(header)} columns", "one cell per header column")
-                continue
-            item = _csv_row(r, no, kind, cols, row, default)
-            if item is not None:
-                yield item
+def _csv(r: _Reader, fh: Iterable[str], path: Path) -> Iterator[Item]:
+    rows = csv.reader(fh)
+    header = next(rows, None)
+    if header is None:
+        return
+    plan = _csv_header(r, header, path)
+    if plan is None:
+        return
+    kind, cols = plan
+    default = _base_name(path)
+    for row in rows:
+        no = rows.line_num
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if len(row) != len(header):
+            r.problem(no, f"{len(row)} cells for {len(header)} columns", "one cell per header column")
+            continue
+        item = _csv_row(r, no, kind, cols, row, default)
+        if item is not None:
+            yield item
 
 
 def _csv_row(r: _Reader, no: int, kind: str, cols: dict[str, Any], row: list[str], default: str) -> Item | None:
@@ -357,21 +348,32 @@ def _neo4j_type(t: str) -> str:
 # ---- entry points ----------------------------------------------------------------------------
 def iter_graph_files(files: Iterable[str | Path], schema: GraphSchema, problems: list[Problem], *,
                      tenant: str = "", shared: bool = False, context: GraphContext | None = None,
-                     root: str | Path | None = None) -> Iterator[Item]:
+                     root: str | Path | None = None, pack_files: PackFiles | None = None) -> Iterator[Item]:
     """The valid items of one tenant's graph files, in file order (edges whose endpoints were not
-    known when read come last). Problems are appended to ``problems``; never raises for a record."""
+    known when read come last). Files are read through ``pack_files`` (default: confined to
+    ``root``, else to each file's own folder): a file outside the pack, over the size limit, not
+    UTF-8 or a corrupt ``.gz`` is one problem and the rest of that file is skipped. Problems are
+    appended to ``problems``; never raises for a record or a file."""
     r = _Reader(schema, SHARED if shared else (tenant or "<tenant>"), shared, context or GraphContext(),
                 problems, Path(root) if root is not None else None)
+    if pack_files is None and root is not None:
+        pack_files = PackFiles(root)
     for f in files:
         path = Path(f)
-        r.file = r.rel_name(path)
+        pf = pack_files or PackFiles(path.parent)
+        r.file = pf.rel(path)
         kind = _kind(path)
-        if kind in ("jsonl", "ndjson"):
-            yield from _jsonl(r, path)
-        elif kind == "csv":
-            yield from _csv(r, path)
-        else:
+        if kind not in ("jsonl", "ndjson", "csv"):
             r.problem(None, f"unknown graph file type {path.name!r}", "use .jsonl or .csv (optionally .gz)")
+            continue
+        try:
+            with pf.open_text(path, "graph", "graph file") as fh:
+                yield from (_csv(r, fh, path) if kind == "csv" else _jsonl(r, fh))
+        except PackFileError as exc:
+            r.problem(None, exc.problem, exc.fix)
+        except csv.Error as exc:
+            r.problem(None, f"not a readable CSV file ({exc})", "write one record a line, cells quoted as CSV; "
+                      "a cell holds at most 128 KB")
     yield from r.flush()
     if r.dropped:
         problems.append(Problem(file=r.file, message=f"{r.dropped} more problems not listed",
@@ -380,20 +382,22 @@ def iter_graph_files(files: Iterable[str | Path], schema: GraphSchema, problems:
 
 def read_graph_files(files: Iterable[str | Path], schema: GraphSchema, *, tenant: str = "",
                      shared: bool = False, context: GraphContext | None = None,
-                     root: str | Path | None = None) -> Iterator[Item]:
+                     root: str | Path | None = None, pack_files: PackFiles | None = None) -> Iterator[Item]:
     """The load path: like :func:`iter_graph_files`, then raises PackError listing every problem
     once the files are read (invalid records are never yielded, so a bulk load aborts whole)."""
     problems: list[Problem] = []
-    yield from iter_graph_files(files, schema, problems, tenant=tenant, shared=shared, context=context, root=root)
+    yield from iter_graph_files(files, schema, problems, tenant=tenant, shared=shared, context=context, root=root,
+                                pack_files=pack_files)
     if problems:
         raise PackError(f"{len(problems)} problem(s) in the graph files:\n" + "\n".join(f"  {p}" for p in problems))
 
 
 def check_graph_files(files: Iterable[str | Path], schema: GraphSchema, *, tenant: str = "",
                       shared: bool = False, context: GraphContext | None = None,
-                      root: str | Path | None = None) -> list[Problem]:
+                      root: str | Path | None = None, pack_files: PackFiles | None = None) -> list[Problem]:
     """The dry run: every problem of one tenant's graph files (``validate``)."""
     problems: list[Problem] = []
-    for _ in iter_graph_files(files, schema, problems, tenant=tenant, shared=shared, context=context, root=root):
+    for _ in iter_graph_files(files, schema, problems, tenant=tenant, shared=shared, context=context, root=root,
+                              pack_files=pack_files):
         pass
     return problems

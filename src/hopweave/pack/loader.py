@@ -10,6 +10,7 @@ recorded (decision traces) is deleted, and the same pack gives the same store re
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,9 @@ from hopweave.models.domain import DomainSettings
 from hopweave.models.metagraph import GoalType
 from hopweave.models.schema import DOMAIN_PROPERTY, GLOBAL_TENANT, GraphSchema
 from hopweave.models.store_settings import DomainRecord, StoreSettings, read_store_settings
-from hopweave.pack.manifest import SHARED, PackManifest, expand_globs, pack_path, read_manifest
+from hopweave.pack.files import PackFiles
+from hopweave.pack.readers import classifier_files, has_classifier_file, store_schema
+from hopweave.pack.manifest import MANIFEST, SHARED, PackManifest, expand_globs, read_manifest
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.stores.front import Stores
@@ -46,151 +49,48 @@ class LoadedPack:
 
 
 def pack_revision(pack_dir: Path) -> str:
-    """A hash of every file of the pack (names and bytes), in name order."""
+    """A hash of every file of the pack (names and bytes), in name order. A symlink is hashed
+    as its target's name, never followed (a pack reads nothing outside its folder)."""
     h = hashlib.sha256()
-    for p in sorted(x for x in pack_dir.rglob("*") if x.is_file() and "__pycache__" not in x.parts):
+    for p in sorted(x for x in pack_dir.rglob("*") if (x.is_file() or x.is_symlink())
+                    and "__pycache__" not in x.parts):
         h.update(str(p.relative_to(pack_dir)).encode() + b"\0")
-        h.update(hashlib.sha256(p.read_bytes()).digest())
+        if p.is_symlink():
+            h.update(b"symlink\0" + os.readlink(p).encode())
+        else:
+            h.update(hashlib.sha256(p.read_bytes()).digest())
     return h.hexdigest()[:16]
 
 
-def store_schema(pack_schema: dict[str, Any], others: Iterable[dict[str, Any]] = ()) -> GraphSchema:
-    """The base schema extended by the other packs' schemas (already in the store) and then this
-    pack's. Labels and relationship types are store-wide: a second pack may declare one the store
-    already has from another pack only compatibly: a label identically (its description may
-    differ; the first one is kept), a relationship type with the same properties (its endpoint
-    labels are then the union of both packs'). Raises SchemaError."""
-    base = GraphSchema.base()
-    schema = base
-    others = list(others)
-    for i, extension in enumerate([*others, pack_schema]):
-        source = "pack schema" if i == len(others) else "stored pack schema"
-        ext, widen = _without_shared(extension, schema, base, source)
-        schema = _widen(schema.extend(ext, source=source), widen, source)
-    return schema
-
-
-def _same(model: Any, raw: dict[str, Any], known: Any, ignore: tuple[str, ...]) -> bool:
-    try:
-        mine = model.model_validate(raw).model_dump()
-    except Exception:  # reported by the merge itself
-        return False
-    theirs = known.model_dump()
-    return all(mine[k] == theirs[k] for k in mine if k not in ignore)
-
-
-def _without_shared(ext: dict[str, Any], schema: GraphSchema, base: GraphSchema, source: str
-                    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """``ext`` without the labels / relationship types another pack already declared compatibly,
-    and the relationship declarations whose endpoints widen the stored ones."""
-    from hopweave.errors import SchemaError
-    from hopweave.models.schema import LabelSpec, RelSpec
-
-    widen: list[dict[str, Any]] = []
-
-    def keep(items: Any, known: dict[str, Any], base_names: set[str], model: Any, what: str) -> list[Any]:
-        out = []
-        for raw in items or ():
-            name = raw.get("name") if isinstance(raw, dict) else None
-            if name is None or name in base_names or name not in known:
-                out.append(raw)
-            elif model is RelSpec and _same(model, raw, known[name], ("description", "from_labels", "to_labels",
-                                                                     "any_from", "any_to")):
-                widen.append(raw)
-            elif not _same(model, raw, known[name], ("description",)):
-                raise SchemaError(f"{source}: {what} {name!r} is already declared differently by another pack in "
-                                  "this store; declare it identically (a relationship type may name other "
-                                  "endpoint labels) or use another name")
-        return out
-
-    out = dict(ext)
-    out["labels"] = keep(ext.get("labels"), schema.label_map, set(base.label_map), LabelSpec, "label")
-    out["relationships"] = keep(ext.get("relationships"), schema.rel_map, set(base.rel_map), RelSpec,
-                                "relationship type")
-    return out, widen
-
-
-def _widen(schema: GraphSchema, rels: list[dict[str, Any]], source: str) -> GraphSchema:
-    """``schema`` whose relationship types in ``rels`` also allow those declarations' endpoint
-    labels (a ``"*"`` on either side stays any label). Raises SchemaError (unknown label)."""
-    from hopweave.errors import SchemaError
-    from hopweave.models.schema import ANY_LABEL
-
-    if not rels:
-        return schema
-    extra = {r["name"]: r for r in rels}
-    data = schema.model_dump()
-    for d in data["relationships"]:
-        r = extra.get(d["name"])
-        if r is None:
-            continue
-        for side, anyside in (("from_labels", "any_from"), ("to_labels", "any_to")):
-            add = list(r.get(side) or ())
-            if d[anyside] or ANY_LABEL in add:
-                d[side], d[anyside] = [ANY_LABEL], False
-            else:
-                d[side] = list(dict.fromkeys([*d[side], *add]))
-    try:
-        return GraphSchema.model_validate(data)
-    except Exception as exc:
-        raise SchemaError(f"{source}: widening relationship types {sorted(extra)} failed: {exc}") from exc
-
-
 def read_pack(pack_dir: str | Path, existing: StoreSettings | None = None) -> LoadedPack:
-    """Read and check a pack's manifest, schema, goals and classifier settings (no writes).
-    Raises PackError (and the gates' PatternValidationError) naming the file and the fix."""
-    from hopweave.fileio import read_yaml
-    from hopweave.graph.metagraph_io import load_goal_files
+    """Read and check a pack's manifest, schema, goals and classifier settings (no writes), every
+    file through one :class:`~hopweave.pack.files.PackFiles`. Raises PackError (and the gates'
+    PatternValidationError) naming the file and the fix."""
+    from hopweave.graph.metagraph_io import parse_goal_doc
 
     d = Path(pack_dir).resolve()
     m = read_manifest(d)
+    files = PackFiles(d)
     settings = m.domain_settings()
-    pack_schema = read_yaml(pack_path(d, m.schema_, "schema"), "pack schema")
+    pack_schema = files.read_yaml(files.path(m.schema_, "schema"), "schema", "pack schema")
     if not isinstance(pack_schema, dict):
         raise PackError(f"{d / m.schema_}: the schema must be a mapping (labels, relationships, chunk_fields)")
     others = [r.pack_schema for n, r in sorted((existing.domains if existing else {}).items()) if n != m.name]
     schema = store_schema(pack_schema, others)
-    goals, raws = load_goal_files(pack_path(d, m.goals, "goals"))
-    goals = [g.model_copy(update={"domain": m.name}) for g in goals]
+    gdir = files.path(m.goals, "goals")
+    if not gdir.is_dir():
+        raise PackError(f"goal directory {gdir} does not exist: create it or fix `goals:` in {MANIFEST}")
+    goals: list[GoalType] = []
+    raws: list[dict[str, Any]] = []
+    for f in files.listing(gdir, (".yaml", ".yml"), "goals folder"):
+        g, r = parse_goal_doc(files.read_yaml(f, "goal"), files.rel(f))
+        goals.append(g.model_copy(update={"domain": m.name}))
+        raws.extend(r)
     loaded = LoadedPack(m, d, settings, pack_schema, schema, goals, raws)
-    if m.classifier and _has_classifier_file(d, m):
-        loaded.classifier, loaded.calibration = _classifier_files(d, m.classifier)
+    if m.classifier and has_classifier_file(d, m):
+        loaded.classifier, loaded.calibration = classifier_files(d, m.classifier, files)
     _check_ownership(loaded, existing)
     return loaded
-
-
-def _has_classifier_file(d: Path, m: PackManifest) -> bool:
-    """False when the manifest leaves ``classifier:`` at its default and the pack has no such file
-    (the domain then uses the engine's default classifier settings); a path the manifest names
-    must exist (the read raises)."""
-    return "classifier" in m.model_fields_set or pack_path(d, str(m.classifier), "classifier").is_file()
-
-
-def _classifier_files(d: Path, rel: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    import json
-
-    from hopweave.fileio import read_yaml
-
-    path = pack_path(d, rel, "classifier")
-    cfg = read_yaml(path, "classifier settings")
-    if not isinstance(cfg, dict):
-        raise PackError(f"{path}: classifier settings must be a mapping")
-    if "clause_separators" in cfg:
-        from hopweave.bounded import compile_data_regex
-
-        compile_data_regex(cfg["clause_separators"], f"{path}, key clause_separators")  # UnsafeRegexError
-    cal = None
-    cal_file = cfg.get("calibration_file")
-    if cal_file:
-        cpath = pack_path(path.parent, str(cal_file), "classifier calibration")
-        if not cpath.is_file():
-            raise PackError(f"{path}: calibration_file {cal_file!r} does not exist; fit it with "
-                            "`hopweave understand-calibrate` or remove the key")
-        try:
-            cal = json.loads(cpath.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise PackError(f"{cpath}: not valid JSON ({exc})") from None
-    return cfg, cal
 
 
 def _check_ownership(p: LoadedPack, existing: StoreSettings | None) -> None:
@@ -221,10 +121,11 @@ def graph_items(p: LoadedPack) -> Iterator[tuple[str, Iterator[Node | Edge]]]:
     from hopweave.pack.graph_files import GraphContext, read_graph_files
 
     ctx = GraphContext()  # ids seen across entries: edges may end at the shared vocabulary
+    pf = PackFiles(p.directory)
     for entry in p.manifest.graph:
         files = expand_globs(p.directory, entry.files, f"graph files of tenant {entry.tenant}")
         items = read_graph_files(files, p.schema, tenant=entry.tenant, shared=entry.tenant == SHARED,
-                                 context=ctx, root=p.directory)
+                                 context=ctx, root=p.directory, pack_files=pf)
         if entry.tenant == SHARED:
             yield GLOBAL_TENANT, _tag_domain(items, p.manifest.name)
         else:
@@ -249,9 +150,11 @@ def metagraph_items(p: LoadedPack, stored: Iterable[Any] = ()) -> list[Node | Ed
     tag = {DOMAIN_PROPERTY: p.manifest.name}
     items, _ = gated_items(p.schema, p.goals, p.raw_patterns, stored=tuple(stored), domain=p.manifest.name)
     if p.manifest.filters:
-        from hopweave.understand.filter_map import filter_mapping_node, read_mapping_file
+        from hopweave.understand.filter_map import filter_mapping_node, parse_mapping
 
-        mapping = read_mapping_file(pack_path(p.directory, p.manifest.filters, "filters"))
+        pf = PackFiles(p.directory)
+        mapping = parse_mapping(pf.read_yaml(pf.path(p.manifest.filters, "filters"), "filters", "filter mapping"),
+                                p.manifest.filters)
         n = filter_mapping_node(p.schema, mapping, domain=p.manifest.name)
         items.append(replace(n, props={**n.props, **tag}))  # replace keeps the GatedNode class
     return items
@@ -268,8 +171,9 @@ def document_items(p: LoadedPack, store: Any = None, resolver: Callable[[str], A
     from hopweave.pack.corpus import document_graph, load_corpus, store_resolver
 
     default = p.manifest.tenant_for_corpus()
-    docs = load_corpus(pack_path(p.directory, p.manifest.corpus.dir, "corpus"), p.schema, default,
-                       tenants=p.manifest.tenants)
+    pf = PackFiles(p.directory)
+    docs = load_corpus(pf.path(p.manifest.corpus.dir, "corpus"), p.schema, default, tenants=p.manifest.tenants,
+                       files=pf)
     batches: list[tuple[str, list[Node | Edge]]] = []
     for tenant in sorted({d.tenant_id for d in docs}):
         resolve = (resolver(tenant) if resolver is not None
@@ -325,6 +229,7 @@ def load_pack(
         v_raw = vectors if vectors is not None else default_vectors_uri(g_uri)
         v_uri = parse_vectors_uri(v_raw) if with_vectors and v_raw is not None else None
     say("schema", 1, len(STEPS))
+    refuse_invalid(pack_dir)
     if given is not None:
         stores = given
         existing = stores.settings
@@ -391,6 +296,32 @@ def load_pack(
         "vectors": vectors_summary,
         "seconds": round(time.perf_counter() - t0, 2),
     }
+
+
+def refuse_invalid(pack_dir: str | Path) -> None:
+    """Run ``hopweave validate``'s checks (:func:`~hopweave.pack.validate.validate_pack`) and
+    raise :class:`PackInvalidError` listing every problem when there is one."""
+    from hopweave.pack.validate import validate_pack
+
+    if not (Path(pack_dir) / MANIFEST).is_file():
+        read_manifest(pack_dir)  # a folder that is no pack: its own clear error
+    problems = validate_pack(pack_dir)
+    if problems:
+        raise PackInvalidError(pack_dir, problems)
+
+
+class PackInvalidError(PackError):
+    """``load`` refused a pack that ``validate`` finds problems in; ``problems`` lists them."""
+
+    #: At most this many problems are spelled out in the message (all are in ``problems``).
+    SHOWN = 20
+
+    def __init__(self, pack_dir: str | Path, problems: list[Any]) -> None:
+        shown = "\n".join(f"  {p}" for p in problems[: self.SHOWN])
+        more = f"\n  ... and {len(problems) - self.SHOWN} more" if len(problems) > self.SHOWN else ""
+        super().__init__(f"{pack_dir}: {len(problems)} problem(s), nothing was loaded (`hopweave validate "
+                         f"{pack_dir}` lists them):\n{shown}{more}")
+        self.problems = list(problems)
 
 
 def _bulk_write(store: Any, batches: Iterable[tuple[str, Iterable[Node | Edge]]]) -> int:

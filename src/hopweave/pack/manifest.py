@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from hopweave.errors import PackError
 from hopweave.models.domain import DomainSettings
+from hopweave.models.common import _TENANT_RE
 from hopweave.models.schema import check_identifier
 
 MANIFEST = "hopweave.yaml"
@@ -82,6 +83,17 @@ class PackManifest(_Strict):
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
+    @field_validator("tenants")
+    @classmethod
+    def _tenants(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for t in v:
+            if not isinstance(t, str) or not _TENANT_RE.match(t):
+                raise ValueError(f"tenant {t!r}: a tenant id is letters, digits, '_', '.' or '-', starting with a "
+                                 "letter or digit, at most 64 characters (the store's tenant rule)")
+        if len(set(v)) != len(v):
+            raise ValueError(f"tenants {list(v)} name a tenant twice")
+        return v
+
     def domain_settings(self) -> DomainSettings:
         """The ``domain:`` section as settings (its ``name`` is the pack's)."""
         return DomainSettings.model_validate({**self.domain, "name": self.name})
@@ -102,7 +114,7 @@ def _first_error(exc: ValidationError) -> list[str]:
 
 def read_manifest(pack_dir: str | Path) -> PackManifest:
     """Parse ``<pack_dir>/hopweave.yaml``. Raises PackError listing every problem of the file."""
-    from hopweave.fileio import read_yaml
+    from hopweave.pack.files import PackFiles
 
     d = Path(pack_dir)
     path = d / MANIFEST
@@ -113,7 +125,7 @@ def read_manifest(pack_dir: str | Path) -> PackManifest:
             f"{d} is not a hopweave domain pack: it has no {MANIFEST}. Create one with "
             f"`hopweave init {d}` or see docs/packs.md for the format"
         )
-    raw = read_yaml(path, "pack manifest")
+    raw = PackFiles(d).read_yaml(path, "manifest", "pack manifest")
     if not isinstance(raw, dict):
         raise PackError(f"{path}: the manifest must be a mapping (name, tenants, schema, goals, domain, ...)")
     try:
@@ -146,22 +158,28 @@ def manifest_problems(m: PackManifest) -> list[str]:
 
 
 def pack_path(pack_dir: str | Path, rel: str, what: str) -> Path:
-    """``rel`` resolved inside the pack; raises PackError if it escapes the pack folder."""
-    base = Path(pack_dir).resolve()
-    p = (base / rel).resolve()
-    if p != base and base not in p.parents:
-        raise PackError(f"{what} path {rel!r} leaves the pack folder {base}; keep every file inside the pack")
-    return p
+    """``rel`` resolved inside the pack (symlinks followed); raises PackError (a
+    :class:`~hopweave.pack.files.PackFileError`) if it escapes the pack folder."""
+    from hopweave.pack.files import PackFiles
+
+    return PackFiles(pack_dir).path(rel, what)
 
 
 def expand_globs(pack_dir: str | Path, patterns: tuple[str, ...], what: str) -> list[Path]:
-    """Files matching the globs, in manifest order then sorted by name; PackError if one matches nothing."""
-    base = Path(pack_dir).resolve()
+    """Files matching the globs, in manifest order then sorted by name; PackError if one matches
+    nothing, leaves the pack or matches a file whose real path is outside the pack."""
+    from hopweave.pack.files import PackFiles
+
+    files = PackFiles(pack_dir)
+    base = files.root
     out: list[Path] = []
     for pat in patterns:
-        pack_path(base, pat.split("*")[0] or ".", what)
+        files.path(pat.split("*")[0] or ".", what)
         hits = sorted(p for p in base.glob(pat) if p.is_file())
         if not hits:
             raise PackError(f"{what}: {pat!r} matches no file in {base}")
-        out += [h for h in hits if h not in out]
+        for h in hits:
+            files.inside(h, what)
+            if h not in out:
+                out.append(h)
     return out

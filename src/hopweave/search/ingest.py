@@ -98,59 +98,72 @@ class RawRecord:
     error: str | None = None
 
 
+#: The file types a corpus folder holds.
+RECORD_SUFFIXES = (".md", ".markdown", ".jsonl")
+
+
 def read_records(path: str | Path) -> list[RawRecord]:
     """Raw records of a ``.jsonl`` file, a markdown file with YAML front matter, or a folder of them.
 
     Raises:
-        InputError: the path does not exist or has an unsupported type.
+        InputError: the path does not exist, has an unsupported type or is not UTF-8 text.
     """
     p = Path(path)
     if p.is_dir():
-        files = sorted(f for f in p.rglob("*") if f.suffix in (".md", ".markdown", ".jsonl") and f.is_file())
+        files = sorted(f for f in p.rglob("*") if f.suffix in RECORD_SUFFIXES and f.is_file())
         if not files:
             raise InputError(f"{p} contains no .md or .jsonl files")
         return [r for f in files for r in read_records(f)]
     if not p.is_file():
         raise InputError(f"{p} does not exist")
-    if p.suffix == ".jsonl":
+    if p.suffix not in RECORD_SUFFIXES:
+        raise InputError(f"{p}: unsupported file type {p.suffix!r} (use .jsonl or .md with front matter)")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{p} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
+    return parse_records(text, str(p))
+
+
+def parse_records(text: str, source: str) -> list[RawRecord]:
+    """Raw records of one file's text: a ``.jsonl`` ``source`` holds one JSON object a line,
+    anything else is a markdown document with optional YAML front matter. Malformed records
+    are returned with their ``error``; never raises."""
+    if source.endswith(".jsonl"):
         out: list[RawRecord] = []
-        with open(p, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    out.append(RawRecord(str(p), n, None, f"not valid JSON: {exc.msg}"))
-                    continue
-                if not isinstance(obj, dict):
-                    out.append(RawRecord(str(p), n, None, "a record must be a JSON object"))
-                    continue
-                out.append(RawRecord(str(p), n, obj))
+        for n, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                out.append(RawRecord(source, n, None, f"not valid JSON: {getattr(exc, 'msg', exc)}"))
+                continue
+            if not isinstance(obj, dict):
+                out.append(RawRecord(source, n, None, "a record must be a JSON object"))
+                continue
+            out.append(RawRecord(source, n, obj))
         return out
-    if p.suffix in (".md", ".markdown"):
-        return [_read_markdown(p)]
-    raise InputError(f"{p}: unsupported file type {p.suffix!r} (use .jsonl or .md with front matter)")
+    return [_parse_markdown(text, source)]
 
 
-def _read_markdown(p: Path) -> RawRecord:
-    text = p.read_text(encoding="utf-8")
+def _parse_markdown(text: str, source: str) -> RawRecord:
     meta: dict[str, Any] = {}
     if text.startswith("---"):
         parts = text.split("\n---", 1)
         if len(parts) != 2:
-            return RawRecord(str(p), 1, None, "front matter is not closed by '---'")
+            return RawRecord(source, 1, None, "front matter is not closed by '---'")
         try:
             loaded = yaml.safe_load(parts[0][3:]) or {}
-        except yaml.YAMLError as exc:
-            return RawRecord(str(p), 1, None, f"front matter is not valid YAML: {exc}")
+        except (yaml.YAMLError, RecursionError) as exc:
+            return RawRecord(source, 1, None, f"front matter is not valid YAML: {exc}")
         if not isinstance(loaded, dict):
-            return RawRecord(str(p), 1, None, "front matter must be a mapping")
+            return RawRecord(source, 1, None, "front matter must be a mapping")
         meta = loaded
         text = parts[1].split("\n", 1)[1] if "\n" in parts[1] else ""
-    meta.setdefault("document_id", p.stem)
+    meta.setdefault("document_id", Path(source).stem)
     meta["text"] = text
-    return RawRecord(str(p), 1, meta)
+    return RawRecord(source, 1, meta)
 
 
 # ---- validation ------------------------------------------------------------------------

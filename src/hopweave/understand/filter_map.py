@@ -160,11 +160,16 @@ def read_mapping_file(path: str | Path) -> FilterMapping:
         InputError: missing or unparsable file. ConfigError: invalid mapping.
     """
     p = Path(path)
-    data = read_yaml(p, "filter mapping file")
+    return parse_mapping(read_yaml(p, "filter mapping file"), p)
+
+
+def parse_mapping(data: Any, source: str | Path) -> FilterMapping:
+    """A parsed mapping file (``data``, read from ``source``) as a FilterMapping. Raises
+    ConfigError naming ``source`` when it is invalid."""
     try:
         return FilterMapping.model_validate(data)
     except Exception as exc:
-        raise ConfigError(f"filter mapping {p} is invalid: {exc}") from exc
+        raise ConfigError(f"filter mapping {source} is invalid: {exc}") from exc
 
 
 def filter_mapping_id(domain: str | None = None) -> str:
