@@ -116,10 +116,10 @@ def test_classifier_settings_refuse_explosive_separators(tmp_path: Path) -> None
 
 
 def test_validate_and_load_read_the_separators_through_the_same_check(tmp_path: Path) -> None:
-    from hopweave.pack.loader import _classifier_files
+    from hopweave.pack.readers import classifier_files
 
     (tmp_path / "classifier.yaml").write_text(f"clause_separators: {CATASTROPHIC!r}\n", encoding="utf-8")
     with pytest.raises(UnsafeRegexError, match=r"classifier\.yaml, key clause_separators"):
-        _classifier_files(tmp_path, "classifier.yaml")
+        classifier_files(tmp_path, "classifier.yaml")
     (tmp_path / "classifier.yaml").write_text("clause_separators: '[.?!;]+|,'\n", encoding="utf-8")
-    assert _classifier_files(tmp_path, "classifier.yaml")[0] == {"clause_separators": "[.?!;]+|,"}
+    assert classifier_files(tmp_path, "classifier.yaml")[0] == {"clause_separators": "[.?!;]+|,"}

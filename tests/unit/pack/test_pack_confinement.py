@@ -103,7 +103,7 @@ def test_unknown_domain_settings_are_refused_by_load_too(pack: Path, tmp_path: P
 
 @pytest.mark.parametrize(("old", "new", "needle"), [
     ("top_k: 3", "top_k: lots", "top_k"),
-    ("clause_separators: \"[.?!;]+|,", "clause_separators: \"([a-z|,", "not a valid regex"),
+    ("clause_separators: \"[.?!;]+|,", "clause_separators: \"([a-z|,", "valid regular expression"),
 ])
 def test_classifier_settings_that_break_every_request_are_refused(pack: Path, tmp_path: Path, old: str, new: str,
                                                                   needle: str) -> None:
