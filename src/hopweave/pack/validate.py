@@ -394,11 +394,11 @@ def check_corpus(d: Path, m: PackManifest, schema: GraphSchema, files: PackFiles
     return out
 
 
-def check_examples(d: Path, m: PackManifest, goals: set[str] | None, files: PackFiles | None = None
-                   ) -> list[Problem]:
+def check_examples(d: Path, m: PackManifest, goals: set[str] | None, files: PackFiles | None = None,
+                   goals_complete: bool = True) -> list[Problem]:
     """Sessions and scenarios parse with the models replay uses, name the pack's tenants and
-    goals (``goals`` None: not checked, a goal file is unreadable); a scenario's session file
-    exists inside the pack."""
+    goals (``goals`` None: not checked; ``goals_complete`` False: a goal file is unreadable, which
+    the fix mentions); a scenario's session file exists inside the pack."""
     from hopweave.models.common import parse_session
     from hopweave.models.scenario import UNSET, parse_scenario
 
@@ -454,7 +454,8 @@ def check_examples(d: Path, m: PackManifest, goals: set[str] | None, files: Pack
         for where, goal in [("expect.goal", e.goal), *[("expect.intents", g) for g in e.intents]]:
             if goals is not None and goal is not UNSET and goal is not None and goal not in goals:
                 out.append(Problem(file=rel, record=where, message=f"goal {goal!r} is not a goal of the pack",
-                                   fix=f"use one of {sorted(goals or ())} or null"))
+                                   fix=f"use one of {sorted(goals or ())} or null" + (
+                                       "" if goals_complete else ", or fix the unreadable goal file above")))
     return out
 
 
@@ -511,11 +512,11 @@ def validate_pack(pack_dir: str | Path) -> list[Problem]:
     schema, _, sp = check_schema(d, m, pf)
     problems += sp
     goal_files = read_goal_files(d, m, pf)
-    goal_names = None if goal_files.problems else goal_files.names
+    goal_names = goal_files.names
     if schema is None:
         later: list[Callable[[], list[Problem]]] = [
             lambda: check_classifier(d, m, pf),
-            lambda: check_examples(d, m, goal_names, pf),
+            lambda: check_examples(d, m, goal_names, pf, not goal_files.problems),
             lambda: check_utterances(d, m, pf),
         ]
         for check in later:
@@ -530,7 +531,7 @@ def validate_pack(pack_dir: str | Path) -> list[Problem]:
         lambda: check_classifier(d, m, pf),
         lambda: check_graph(d, m, schema, pf, vocabulary),
         lambda: check_corpus(d, m, schema, pf, vocabulary),
-        lambda: check_examples(d, m, goal_names, pf),
+        lambda: check_examples(d, m, goal_names, pf, not goal_files.problems),
         lambda: check_utterances(d, m, pf),
     ]
     for check in checks:
