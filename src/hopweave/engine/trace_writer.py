@@ -11,6 +11,12 @@ A caller that stops waiting (its budget ran out) reports ``recorded=False``; its
 queued and is written with the next group (it is never dropped silently, and never claimed).
 When a group's write fails, its traces are retried one by one so one bad trace cannot fail the
 others; each future then carries its own outcome (the exception, typed by the engine).
+
+A busy store (another process holds its lock: ``hopweave load`` rewriting it while the service
+runs, a compaction) is not a failure: the round goes back to the head of the queue and is tried
+again, each trace for at most ``busy_retry_s`` from its first busy attempt (then its future
+carries the StoreBusyError). :meth:`close` (the engine's close, ``serve``'s shutdown on SIGTERM)
+keeps trying for at most its timeout, so traces queued during a load are written once it ends.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ class _Pending:
     build: Build
     deadline: float
     future: Future[bool] = field(default_factory=Future)
+    #: When a write of it first found the store busy (``time.monotonic()``), None before.
+    busy_since: float | None = None
 
 
 class GroupCommitter:
@@ -46,14 +54,22 @@ class GroupCommitter:
         store: the graph store the traces go to.
         max_batch: most traces taken in one round.
         min_write_s: the least lock wait a round's write gets (its waiters may have given up).
+        busy_retry_s: how long a trace is retried while the store is busy (held by another
+            process) before its future carries the StoreBusyError.
+        close_timeout_s: the longest :meth:`close` waits for the queue to be written.
 
     Thread-safe. The writer thread starts on the first submit; :meth:`close` drains the queue.
     """
 
-    def __init__(self, store: GraphStore, *, max_batch: int = 256, min_write_s: float = 1.0) -> None:
+    def __init__(self, store: GraphStore, *, max_batch: int = 256, min_write_s: float = 1.0,
+                 busy_retry_s: float = 600.0, close_timeout_s: float = 60.0) -> None:
         self.store = store
         self.max_batch = max_batch
         self.min_write_s = min_write_s
+        self.busy_retry_s = busy_retry_s
+        self.close_timeout_s = close_timeout_s
+        #: rounds put back because the store was busy (for tests and benchmarks)
+        self.busy_rounds = 0
         self._queue: list[_Pending] = []
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -94,8 +110,11 @@ class GroupCommitter:
                 self._cond.wait(min(left, 0.05))
             return True
 
-    def close(self, timeout_s: float = 10.0) -> None:
-        """Write what is queued (waiting at most ``timeout_s``), then stop the writer thread."""
+    def close(self, timeout_s: float | None = None) -> None:
+        """Write what is queued (waiting at most ``timeout_s``, default ``close_timeout_s``,
+        also while the store is busy), then stop the writer thread."""
+        if timeout_s is None:
+            timeout_s = self.close_timeout_s
         with self._cond:
             self._closed = True
             self._cond.notify()
@@ -114,14 +133,20 @@ class GroupCommitter:
                 batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch:]
                 self._busy = True
             try:
-                self._round(batch)
+                back = self._round(batch)
             finally:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
+            if back:
+                with self._cond:
+                    self._queue[:0] = back  # first in, first written: ahead of later arrivals
+                    self.busy_rounds += 1
+                time.sleep(_BUSY_PAUSE_S)  # the write already waited min_write_s for the lock
 
-    def _round(self, batch: list[_Pending]) -> None:
-        """Build every trace of the round, then one write per tenant (in arrival order)."""
+    def _round(self, batch: list[_Pending]) -> list[_Pending]:
+        """Build every trace of the round, then one write per tenant (in arrival order).
+        Returns the traces to try again (the store was busy), in arrival order."""
         by_tenant: dict[str, list[tuple[_Pending, list[Node], list[Edge]]]] = {}
         for p in batch:
             try:
@@ -130,30 +155,41 @@ class GroupCommitter:
                 settle(p.future, exc)
                 continue
             by_tenant.setdefault(p.tenant_id, []).append((p, nodes, edges))
+        back: list[_Pending] = []
         for tenant_id, items in by_tenant.items():
-            self._write(tenant_id, items)
+            back.extend(self._write(tenant_id, items))
+        order = {id(p): i for i, p in enumerate(batch)}
+        return sorted(back, key=lambda p: order[id(p)])
 
-    def _write(self, tenant_id: str, items: list[tuple[_Pending, list[Node], list[Edge]]]) -> None:
+    def _write(self, tenant_id: str, items: list[tuple[_Pending, list[Node], list[Edge]]]) -> list[_Pending]:
+        """One write of ``items``; returns those to try again because the store was busy."""
         timeout = max(max(p.deadline for p, _, _ in items) - time.perf_counter(), self.min_write_s)
         nodes = _unique_pins([n for _, ns, _ in items for n in ns])
         edges = [e for _, _, es in items for e in es]
         try:
             self.store.write(tenant_id, nodes, edges, timeout_s=timeout)
+        except StoreBusyError as exc:
+            now, back = time.monotonic(), []
+            for p, _, _ in items:
+                p.busy_since = now if p.busy_since is None else p.busy_since
+                if now - p.busy_since < self.busy_retry_s:
+                    back.append(p)
+                else:
+                    settle(p.future, exc)
+            return back
         except BaseException as exc:
             if len(items) == 1:
                 settle(items[0][0].future, exc)
-                return
-            if isinstance(exc, StoreBusyError):
-                for p, _, _ in items:
-                    settle(p.future, exc)
-                return
+                return []
+            back = []
             for item in items:  # isolate the failing trace(s)
-                self._write(tenant_id, [item])
-            return
+                back.extend(self._write(tenant_id, [item]))
+            return back
         self.writes += 1
         self.traces += len(items)
         for p, _, _ in items:
             settle(p.future, True)
+        return []
 
 
 def _unique_pins(nodes: list[Node]) -> list[Node]:
@@ -169,6 +205,9 @@ def _unique_pins(nodes: list[Node]) -> list[Node]:
         out.append(n)
     return out
 
+
+#: Pause between two tries of a round the busy store refused.
+_BUSY_PAUSE_S = 0.05
 
 T = TypeVar("T")
 

@@ -276,6 +276,39 @@ def test_a_recorded_retrieval_at_any_year_in_range_reopens(pristine: Path, tmp_p
     assert node is not None and node.props["as_of"][:4] == as_of[:4] and g.quarantined == []  # type: ignore[attr-defined]
 
 
+_HOLD_LOCK = r"""
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX)  # what `hopweave load` holds while it rewrites the graph
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_traces_queued_while_another_process_holds_the_store_are_written_not_lost(pristine: Path,
+                                                                                  tmp_path: Path) -> None:
+    from hopweave.graph import open_graph_store
+
+    d = tmp_path / "store"
+    shutil.copytree(pristine, d)
+    eng = Engine.open(d, config={"budget_ms": 800, "record_min_ms": 100})
+    eng.retrieve(UTTERANCE, session=MARIA, as_of=AS_OF, record=False)  # warm: the load below is what is timed
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(d / "graph" / "LOCK"), "6"], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
+        results = [eng.retrieve(UTTERANCE, session=MARIA, as_of=f"2026-05-{day:02d}") for day in (10, 11, 12)]
+        assert not any(r.recorded for r in results)  # the store is busy: not claimed...
+        assert holder.poll() is None
+        eng.close()  # ...and written by the shutdown once the other process lets go (as serve on SIGTERM)
+        assert holder.wait(timeout=30) == 0
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+    g = open_graph_store(d)
+    missing = [r.trace_id for r in results if g.get_node("deltabank", r.trace_id) is None]
+    assert missing == [] and g.quarantined == []  # type: ignore[attr-defined]
+
+
 def test_engine_opens_a_store_with_a_bad_journal_record_held_back(pristine: Path, tmp_path: Path) -> None:
     d = tmp_path / "store"
     shutil.copytree(pristine, d)
