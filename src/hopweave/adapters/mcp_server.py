@@ -7,6 +7,8 @@ Tools:
   degraded (``Engine.retrieve``).
 - ``search(query, mode?, filters?, top_k?)``: the agent tool, one filtered hybrid search scoped by
   the caller's session (:class:`~hopweave.adapters.agent_tool.RetrieveTool`).
+- ``record_outcome(trace_id, outcome, rationale?, cited?, as_of?)``: what was decided on one of
+  the session's customer's retrievals (``Engine.record_outcome``; ``decided_by`` is the caller).
 
 Resources (read-only): ``hopweave://{tenant_id}/goals`` (the caller's own tenant only), the goal types of the caller's tenant with their
 traversal patterns (name, version, sub-question, section).
@@ -147,6 +149,19 @@ def build_mcp(engine: "Engine", *, session: Optional[Mapping[str, Any] | Session
             return await anyio.to_thread.run_sync(lambda: tool(query, mode=mode, filters=filters, top_k=top_k))
         rows = await typed(work, ToolError)
         return {"results": json.loads(json.dumps(rows, default=str))}
+
+    @server.tool(description="Record what was decided on an earlier retrieval of this customer (trace_id from "
+                 "`retrieve`): outcome from the goal's vocabulary, an optional rationale and the source ids cited. "
+                 "Idempotent; a different outcome is a new version (the audit keeps both).")
+    async def record_outcome(trace_id: str, outcome: str, ctx: Context, rationale: Optional[str] = None,
+                             cited: Optional[list[str]] = None, as_of: Optional[str] = None) -> dict[str, Any]:
+        async def work() -> Any:
+            sess, caller = ident.resolve(headers(ctx), "full")
+            return await anyio.to_thread.run_sync(lambda: engine.record_outcome(
+                trace_id, session=sess, outcome=outcome, decided_by=caller, rationale=rationale, cited=cited or (),
+                as_of=as_of))
+        rec = await typed(work, ToolError)
+        return dict(rec.model_dump(mode="json"))
 
     @server.resource("hopweave://{tenant_id}/goals", name="goals", mime_type="application/json",
                      description="The goal types of the caller's tenant and their traversal patterns (read-only).")

@@ -85,7 +85,7 @@ def _payload(result: Any) -> dict[str, Any]:
 
 def test_an_mcp_client_lists_the_tools_over_http(server: str) -> None:
     tools, (templates, goals) = asyncio.run(_session_call(server, _token("CUST_4421"), None))
-    assert {t.name for t in tools.tools} >= {"retrieve", "search"}
+    assert {t.name for t in tools.tools} >= {"retrieve", "search", "record_outcome"}
     assert "hopweave://{tenant_id}/goals" in {t.uri_template for t in templates.resource_templates}
     names = {g["name"] for g in json.loads(goals.contents[0].text)}
     assert "LateFeeDispute" in names
@@ -146,3 +146,18 @@ def test_stdio_server_for_a_session_file(store_dir: Path, tmp_path: Path) -> Non
     assert {t.name for t in tools.tools} >= {"retrieve", "search"}
     got = _payload(res)
     assert got["goal"] == "LateFeeDispute" and "CUST_4421" in json.dumps(got["facts"])
+
+
+def test_record_outcome_over_http_is_the_callers_customers_only(server: str, engine: Engine) -> None:
+    got = _payload(asyncio.run(_session_call(server, _token("CUST_4421"), "retrieve",
+                                             {"utterance": UTTERANCE + " (mcp outcome)", "as_of": AS_OF})))
+    trace_id = got["trace_id"]
+    deadline = time.monotonic() + 10
+    while engine.graph.get_node("deltabank", trace_id) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    res = asyncio.run(_session_call(server, _token("CUST_5104"), "record_outcome",
+                                    {"trace_id": trace_id, "outcome": "fee_waived", "as_of": "2026-05-13"}))
+    assert res.is_error  # another customer's token cannot decide Maria's case
+    rec = _payload(asyncio.run(_session_call(server, _token("CUST_4421"), "record_outcome",
+                                             {"trace_id": trace_id, "outcome": "fee_waived", "as_of": "2026-05-13"})))
+    assert rec["trace_id"] == trace_id and rec["outcome"] == "fee_waived"
