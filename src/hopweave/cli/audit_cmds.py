@@ -111,8 +111,8 @@ def render_audit(rows: Sequence[AuditRow], audit_as_of: str, source: str) -> str
 def audit(
     paths: Optional[list[Path]] = typer.Argument(None, help="Scenario files or folders."),
     as_of: Optional[str] = typer.Option(
-        None, "--as-of", help="The audit date: what changed by then is shown (with --trace: the as_of to re-run "
-        "the request at, default the trace's own)."),
+        None, "--as-of", help="The audit date: what changed by then is shown (for one recorded retrieval: the "
+        "as_of to re-run its request at, default its own)."),
     caller: Optional[str] = typer.Option(None, "--caller", help="Instead of scenarios: list the recorded retrievals "
                                          "this caller asked for through the service (jwt:<sub>, key:<id>, gateway...)."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write the report as HTML to this file."),
@@ -121,7 +121,8 @@ def audit(
     as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
     trace: Optional[str] = typer.Option(
         None, "--trace", help="Audit one recorded trace: the words it showed (pinned) against today's store."),
-    tenant: Optional[str] = typer.Option(None, "--tenant", help="With --trace or --caller: the tenant (or $HOPWEAVE_TENANT)."),
+    tenant: Optional[str] = typer.Option(None, "--tenant",
+                                         help="Tenant of the trace, or of --caller (or $HOPWEAVE_TENANT)."),
     pii: bool = typer.Option(False, "--pii", help="With --trace: show the [Note] lines quoting the utterance."),
 ) -> None:
     """Audit scenarios: what the agent saw at each as_of, the documents and procedure (workflow,
