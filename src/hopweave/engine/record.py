@@ -201,12 +201,13 @@ def record(store: GraphStore, result: RetrievalResult, session: Session, subject
 
 def redact_context(text: str, pii_values: Sequence[str] = ()) -> str:
     """The context text with everything the policy keeps out of a view without ``--pii``: the
-    [Note] section (it quotes what the utterance named) and the quoted span of every
+    [Note] and [Not handled] sections (they quote the utterance) and the quoted span of every
     multi-intent part header (``[Request part i of n — Goal: "<span>"]``) replaced by
     :data:`REDACTED`, and every occurrence of one of ``pii_values`` (the PII properties of the
     nodes the trace saw, :func:`trace_pii_values`) by :data:`PII_REDACTED`."""
     blocks = text.split("\n\n")
-    out = "\n\n".join(f"[Note]\n{REDACTED}" if b.startswith("[Note]") else b for b in blocks)
+    quoting = ("[Note]", "[Not handled]")
+    out = "\n\n".join(f"{b.split(chr(10), 1)[0]}\n{REDACTED}" if b.startswith(quoting) else b for b in blocks)
     out = _PART_HEADER.sub(lambda m: f'{m.group(1)}"{REDACTED}"]', out)
     for value in sorted(set(pii_values), key=lambda v: (-len(v), v)):
         out = out.replace(value, PII_REDACTED)

@@ -167,6 +167,20 @@ class RequestPart(_Frozen):
     rounds: int = 1
 
 
+class UnhandledClause(_Frozen):
+    """A clause of the utterance that carries a request the result does not answer: its span
+    (character offsets into the utterance) and why it was not answered."""
+
+    start: int
+    end: int
+    text: str
+    reason: str
+
+    def line(self) -> str:
+        """The context line that names it."""
+        return f'heard but not handled: "{self.text}" (characters {self.start}-{self.end}) — {self.reason}'
+
+
 class RetrievalResult(_Frozen):
     trace_id: str
     tenant_id: str
@@ -211,6 +225,9 @@ class RetrievalResult(_Frozen):
     rounds: tuple[RoundItem, ...] = ()
     #: The parts of a multi-intent request (empty for a single intent), in utterance order.
     parts: tuple[RequestPart, ...] = ()
+    #: Clauses heard that carry a request no part answers (no goal matched), in utterance
+    #: order; each is also named in the context's [Not handled] section.
+    unhandled: tuple[UnhandledClause, ...] = ()
 
     @property
     def tokens(self) -> int:

@@ -62,6 +62,18 @@ class ClassifierConfig(BaseModel):
     #: confidence is below this (one encoder pass instead of one per clause when the whole is
     #: decisive); 1.0 always scores them.
     decisive_confidence: float = Field(default=0.9, ge=0.0, le=1.0)
+    #: A clause read alone (:meth:`GoalClassifier.read_clauses`) that no goal takes is a request
+    #: the domain does not handle when its ``background`` score is at least this and beats its
+    #: best goal's score by ``request_margin``: it reads like a known out-of-scope request, not
+    #: like a detail of the request around it ("how much can I get").
+    request_background: float = Field(default=0.45, ge=-1.0, le=2.0)
+    request_margin: float = Field(default=0.05, ge=0.0, le=2.0)
+    #: A clause read alone is a request of its goal only when that goal is confident, its score is
+    #: at least ``min_part_score`` (a clause that only names a plan or product is not a request)
+    #: and, when it is not the whole utterance's best goal, it beats that goal's score on the
+    #: clause by ``part_margin`` (a detail of the whole's request leans to the whole's goal).
+    min_part_score: float = Field(default=0.59, ge=-1.0, le=2.0)
+    part_margin: float = Field(default=0.15, ge=0.0, le=2.0)
     calibration_file: str = "classifier_calibration.json"
     background: tuple[str, ...] = ()
     #: Directory the file was read from (calibration_file is relative to it). Not in the YAML.
@@ -148,6 +160,21 @@ class _Index:
         for t, o in zip(self.texts, self.owner.tolist()):
             h.update(f"{self.goals[o] if o >= 0 else '_background'}\0{t}\0".encode())
         return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class ClauseReading:
+    """One candidate clause of an utterance, classified alone (:meth:`GoalClassifier.read_clauses`)."""
+
+    text: str
+    #: The goal the clause asks for (confident), else None.
+    goal: str | None
+    confidence: float
+    #: The fused score of the clause's best goal, and of its nearest out-of-scope references.
+    score: float
+    background: float
+    #: True when the clause reads as a request no goal handles (see ``request_background``).
+    unhandled_request: bool
 
 
 @dataclass(frozen=True)
@@ -346,6 +373,46 @@ class GoalClassifier:
                 out[i].append(self._view_scores(idx, view, q[k], rows_of, bg_rows))
                 k += 1
         return idx, out
+
+    def read_clauses(self, utterance: str, clauses: Sequence[str]) -> list[ClauseReading]:
+        """Each of ``clauses`` (candidate clauses of ``utterance``) classified alone, never split
+        further. The clauses, the whole utterance and the whole's own clause views are embedded
+        in one encoder call, so classifying the whole afterwards (:meth:`classify`) encodes
+        nothing more when the embedder caches per text.
+
+        Returns:
+            One ClauseReading per clause: ``goal`` when the clause is a request of it (see
+            ``min_part_score`` and ``part_margin``), ``unhandled_request`` when no goal takes it and it reads like
+            an out-of-scope request (``request_background``, ``request_margin``); both False /
+            None for a clause that only adds detail.
+
+        Raises:
+            InputError: an empty or over-long utterance or clause.
+            ConfigError: invalid classifier settings or calibration.
+        """
+        cfg = self.config
+        whole = check_utterance(utterance).strip()
+        views = [check_utterance(c).strip() for c in clauses]
+        whole_views = split_clauses(whole, cfg.separators(), cfg.min_clause_words, cfg.max_clauses)
+        texts = list(dict.fromkeys([whole, *whole_views, *views]))
+        idx = self.index()
+        vecs = dict(zip(texts, self._embed_views(texts)))
+        rows_of = [np.flatnonzero(idx.owner == gi) for gi in range(len(idx.goals))]
+        bg_rows = np.flatnonzero(idx.owner == -1)
+        out = []
+        wb = self._view_scores(idx, whole, vecs[whole], rows_of, bg_rows).best if idx.goals else -1
+        for v in views:
+            sc = self._view_scores(idx, v, vecs[v], rows_of, bg_rows)
+            c = self._decide(idx, [sc])
+            score = float(sc.goal_scores[sc.best]) if len(sc.goal_scores) else -1.0
+            own = c.goal is not None and score >= cfg.min_part_score
+            if own and sc.best != wb:
+                own = score - float(sc.goal_scores[wb]) >= cfg.part_margin
+            goal = c.goal if own else None
+            elsewhere = (goal is None and sc.background >= cfg.request_background
+                         and sc.background - score >= cfg.request_margin)
+            out.append(ClauseReading(v, goal, c.confidence, round(score, 4), round(sc.background, 4), elsewhere))
+        return out
 
     def _embed_views(self, texts: list[str]) -> np.ndarray:
         return np.asarray(self.embedder.embed(texts), dtype=np.float32) if texts else np.zeros((0, 1))

@@ -18,11 +18,13 @@ class _Counting:
 
     def __init__(self, embedder: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         self.texts: list[str] = []
+        self.calls: list[list[str]] = []  # one list per encoder pass
         base = embedder.base
         real = base.embed_uncached
 
         def counted(texts, batch_size=64):  # type: ignore[no-untyped-def]
             self.texts.extend(texts)
+            self.calls.append(list(texts))
             return real(texts, batch_size)
 
         monkeypatch.setattr(base, "embed_uncached", counted)
@@ -33,11 +35,18 @@ def test_one_forward_pass_per_request(engine: Engine, monkeypatch: pytest.Monkey
     # warm: the goal question's vector (per goal and tier) and the precedent traces' vectors
     engine.retrieve("Please waive the late fee on my Platinum card", session=MARIA, as_of=AS_OF, record=False)
     counting = _Counting(engine.embedder, monkeypatch)
-    utterance = "I was charged a late fee of $39 this month and I would like it reversed"
+    utterance = "I was charged a late fee of $39 this month that I would like reversed"  # one clause
     r = engine.retrieve(utterance, session=MARIA, as_of=AS_OF, record=False)
     assert r.goal == "LateFeeDispute" and r.chunks and r.precedent
     assert not [d for d in r.degraded if d.stage in ("understand", "search", "precedent")]
     assert counting.texts == [utterance]  # classifier, dense channel and precedent share it
+    # an utterance of several candidate clauses: the split reads them all in the same one pass
+    # (the whole first), and understanding, search and precedent encode nothing more
+    counting.calls.clear()
+    two = "I was charged a late fee of $39 this month and I would like it reversed"
+    r = engine.retrieve(two, session=MARIA, as_of=AS_OF, record=False)
+    assert r.goal == "LateFeeDispute" and r.parts == () and r.unhandled == ()
+    assert len(counting.calls) == 1 and counting.calls[0][0] == two, counting.calls
 
 
 def test_shared_vectors_keep_results_byte_identical(engine: Engine) -> None:

@@ -4,6 +4,7 @@ DeltaBank's scenarios run on a sized copy of its pack in tests/unit/engine."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,9 @@ from hopweave.engine.engine import Engine
 from hopweave.engine.replay import REPLAY_CONFIG, replay, scenario_paths
 from hopweave.pack.loader import load_pack
 from hopweave.pack.validate import validate_pack
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
+from two_requests import TELECOM_TWO, silent_drops, single_request_utterances  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 PACKS = sorted(p.parent for p in EXAMPLES.glob("*/hopweave.yaml"))
@@ -65,3 +69,22 @@ def test_server_batches_hold_the_documents_hopweave_load_writes(telecom_engine: 
     got = docs((t, list(items)) for t, items in pack_batches(pack))
     assert got == docs(want)
     assert {t for t, _ in want} == {"acme", "zephyr"}
+
+
+def test_no_request_of_a_two_request_telecom_utterance_is_dropped(telecom_engine: Engine) -> None:
+    """Each second request is a part or a named unhandled clause (telecom; DeltaBank's are in
+    tests/unit/engine/test_multi_intent.py), and no single-request scenario is split."""
+    import json
+
+    from hopweave.engine.boundary import check_request
+    from hopweave.engine.multi_intent import split_intents
+
+    ana = json.loads((EXAMPLES / "telecom" / "sessions" / "ana.json").read_text())
+    wrong = [w for u, goals, heard in TELECOM_TWO for w in silent_drops(telecom_engine, u, ana, goals, heard)]
+    assert not wrong, wrong
+    cases = single_request_utterances(EXAMPLES / "telecom" / "scenarios")
+    assert len(cases) >= 14
+    split = [u for u, s in cases if split_intents(telecom_engine, check_request(
+        u, session=s, as_of="2026-05-12", budget_ms=None, profile=None, token_budget=None, record=False,
+        pattern_overrides=None)) is not None]
+    assert not split, split
