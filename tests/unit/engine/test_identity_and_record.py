@@ -150,9 +150,9 @@ def test_no_view_without_pii_shows_a_part_header_span_or_a_pii_property(engine: 
     from hopweave.cli.trace_html import collect, render
 
     text = ("I want the late fee waived, my email is maria.lopez@example.com and SSN 123-45-6789, card "
-            "4111 1111 1111 1111, I am Maria Lopez, and can you also tell me my due date?")
+            "4111 1111 1111 1111, I am Maria Lopez, and also what is my credit limit increase policy?")
     r = engine.retrieve(text, session=MARIA, as_of=AS_OF, budget_ms=20_000)
-    assert r.recorded and len(r.parts) == 2
+    assert r.recorded and len(r.parts) == 2, (r.parts, r.unhandled)
     leaks = ("maria.lopez@example.com", "123-45-6789", "4111 1111", "Maria Lopez", "+1-555-0142")
     for tid in (r.trace_id, *(p.trace_id for p in r.parts)):
         full = trace_record.load(engine.graph, "deltabank", tid)
