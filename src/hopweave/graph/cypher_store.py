@@ -30,10 +30,10 @@ from hopweave.graph.base import Edge, GraphStore, Node
 from hopweave.graph.capabilities import Capabilities
 from hopweave.graph.cypher import ParamStore, compile_filter, compile_pattern
 from hopweave.graph.cypher_schema import SchemaItem, ddl_for, schema_items
-from hopweave.graph.write_rules import LABEL_KEY, WriteValidator
+from hopweave.graph.write_rules import LABEL_KEY, WriteValidator, check_metagraph_batch, goal_from_props
 from hopweave.models.common import Bindings, PatternResult, Row
 from hopweave.models.filters import FilterTree
-from hopweave.models.metagraph import GoalType, TraversalPattern
+from hopweave.models.metagraph import GoalType, TraversalPattern, goal_node_id
 from hopweave.models.schema import GLOBAL_TENANT, GraphSchema, cypher_identifier
 
 Record = dict[str, Any]
@@ -158,6 +158,11 @@ class CypherGraphStore(GraphStore):
             out[rec["id"]] = props
         return out
 
+    def _stored_goal(self, name: str) -> Any:
+        """The stored GoalType ``name`` (None: not stored or not parseable), for the write gates."""
+        nid = goal_node_id(name)
+        return goal_from_props(self._lookup([nid]).get(nid))
+
     def _get_node(self, tenant_id: str, node_id: str) -> Node | None:
         found = self._lookup([node_id], tenant_id).get(node_id)
         if found is None:
@@ -254,6 +259,7 @@ class CypherGraphStore(GraphStore):
     # ---- writes -----------------------------------------------------------------------------
     def _write(self, tenant_id: str, nodes: list[Node], edges: list[Edge]) -> None:
         """Validate everything first (nothing is written on error), then one atomic statement."""
+        check_metagraph_batch(self.schema, nodes, self._stored_goal)
         known = self._lookup([n.id for n in nodes] + [e.src for e in edges] + [e.dst for e in edges])
         node_rows: dict[str, list[Record]] = defaultdict(list)
         for node in nodes:
@@ -387,6 +393,7 @@ class _BulkLoader:
         self.seen: set[tuple[str, str, str]] = set()
         self.pending_nodes: list[tuple[str, Node]] = []
         self.pending_edges: list[tuple[str, Edge]] = []
+        self.goals: dict[str, Any] = {}  # GoalTypes written by this bulk load, by name
         self.n_nodes = self.n_edges = 0
 
     def node(self, tenant: str, node: Node) -> None:
@@ -396,6 +403,12 @@ class _BulkLoader:
 
     def _resolve_nodes(self) -> None:
         pending, self.pending_nodes = self.pending_nodes, []
+        batch = [n for _, n in pending if n.label in ("GoalType", "TraversalPattern")]
+        if batch:  # a pattern's goal: in this batch, bulk-written before it, or stored
+            check_metagraph_batch(self.store.schema, batch,
+                                  lambda name: self.goals.get(name) or self.store._stored_goal(name))
+            self.goals.update({g.name: g for g in map(goal_from_props, ({**n.props, LABEL_KEY: n.label}
+                                                                          for n in batch)) if g is not None})
         if not self.fresh:  # one lookup per batch for what is already stored
             missing = {n.id for _, n in pending if n.id not in self.known}
             for nid, props in self.store._lookup(missing).items():

@@ -40,10 +40,16 @@ from hopweave.graph._locks import DEFAULT_LOCK_TIMEOUT_S, RWLock
 from hopweave.graph._nx_state import State
 from hopweave.graph.base import Edge, GraphStore, Node, visible
 from hopweave.graph.walk import LABEL_KEY, walk
-from hopweave.graph.write_rules import METAGRAPH_LABELS, GatedNode, WriteValidator
+from hopweave.graph.write_rules import (
+    METAGRAPH_LABELS,
+    GatedNode,
+    WriteValidator,
+    check_metagraph_batch,
+    goal_from_props,
+)
 from hopweave.models.common import Bindings, PatternResult
 from hopweave.models.filters import And, Eq, FilterTree, matches
-from hopweave.models.metagraph import GoalType, TraversalPattern
+from hopweave.models.metagraph import GoalType, TraversalPattern, goal_node_id
 from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
 
 if TYPE_CHECKING:
@@ -378,6 +384,7 @@ class NetworkxGraphStore(GraphStore):
     ) -> tuple[list[list[Any]], list[list[Any]]]:
         """Journal entries ([id, label, props, removed], [src, type, dst, props]) for a write
         by ``tenant_id`` against state ``st``. Raises SchemaError/InputError/TenantError."""
+        check_metagraph_batch(self.schema, nodes, lambda name: goal_from_props(st.get(goal_node_id(name))))
         pending: dict[str, dict[str, Any]] = {}
         nrec: list[list[Any]] = []
         for n in nodes:
@@ -612,6 +619,9 @@ class BulkWriter:
         n = 0
         for item in items:
             if isinstance(item, Node):
+                if item.label == "TraversalPattern":  # its goal was bulk-written before it, or is stored
+                    check_metagraph_batch(self._store.schema, [item],
+                                          lambda name: goal_from_props(st.get(goal_node_id(name))))
                 props, removed = val.node(tenant_id, item, st.get(item.id))
                 st.upsert_node(item.id, item.label, props, removed)
             elif isinstance(item, Edge):

@@ -17,7 +17,7 @@ import json
 import math
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any, Callable, cast
+from typing import Any, Callable, Sequence, cast
 
 from hopweave.errors import InputError, MetagraphWriteError, PatternValidationError, SchemaError, TenantError
 from hopweave.graph._persist import loads_json
@@ -71,6 +71,61 @@ def check_metagraph_node(schema: GraphSchema, node: Node) -> None:
     if problems:
         raise MetagraphWriteError(str(node.id), "definition", f"the stored definition fails a gate: {problems[0]}",
                                   "write the pattern through metagraph_io.write_metagraph")
+
+
+def goal_from_props(props: dict[str, Any] | None) -> Any:
+    """The GoalType a stored node's properties define (``label`` GoalType, a ``definition`` that
+    parses), else None: what the stores hand :func:`check_metagraph_batch` as a stored goal."""
+    if not props or props.get(LABEL_KEY) != "GoalType" or not props.get("definition"):
+        return None
+    from hopweave.models.metagraph import GoalType
+
+    try:
+        return GoalType.model_validate_json(str(props["definition"]))
+    except ValueError:
+        return None
+
+
+def check_metagraph_batch(schema: GraphSchema, nodes: Sequence[Node],
+                          stored_goal: Callable[[str], Any]) -> None:
+    """Every gate, the goal-level ones included, for the TraversalPattern nodes of one write
+    (a node that is not a :class:`GatedNode` is refused by :func:`check_metagraph_node`):
+    each is checked against its GoalType from the same write, else the stored one
+    (``stored_goal(name)``: a GoalType or None), so a pattern cannot grant itself PII or name a
+    section its goal lacks however its node was made; a pattern whose goal is neither written nor
+    stored is refused. Raises MetagraphWriteError (nothing is written then)."""
+    metas = [n for n in nodes if isinstance(n, GatedNode) and n.label in ("GoalType", "TraversalPattern")]
+    if not any(n.label == "TraversalPattern" for n in metas):
+        return
+    from hopweave.graph.gates import _pattern_errors, parse_pattern  # the gates sit above this module
+    from hopweave.models.metagraph import GoalType
+
+    written: dict[str, Any] = {}
+    for n in metas:
+        if n.label == "GoalType":
+            try:
+                g = GoalType.model_validate_json(str(n.props.get("definition")))
+            except ValueError as exc:
+                raise MetagraphWriteError(str(n.id), "definition", f"the GoalType definition does not parse: {exc}",
+                                          "write goals with metagraph_io.write_metagraph") from None
+            written[g.name] = g
+    for n in metas:
+        if n.label != "TraversalPattern":
+            continue
+        try:
+            p = parse_pattern(json.loads(str(n.props.get("definition"))))
+        except (ValueError, PatternValidationError) as exc:
+            raise MetagraphWriteError(str(n.id), "definition", f"the stored definition fails a gate: {exc}",
+                                      "write the pattern through metagraph_io.write_metagraph") from None
+        goal = written.get(p.goal) or stored_goal(p.goal)
+        if goal is None:
+            raise MetagraphWriteError(str(n.id), "goal", f"goal {p.goal!r} is neither written with the pattern "
+                                      "nor stored", "write its GoalType together with its patterns")
+        problems = list(_pattern_errors(p, schema, goal))
+        if problems:
+            raise MetagraphWriteError(str(n.id), "definition", f"the pattern fails a gate of goal {goal.name}: "
+                                      f"{problems[0]}", "fix the pattern (or the goal's grants) and write them "
+                                      "through metagraph_io.write_metagraph")
 
 
 def _conv_str(v: Any) -> Any:

@@ -239,6 +239,14 @@ def _check_domains(stores: "Stores", add: Any) -> None:
         add("patterns", "error", f"{len(problems)} stored goal/pattern definition(s) fail to decode or pass the "
             f"gates: {'; '.join(str(p) for p in problems[:3])}", "fix the pack's goal files, then " +
             _load_fix(stores.graph_uri))
+    from hopweave.graph.gates import validate_all
+
+    failing = {name: errs for name, errs in validate_all(graph).items()
+               if name not in {p.name for p in problems}}  # every gate, with each pattern's stored goal
+    if failing:
+        shown = "; ".join(f"{name}: {errs[0]}" for name, errs in sorted(failing.items())[:3])
+        add("pattern gates", "error", f"{len(failing)} stored pattern(s) fail the gates of their goal: {shown}",
+            "fix the pack's goal files, then " + _load_fix(stores.graph_uri))
 
 
 def _check_indexes(stores: "Stores", add: Any) -> None:

@@ -222,3 +222,40 @@ def test_goal_without_grant_cannot_be_bypassed_by_stored_goal(schema):
     with pytest.raises(PIIError):
         write_metagraph(s, stripped, [r for r in pii_raw if r["goal"] == stripped[0].name])
     assert isinstance(GoalType.model_validate(goals[0].model_dump()), GoalType)
+
+
+def _self_granting(meta_store):
+    """A hand-built GatedNode for a pattern that grants itself Customer.email and .phone, which
+    its goal (LateFeeDispute grants Customer.name only) does not grant."""
+    from hopweave.models.metagraph import TraversalPattern
+
+    (p,) = [p for p in meta_store.patterns("LateFeeDispute") if p.target_type == "Customer"][:1]
+    forged = TraversalPattern.model_validate({**p.model_dump(), "name": "self_granted",
+                                              "pii_allowed": [*p.pii_allowed, "email", "phone"],
+                                              "sub_question": "Contact details?"})
+    node = pattern_node(forged)
+    return GatedNode(node.id, node.label, node.props)
+
+
+def test_a_hand_built_gated_node_meets_its_goals_gates_on_every_write_path(meta_store):
+    forged = _self_granting(meta_store)
+    for write in (lambda: meta_store.write("_global", [forged]), lambda: meta_store.bulk_write("_global", [forged])):
+        with pytest.raises(MetagraphWriteError) as ei:
+            write()
+        assert "grants itself PII property Customer.email" in ei.value.problem
+    orphan = replace(forged, props={**forged.props, "definition": json.dumps(
+        {**json.loads(forged.props["definition"]), "goal": "NoSuchGoal", "pii_allowed": []})})
+    with pytest.raises(MetagraphWriteError, match="neither written with the pattern nor stored"):
+        meta_store.write("_global", [orphan])
+    assert "self_granted" not in {p.name for p in meta_store.patterns()}
+    goals, raws = load_goal_files(GOALS_DIR)  # the sanctioned path still writes (goals with their patterns)
+    items, _ = gated_items(meta_store.schema, goals, raws)
+    meta_store.write("_global", [i for i in items if isinstance(i, Node)])
+
+
+def test_validate_all_flags_a_stored_pattern_that_fails_its_goals_gates(meta_store):
+    forged = _self_granting(meta_store)
+    meta_store._st.upsert_node(forged.id, forged.label, {**forged.props, "tenant_id": "_global"}, [])  # below the gates
+    meta_store._meta_version += 1
+    errors = validate_all(meta_store)
+    assert isinstance(errors["self_granted"][0], PIIError)
