@@ -26,6 +26,11 @@ PACKS = {"deltabank": REPO / "examples" / "deltabank", "telecom": REPO / "exampl
 
 
 @cache
+def _manifest(pack: str) -> Any:
+    return read_manifest(PACKS[pack])
+
+
+@cache
 def fronts(pack: str) -> dict[str, dict[str, Any]]:
     """document file name -> its front matter, for every corpus file of ``pack``."""
     out = {}
@@ -64,7 +69,7 @@ def sessions(pack: str) -> dict[str, dict[str, Any]]:
 def record(pack: str, session: Mapping[str, Any]) -> dict[str, set[str]]:
     """authoritative chunk field (tier, product, plan...) -> the values on record for the
     session's subject, from the graph files (missing: no value on record)."""
-    settings = read_manifest(PACKS[pack]).domain_settings()
+    settings = _manifest(pack).domain_settings()
     mapping = yaml.safe_load((PACKS[pack] / "filters.yaml").read_text(encoding="utf-8"))
     field_of = {r["entity"]: r["field"] for r in mapping["entities"]}
     nodes, edges = _graph(pack)
@@ -116,8 +121,8 @@ def violations(pack: str, session: Mapping[str, Any], document: str, as_of: str 
     market = (session.get("attributes") or {}).get("market")
     if market and front.get("market") and front["market"] != market:
         bad.append(f"{document}: market {front['market']} != {market}")
-    tenant = front.get("tenant_id")
-    if tenant and tenant != session["tenant_id"]:
+    tenant = front.get("tenant_id") or _manifest(pack).corpus.tenant
+    if tenant != session["tenant_id"]:
         bad.append(f"{document}: tenant {tenant}")
     if as_of is None:
         if front.get("status", "active") != "active":
@@ -136,7 +141,7 @@ def violations(pack: str, session: Mapping[str, Any], document: str, as_of: str 
 
 @cache
 def _authoritative(pack: str) -> frozenset[str]:
-    settings = read_manifest(PACKS[pack]).domain_settings()
+    settings = _manifest(pack).domain_settings()
     mapping = yaml.safe_load((PACKS[pack] / "filters.yaml").read_text(encoding="utf-8"))
     field_of = {r["entity"]: r["field"] for r in mapping["entities"]}
     return frozenset(field_of[a.entity] for a in settings.authoritative
