@@ -232,20 +232,27 @@ def _widening(pack: str, s: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def test_agent_tool_and_langchain_tool(engines: dict[str, Engine]) -> None:
+def test_agent_tool_in_process(engines: dict[str, Engine]) -> None:
     modes = ("hybrid", "semantic", "keyword")
     for pack, name, s in _all_sessions():
         tool = RetrieveTool(engines[pack], s, as_of=AS_OF, budget_ms=5000)
-        lc = tool.as_langchain_tool()
         for i, q in enumerate(_queries(pack, QUERIES)):
             hits = tool(q, mode=modes[i % 3], top_k=10)
             _check(pack, s, [h["document"] for h in hits], f"{pack}/{name} tool {q!r}")
-            if i % 5 == 0:
-                out = lc.invoke({"query": q, "mode": "hybrid", "top_k": 10})
-                _check(pack, s, [h["document"] for h in out], f"{pack}/{name} langchain tool {q!r}")
         for filters in _widening(pack, s):
             with pytest.raises(ScopeFilterError):
                 tool("late fee waiver roaming credit", filters=filters)
+
+
+def test_langchain_tool(engines: dict[str, Engine]) -> None:
+    for pack, name, s in _all_sessions():
+        lc = RetrieveTool(engines[pack], s, as_of=AS_OF, budget_ms=5000).as_langchain_tool()
+        for q in _queries(pack, QUERIES):
+            out = lc.invoke({"query": q, "mode": "hybrid", "top_k": 10})
+            _check(pack, s, [h["document"] for h in out], f"{pack}/{name} langchain tool {q!r}")
+        for filters in _widening(pack, s):
+            with pytest.raises(ScopeFilterError):
+                lc.invoke({"query": "fee", "filters": filters})
 
 
 def test_agent_tool_over_http(engines: dict[str, Engine]) -> None:
@@ -275,26 +282,29 @@ def test_agent_tool_over_http(engines: dict[str, Engine]) -> None:
         sib.close_pools()
 
 
-def test_langchain_retriever_and_langgraph(engines: dict[str, Engine]) -> None:
+def test_langchain_retriever(engines: dict[str, Engine]) -> None:
+    from hopweave.adapters.langchain import HopweaveRetriever
+
+    for pack, name, s in _all_sessions():
+        retriever = HopweaveRetriever(engine=engines[pack], session=s, as_of=AS_OF, k=20)
+        for q in _queries(pack, QUERIES):
+            docs = retriever.invoke(q)
+            _check(pack, s, [d.metadata["document"] for d in docs if d.metadata["kind"] == "policy"],
+                   f"{pack}/{name} retriever {q!r}")
+
+
+def test_langgraph_with_a_scripted_chat_model(engines: dict[str, Engine]) -> None:
     pytest.importorskip("langgraph")
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-    from hopweave.adapters.langchain import HopweaveRetriever
     from hopweave.adapters.langgraph import build_retrieval_graph
 
     asked = 0
     for pack, name, s in _all_sessions():
-        eng = engines[pack]
-        retriever = HopweaveRetriever(engine=eng, session=s, as_of=AS_OF, k=20)
         chat = FakeListChatModel(responses=TRAPS[pack])
-        graph = build_retrieval_graph(eng, s, as_of=AS_OF, chat_model=chat, max_agent_rounds=2, top_k=10)
-        for i, q in enumerate(_queries(pack, QUERIES)):
-            if i % 2 == 0:
-                docs = retriever.invoke(q)
-                _check(pack, s, [d.metadata["document"] for d in docs if d.metadata["kind"] == "policy"],
-                       f"{pack}/{name} retriever {q!r}")
-            else:
-                out = graph.invoke({"utterance": q})
-                _check(pack, s, [p["document"] for p in out.get("passages", [])], f"{pack}/{name} langgraph {q!r}")
-                asked += out.get("agent_round", 0)
+        graph = build_retrieval_graph(engines[pack], s, as_of=AS_OF, chat_model=chat, max_agent_rounds=2, top_k=10)
+        for q in _queries(pack, QUERIES):
+            out = graph.invoke({"utterance": q})
+            _check(pack, s, [p["document"] for p in out.get("passages", [])], f"{pack}/{name} langgraph {q!r}")
+            asked += out.get("agent_round", 0)
     assert asked > 0  # the scripted chat model did write follow-up rounds
