@@ -1,0 +1,310 @@
+"""Identity benchmark: who is calling, at the HTTP boundary of ``hopweave serve``.
+
+Phase 1, isolation: randomized ``/v1/retrieve`` and ``/v1/tool/retrieve`` requests against one
+store holding both example packs (tenants deltabank, northbank, acme, zephyr), each with a random
+credential (a valid JWT for one of the packs' identified sessions, none, a forged signature, an
+expired token, another audience, a tenant-scoped tool key) and a random body session (none, the
+token's own, another customer of the same tenant, another tenant's, the token's with one field
+changed). Every answer is checked: the status is the one the identity rules give (401 / 403 /
+400 / 200), and every 200 answer is byte-identical to what ``Engine.retrieve`` / the agent tool
+gives the *token's* session for the same request -- so an answer carrying anyone else's data
+counts as a leak.
+
+Phase 2, rate limits: a real server on 127.0.0.1 with ``--rate-limit-tenant``; one tenant floods
+(bounded count and concurrency) while another sends agent-tool calls at a steady pace; reports
+the flooder's 429s and the other tenant's p99 during the flood against its quiet p99.
+
+    python benchmarks/bench_identity.py --store /tmp/iso/store --n 10000 --out /tmp/identity.json
+
+``--store`` is built (both packs loaded) when it does not exist. Loopback only, bounded in count
+and time. A benchmark, not a CI test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import socket
+import statistics
+import sys
+import threading
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_isolation import ensure_store  # noqa: E402
+from machine import machine  # noqa: E402
+
+from hopweave.adapters.agent_tool import RetrieveTool  # noqa: E402
+from hopweave.adapters.http import create_app  # noqa: E402
+from hopweave.adapters.identity import IdentityConfig, hash_key  # noqa: E402
+from hopweave.engine.engine import Engine  # noqa: E402
+from hopweave.fileio import read_yaml  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+PACKS = (REPO / "examples" / "deltabank", REPO / "examples" / "telecom")
+SECRET = "benchmark-secret-" + "x" * 32
+AUD = "hopweave-bench"
+AS_OF = "2026-05-12"
+TOOL_QUERIES = ("late fee waiver", "roaming charges dispute", "address change", "fee schedule", "refund policy")
+
+
+def sessions() -> list[dict[str, Any]]:
+    """Every identified session file of the example packs."""
+    out = []
+    for pack in PACKS:
+        for f in sorted((pack / "sessions").glob("*.json")):
+            s = json.loads(f.read_text())
+            if s.get("customer_id"):
+                out.append(s)
+    return out
+
+
+def utterances(pack: Path, k: int = 6) -> list[str]:
+    """The first ``k`` scenario utterances of a pack."""
+    texts = []
+    for f in sorted((pack / "scenarios").glob("*.yaml")):
+        doc = read_yaml(f, "scenario")
+        for sc in doc if isinstance(doc, list) else [doc]:
+            if isinstance(sc, dict) and isinstance(sc.get("utterance"), str):
+                texts.append(sc["utterance"])
+    return texts[:k]
+
+
+def token(session: dict[str, Any], *, key: str = SECRET, ttl: int = 3600, aud: str = AUD) -> str:
+    import jwt
+
+    now = int(time.time())
+    claims = {"sub": session["customer_id"], "tenant_id": session["tenant_id"], "aud": aud, "iat": now,
+              "exp": now + ttl,
+              **{k: v for k, v in session.items() if k in ("region", "channel", "locale", "agent_id", "attributes")}}
+    return jwt.encode(claims, key, algorithm="HS256")
+
+
+def expected_status(cred: str, token_session: dict[str, Any] | None, body: dict[str, Any] | None,
+                    endpoint: str, key_tenant: str | None) -> int:
+    """What the identity rules answer for one combination."""
+    if cred in ("none", "forged", "expired", "audience"):
+        return 401
+    if cred == "key":  # a tool-scoped key: the body names the customer within the key's tenant
+        if endpoint == "retrieve":
+            return 403
+        if body is None:
+            return 400
+        return 200 if body["tenant_id"] == key_tenant else 403
+    assert token_session is not None
+    if body is None:
+        return 200
+    effective = {"locale": "en", **token_session}
+    return 200 if all(effective.get(k) == v for k, v in body.items()) else 403
+
+
+def phase_isolation(engine: Engine, n: int, rng: random.Random, keyfile: Path, secret: Path) -> dict[str, Any]:
+    from fastapi.testclient import TestClient
+
+    pool = sessions()
+    utts = {s["tenant_id"]: utterances(PACKS[0] if s["tenant_id"] in ("deltabank", "northbank") else PACKS[1])
+            for s in pool}
+    ident = IdentityConfig(jwt_secret_file=str(secret), jwt_audience=AUD, api_keys_file=str(keyfile))
+    sib = engine.sibling(index=engine.index, understander=None)
+    refs: dict[tuple[Any, ...], Any] = {}
+
+    def reference(endpoint: str, session: dict[str, Any], text: str) -> Any:
+        k = (endpoint, json.dumps(session, sort_keys=True), text)
+        if k not in refs:
+            if endpoint == "retrieve":
+                refs[k] = engine.retrieve(text, session=session, as_of=AS_OF, record=False).context.text
+            else:
+                refs[k] = json.loads(json.dumps(RetrieveTool(engine, session, as_of=AS_OF)(text, top_k=5),
+                                                default=str))
+        return refs[k]
+
+    tally: Counter[str] = Counter()
+    mismatches: list[dict[str, Any]] = []
+    statuses: Counter[int] = Counter()
+    t0 = time.perf_counter()
+    with TestClient(create_app(sib, warm=False, close=False, identity=ident)) as client:
+        for _ in range(n):
+            endpoint = "retrieve" if rng.random() < 0.3 else "tool"
+            cred = rng.choices(["jwt", "none", "forged", "expired", "audience", "key"], [60, 5, 5, 5, 5, 20])[0]
+            owner = rng.choice(pool)
+            headers: dict[str, str] = {}
+            key_tenant = None
+            if cred == "jwt":
+                headers["Authorization"] = f"Bearer {token(owner)}"
+            elif cred == "forged":
+                headers["Authorization"] = f"Bearer {token(owner, key='y' * 48)}"
+            elif cred == "expired":
+                headers["Authorization"] = f"Bearer {token(owner, ttl=-600)}"
+            elif cred == "audience":
+                headers["Authorization"] = f"Bearer {token(owner, aud='someone-else')}"
+            elif cred == "key":
+                key_tenant = owner["tenant_id"]
+                headers["X-API-Key"] = f"hwk_bench_{key_tenant}"
+            other = rng.choice(pool)
+            body_kind = rng.choice(["none", "own", "other", "changed"])
+            body: dict[str, Any] | None = {
+                "none": None, "own": dict(owner), "other": dict(other),
+                "changed": {**owner, "region": "CA" if owner.get("region") != "CA" else "US"},
+            }[body_kind]
+            text = rng.choice(utts[owner["tenant_id"]]) if endpoint == "retrieve" else rng.choice(TOOL_QUERIES)
+            payload: dict[str, Any] = ({"utterance": text, "as_of": AS_OF, "record": False} if endpoint == "retrieve"
+                                       else {"query": text, "top_k": 5, "as_of": AS_OF})
+            if body is not None:
+                payload["session"] = body
+            res = client.post("/v1/retrieve" if endpoint == "retrieve" else "/v1/tool/retrieve", json=payload,
+                              headers=headers)
+            statuses[res.status_code] += 1
+            want = expected_status(cred, owner if cred == "jwt" else None, body, endpoint, key_tenant)
+            if res.status_code != want:
+                tally["unexpected_status"] += 1
+                if res.status_code == 200:
+                    tally["leak"] += 1  # answered where the rules refuse
+                continue
+            if res.status_code != 200:
+                continue
+            who = owner if cred == "jwt" else body
+            assert who is not None
+            body_json = res.json()
+            if endpoint == "retrieve" and body_json["degraded"]:
+                # a degraded answer (a stage cut by the busy machine) is not comparable byte for
+                # byte; its identity still is: the tenant, and the subject the facts are about
+                tally["degraded_identity_checked"] += 1
+                if body_json["tenant_id"] != who["tenant_id"] or any(
+                        row["path"] and row["path"][0] not in (who["customer_id"],) and row["path"][0].startswith(
+                            ("CUST_", "NB_CUST_", "SUB_", "ZP_SUB_")) for f in body_json["facts"] for row in f["rows"]):
+                    tally["leak"] += 1
+                    mismatches.append({"endpoint": endpoint, "who": who, "text": text, "degraded": True})
+                continue
+            got = body_json["context"]["text"] if endpoint == "retrieve" else body_json["results"]
+            if got != reference(endpoint, who, text):
+                tally["leak"] += 1  # an answer that is not the verified session's own
+                mismatches.append({"endpoint": endpoint, "who": who, "text": text, "got": got,
+                                   "want": reference(endpoint, who, text)})
+            tally["answered_checked"] += 1
+    sib.close_pools()
+    return {"n": n, "statuses": dict(sorted(statuses.items())), "answered_checked": tally["answered_checked"],
+            "unexpected_status": tally["unexpected_status"], "leaks": tally["leak"],
+            "degraded_identity_checked": tally["degraded_identity_checked"], "mismatches": mismatches[:5],
+            "references": len(refs), "wall_s": round(time.perf_counter() - t0, 1)}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def phase_flood(engine: Engine, secret: Path, rate: float, flood_n: int, steady_n: int) -> dict[str, Any]:
+    import httpx
+    import uvicorn
+
+    victim = json.loads((PACKS[1] / "sessions" / "ana.json").read_text())
+    flooder = json.loads((PACKS[0] / "sessions" / "maria.json").read_text())
+    sib = engine.sibling(index=engine.index, understander=None)
+    app = create_app(sib, warm=False, close=False, identity=IdentityConfig(
+        jwt_secret_file=str(secret), jwt_audience=AUD, rate_per_tenant=rate))
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    url = f"http://127.0.0.1:{port}/v1/tool/retrieve"
+    vt, ft = token(victim), token(flooder)
+    victim_codes: Counter[int] = Counter()
+
+    async def steady(client: httpx.AsyncClient, n: int) -> list[float]:
+        lat = []
+        for i in range(n):
+            t = time.perf_counter()
+            r = await client.post(url, json={"query": TOOL_QUERIES[i % len(TOOL_QUERIES)], "top_k": 5},
+                                  headers={"Authorization": f"Bearer {vt}"})
+            lat.append((time.perf_counter() - t) * 1000)
+            victim_codes[r.status_code] += 1
+            await asyncio.sleep(1.0 / rate)  # within the victim's own limit
+        return lat
+
+    async def flood(client: httpx.AsyncClient, n: int, conc: int = 16) -> Counter[int]:
+        codes: Counter[int] = Counter()
+        sem = asyncio.Semaphore(conc)
+
+        async def one(i: int) -> None:
+            async with sem:
+                r = await client.post(url, json={"query": TOOL_QUERIES[i % len(TOOL_QUERIES)], "top_k": 5},
+                                      headers={"Authorization": f"Bearer {ft}"})
+                codes[r.status_code] += 1
+        await asyncio.gather(*(one(i) for i in range(n)))
+        return codes
+
+    async def main() -> dict[str, Any]:
+        async with httpx.AsyncClient(timeout=30) as client:
+            await steady(client, 5)  # warm
+            quiet = await steady(client, steady_n)
+            quiet_codes = dict(victim_codes)
+            victim_codes.clear()
+            codes_task = asyncio.create_task(flood(client, flood_n))
+            during = await steady(client, steady_n)
+            codes = await codes_task
+        return {"quiet": quiet, "during": during, "codes": codes, "quiet_codes": quiet_codes,
+                "during_codes": dict(victim_codes)}
+
+    out = asyncio.run(main())
+    server.should_exit = True
+    thread.join(15)
+    sib.close_pools()
+
+    def p99(xs: list[float]) -> float:
+        return round(sorted(xs)[max(0, int(len(xs) * 0.99) - 1)], 1)
+
+    return {"rate_per_tenant": rate, "flood_requests": flood_n, "flood_codes": dict(out["codes"]),
+            "victim_quiet_p50_ms": round(statistics.median(out["quiet"]), 1), "victim_quiet_p99_ms": p99(out["quiet"]),
+            "victim_flood_p50_ms": round(statistics.median(out["during"]), 1), "victim_flood_p99_ms": p99(out["during"]),
+            "p99_ratio": round(p99(out["during"]) / p99(out["quiet"]), 2),
+            "victim_codes_quiet": out["quiet_codes"], "victim_codes_flood": out["during_codes"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--store", type=Path, default=Path("/tmp/hopweave-iso/store"))
+    ap.add_argument("--n", type=int, default=2000, help="isolation requests (phase 1)")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--rate", type=float, default=20.0, help="per-tenant rate limit of phase 2 (requests/s)")
+    ap.add_argument("--flood-n", type=int, default=600)
+    ap.add_argument("--steady-n", type=int, default=60)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    build_s = ensure_store(args.store)
+    work = args.store.parent / "identity"
+    work.mkdir(exist_ok=True)
+    secret = work / "secret"
+    secret.write_text(SECRET)
+    keyfile = work / "keys.json"
+    keyfile.write_text(json.dumps({"keys": [
+        {"id": f"bench-{t}", "sha256": hash_key(f"hwk_bench_{t}"), "tenant_id": t, "scope": "tool"}
+        for t in ("deltabank", "northbank", "acme", "zephyr")]}))
+    engine = Engine.open(args.store)
+    engine.warmup()
+    try:
+        report = {"benchmark": "bench_identity", "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                  "machine": machine(), "command": " ".join(sys.argv), "store_build_s": build_s,
+                  "isolation": phase_isolation(engine, args.n, random.Random(args.seed), keyfile, secret)}
+        if args.out:
+            args.out.write_text(json.dumps(report, indent=2) + "\n")
+        report["flood"] = phase_flood(engine, secret, args.rate, args.flood_n, args.steady_n)
+    finally:
+        engine.close()
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0 if report["isolation"]["leaks"] == 0 and report["isolation"]["unexpected_status"] == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
