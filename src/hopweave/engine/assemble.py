@@ -40,7 +40,7 @@ from hopweave.engine.result import (
 from hopweave.engine.tokens import TokenCounter, count_joined, default_counter
 from hopweave.models.common import PatternResult, Row
 from hopweave.models.filters import matches, parse_filter_cached
-from hopweave.models.metagraph import Aggregate, Metric, SectionTemplate, pattern_node_id
+from hopweave.models.metagraph import Aggregate, Metric, SectionTemplate, pattern_node_id, template_problem
 
 #: Jaccard similarity of word 3-shingles above which a chunk is a near-duplicate of a kept one.
 NEAR_DUPLICATE = 0.8
@@ -49,6 +49,20 @@ _WORD = re.compile(r"[a-z0-9$€%.]+")
 
 # ---------------------------------------------------------------------------- formatting
 class _Formatter(string.Formatter):
+    """str.format over named values only: a placeholder that is not a plain field name
+    (``{x.attr}``, ``{x[0]}``, ``{0}``) or asks for ``!r`` / ``!a`` is treated as a missing value
+    (the next fallback template is used), so no template can render a Python object's insides."""
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
+        if template_problem("{" + field_name + "}") is not None:
+            raise KeyError(field_name)
+        return super().get_field(field_name, args, kwargs)
+
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        if conversion not in (None, "s"):
+            raise ValueError(f"conversion !{conversion} is not allowed in a template")
+        return super().convert_field(value, conversion)
+
     def get_value(self, key: Any, args: Any, kwargs: Any) -> Any:
         v = super().get_value(key, args, kwargs)
         if v is None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import string
 from datetime import datetime
 from typing import Annotated, Any, Literal, Optional, Union
 
@@ -27,6 +29,38 @@ Scalar = Union[str, int, float, bool]
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+#: A template placeholder names one field: no attribute access, indexing or positional fields.
+_PLAIN_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def template_problem(template: str) -> str | None:
+    """Why ``template`` (a str.format line, title or query template of a goal) may not be used,
+    or None: each placeholder must be a plain field name (``{amount}``, ``{amount:,.2f}``),
+    never ``{x.attr}``, ``{x[0]}``, ``{}`` or ``{0}``, with no conversion but ``!s``."""
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        return f"it is not a valid template ({exc})"
+    for _, name, spec, conversion in parts:
+        if name is None:
+            continue
+        if not _PLAIN_FIELD.match(name):
+            return (f"placeholder {{{name}}} must be a field name (letters, digits, underscore): attribute "
+                    "access, indexing and positional fields are not allowed")
+        if conversion not in (None, "s"):
+            return f"placeholder {{{name}!{conversion}}}: only the !s conversion is allowed"
+        nested = template_problem(spec) if spec and "{" in spec else None
+        if nested:
+            return nested
+    return None
+
+
+def _check_template(value: str | None, what: str) -> None:
+    problem = template_problem(value) if isinstance(value, str) else None
+    if problem:
+        raise ValueError(f"{what} {value!r:.120}: {problem}")
 
 
 # ---- values -------------------------------------------------------------------------------
@@ -207,6 +241,12 @@ class Aggregate(_Frozen):
     line: str
     metrics: dict[str, Metric] = Field(default_factory=dict)
 
+    @field_validator("line")
+    @classmethod
+    def _safe_line(cls, v: str) -> str:
+        _check_template(v, "aggregate line")
+        return v
+
 
 class SectionTemplate(_Frozen):
     """One section of the goal's context block. ``source`` says what fills it:
@@ -251,6 +291,13 @@ class SectionTemplate(_Frozen):
     #: A required section always keeps at least one line (its first line is chosen before any
     #: other section's lines and clipped to fit when nothing else would make room).
     required: bool = False
+
+    @model_validator(mode="after")
+    def _safe_templates(self) -> "SectionTemplate":
+        for what, value in (("title", self.title), ("line", self.line), ("empty", self.empty),
+                            *((f"pattern_lines.{k}", v) for k, v in sorted(self.pattern_lines.items()))):
+            _check_template(value, f"section {self.name!r} {what}")
+        return self
 
 
 class GoalType(_Frozen):
@@ -299,6 +346,12 @@ class GoalType(_Frozen):
     @classmethod
     def _safe(cls, v: str) -> str:
         return check_identifier(v, "goal name")
+
+    @field_validator("search_template")
+    @classmethod
+    def _safe_search_template(cls, v: str | None) -> str | None:
+        _check_template(v, "search_template")
+        return v
 
     @field_validator("sections")
     @classmethod
