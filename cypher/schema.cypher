@@ -52,6 +52,7 @@ CREATE INDEX decisiontrace_case_type_index IF NOT EXISTS FOR (n:DecisionTrace) O
 CREATE INDEX decisiontrace_goal_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.goal);
 CREATE INDEX decisiontrace_timestamp_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.timestamp);
 CREATE INDEX decisiontrace_caller_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.caller);
+CREATE INDEX decisiontrace_retrieval_id_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.retrieval_id);
 CREATE INDEX decisiontrace_tier_index IF NOT EXISTS FOR (n:DecisionTrace) ON (n.tier);
 CREATE CONSTRAINT pinnedtext_id_unique IF NOT EXISTS FOR (n:PinnedText) REQUIRE n.id IS UNIQUE;
 CREATE INDEX pinnedtext_tenant_id_index IF NOT EXISTS FOR (n:PinnedText) ON (n.tenant_id);

@@ -185,6 +185,11 @@ class OutcomeTimeError(OutcomeError):
     case it was made on)."""
 
 
+class FactError(InputError):
+    """A run-time fact write is malformed or names what only the engine writes (a decision trace,
+    the metagraph, a reserved property): the message names the record and what to send."""
+
+
 class DeadlineError(HopweaveError):
     """A stage's work started after its request's deadline had passed, so it was skipped (the
     request is returned degraded within its budget). Raise the request's ``budget_ms``, or add

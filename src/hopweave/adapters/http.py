@@ -12,6 +12,8 @@ Endpoints (OpenAPI schema at ``/openapi.json``, docs at ``/docs``):
 - ``POST /v1/outcomes``: ``{trace_id, session, outcome, decided_by?, rationale?, cited?, as_of?}``
   -> the recorded outcome (:class:`~hopweave.engine.outcomes.OutcomeRecord`), as
   ``Engine.record_outcome``;
+- ``POST /v1/facts``: ``{tenant_id?, nodes, edges, source?}`` (JSONL records) -> what was written
+  (:class:`~hopweave.engine.facts.FactWriteResult`), as ``Engine.write_facts``;
 - ``GET /healthz`` (the process answers) and ``GET /readyz`` (models warm, stores open, not
   shutting down: 200; else 503).
 
@@ -22,7 +24,7 @@ repeat it), or the body ``session`` in the trusted-gateway and loopback modes
 (:mod:`hopweave.adapters.identity`). The session is then checked by the engine's one boundary
 (:mod:`hopweave.engine.boundary`), exactly as ``Engine.retrieve``, and the caller's id is recorded
 on the decision trace. Errors are JSON ``{"error": <type>, "message": ...}``: 400 InputError (and
-subclasses; also a body that is not its model, e.g. a NaN budget, naming the fields), 401
+subclasses; also a body that is not its model, e.g. a NaN budget, naming the fields; and SchemaError: a write the schema refuses), 401
 AuthenticationError (with ``WWW-Authenticate: Bearer``), 403 TenantError /
 CallerMismatchError, 404 NotFoundError (a trace the tenant does not have), 429 RateLimitedError and 503 OverloadedError / StoreUnavailableError (both
 with ``Retry-After``), 500 otherwise.
@@ -59,11 +61,13 @@ from hopweave.errors import (
     ConfigError,
     FilterError,
     HopweaveError,
+    IdentityError,
     InputError,
     MissingDependencyError,
     NotFoundError,
     OverloadedError,
     RateLimitedError,
+    SchemaError,
     StoreError,
     StoreUnavailableError,
     TenantError,
@@ -152,6 +156,21 @@ class OutcomeBody(BaseModel):
     rationale: Optional[str] = None
     cited: list[str] = Field(default_factory=list, description="Provenance ids the decision rests on.")
     as_of: Optional[str] = Field(default=None, description="The decision's instant (ISO); omitted: now.")
+
+
+class FactsBody(BaseModel):
+    """A system of record's write: the same arguments as ``Engine.write_facts``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tenant_id: Optional[str] = Field(default=None, description=(
+        "The tenant written to; with a verified token or key it comes from the caller and this may only repeat it."))
+    nodes: list[dict[str, Any]] = Field(default_factory=list, description=(
+        'JSONL node records: {"node": ID, "label": LABEL, "properties": {...}}.'))
+    edges: list[dict[str, Any]] = Field(default_factory=list, description=(
+        'JSONL edge records: {"edge": TYPE, "from": ID, "to": ID, "properties": {...}}.'))
+    source: Optional[str] = Field(default=None, description=(
+        "The system of record writing (stamped as recorded_by); default the verified caller's id."))
 
 
 class ToolBody(BaseModel):
@@ -410,6 +429,30 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
 
         return await admitted(run)
 
+    @app.post("/v1/facts")
+    async def facts(body: FactsBody, request: HTTPRequest) -> Any:
+        """Upsert a system of record's facts (``Engine.write_facts``): all or nothing, 200 with what
+        was written, 400 for a schema violation or a malformed record, 403 for a customer session
+        (facts are written for the tenant by a system of record) or another tenant's node."""
+        session, caller = authorize(request, {"tenant_id": body.tenant_id} if body.tenant_id else None, "full")
+        if session.customer_id is not None:
+            raise IdentityError("facts are written by a system of record for the tenant, not in a customer's "
+                                "session; use a tenant-scoped service key")
+        if pool is not None:
+            raise InputError("writing facts needs the engine in this process: serve with --workers, "
+                             "not --engine-processes")
+        source = body.source or caller
+        if not source:
+            raise InputError("name the system of record writing in `source`")
+        loop = asyncio.get_running_loop()
+
+        async def run() -> Response:
+            res = await loop.run_in_executor(plain._request_pool, lambda: plain.write_facts(
+                session.tenant_id, body.nodes, body.edges, source=source))
+            return Response(res.model_dump_json(), media_type="application/json", headers=worker_header)
+
+        return await admitted(run)
+
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
         """The process answers (``pid``: which worker)."""
@@ -448,7 +491,7 @@ def app_from_env() -> "FastAPI":
     worker). With ``HOPWEAVE_SERVE_WORKERS`` > 1 this process is one of several serving one
     socket: it serves a private copy of an embedded vector index (see
     :mod:`hopweave.adapters.serve_workers`), warms up before accepting connections and catches the
-    graph up with the other workers' commits every ``HOPWEAVE_SERVE_GRAPH_REFRESH_S`` (default 1), and
+    graph up with the other workers' commits every ``HOPWEAVE_SERVE_GRAPH_REFRESH_S`` (default 0.5), and
     its engine works on ``EngineConfig.max_active`` / N requests at once unless
     ``HOPWEAVE_SERVE_MAX_ACTIVE`` says otherwise. With ``HOPWEAVE_SERVE_ENGINE_PROCESSES`` = N > 0
     (one server process) the engines run in an :class:`~hopweave.adapters.pool.EnginePool` of N
@@ -457,7 +500,12 @@ def app_from_env() -> "FastAPI":
     store or a shard another process holds."""
     import sys
 
-    from hopweave.adapters.serve_workers import open_worker_engine, remove_private, shared_max_active
+    from hopweave.adapters.serve_workers import (
+        DEFAULT_GRAPH_REFRESH_S,
+        open_worker_engine,
+        remove_private,
+        shared_max_active,
+    )
     from hopweave.engine.engine import Engine, EngineConfig
 
     mcp = os.environ.get(SERVE_ENV["mcp"]) == "1"
@@ -470,7 +518,7 @@ def app_from_env() -> "FastAPI":
     budget = _env_number(SERVE_ENV["budget_ms"], int, None)
     workers = _env_number(SERVE_ENV["workers"], int, 1)
     switch_ms = _env_number(SERVE_ENV["switch_interval_ms"], float, None)
-    refresh_s = _env_number(SERVE_ENV["graph_refresh_s"], float, 1.0)
+    refresh_s = _env_number(SERVE_ENV["graph_refresh_s"], float, DEFAULT_GRAPH_REFRESH_S)
     if switch_ms is not None and switch_ms > 0:
         sys.setswitchinterval(switch_ms / 1000.0)  # a worker is a fresh interpreter: the CLI's setting is not inherited
     vectors = os.environ.get(SERVE_ENV["vectors"]) or None
@@ -529,7 +577,7 @@ def _status(exc: HopweaveError) -> int:
         return 403
     if isinstance(exc, NotFoundError) and not isinstance(exc, UnknownProfileError):
         return 404
-    if isinstance(exc, (InputError, FilterError, UnknownProfileError)):
+    if isinstance(exc, (InputError, FilterError, UnknownProfileError, SchemaError)):
         return 400
     if isinstance(exc, (OverloadedError, StoreUnavailableError)):
         return 503

@@ -230,6 +230,11 @@ def _me() -> str:
     return pwd.getpwuid(os.getuid()).pw_name
 
 
+#: How often a ``serve --workers`` worker catches its graph up with the other processes' commits
+#: (seconds): a fact or outcome written through one worker reaches every worker within a second.
+DEFAULT_GRAPH_REFRESH_S = 0.5
+
+
 class GraphRefresher:
     """Calls ``graph.refresh()`` (catch up with what other processes committed) every
     ``interval_s`` on a daemon thread, so a worker sees traces another worker or process recorded

@@ -1,7 +1,9 @@
-"""Living-memory commands: ``outcome`` (record what was decided on a retrieval)."""
+"""Living-memory commands: ``outcome`` (record what was decided on a retrieval) and ``write-facts``
+(a system of record's nodes and edges at run time)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -53,3 +55,45 @@ def outcome(
         what = "recorded" if rec.created else "already recorded (nothing written)"
         typer.echo(f"{rec.outcome} on {rec.trace_id}: {what}; {rec.decided_id} version {rec.version} "
                    f"at {rec.decided_at.isoformat()}")
+
+
+@app.command("write-facts")
+@handle_errors
+def write_facts(
+    file: Path = typer.Argument(..., help="A JSONL file of node and edge records (the pack's graph format)."),
+    tenant: str = typer.Option(..., "--tenant", help="The tenant the facts belong to."),
+    source: str = typer.Option(..., "--source", help="The system of record writing (stamped as recorded_by)."),
+    store: Optional[str] = GraphOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+) -> None:
+    """Upsert facts from a system of record (Engine.write_facts): schema-validated, all or
+    nothing, stamped recorded_at / recorded_by; time travel sees them from then on."""
+    from hopweave.engine.facts import parse_records
+    from hopweave.errors import FactError, InputError
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {file}: {exc}; give a UTF-8 JSONL file") from None
+    nodes: list[dict] = []
+    edges: list[dict] = []
+    for no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise FactError(f"{file}:{no}: not a JSON record ({exc.msg})") from None
+        if not isinstance(rec, dict) or ("node" in rec) == ("edge" in rec):
+            raise FactError(f"{file}:{no}: a record is a node ({{\"node\": ...}}) or an edge ({{\"edge\": ...}})")
+        (nodes if "node" in rec else edges).append(rec)
+    parse_records(nodes, "node"), parse_records(edges, "edge")  # malformed records fail before the store opens
+    engine = _memory_engine(store)
+    try:
+        res = engine.write_facts(tenant, nodes, edges, source=source)
+    finally:
+        engine.close()
+    if as_json:
+        emit_json(res.model_dump(mode="json"))
+    else:
+        typer.echo(f"{len(res.nodes_written)} nodes and {res.edges_written} edges written, {res.unchanged} unchanged; "
+                   f"recorded_at {res.recorded_at.isoformat()} by {res.source}")

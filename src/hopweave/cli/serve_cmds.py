@@ -43,8 +43,9 @@ def serve(
         "budget starts when it arrives and 503s are immediate (docs/serve.md, Deadlines). 0: the engine runs in "
         "the server process(es) (--workers). Not with --workers > 1."),
     graph_refresh_s: float = typer.Option(
-        1.0, "--graph-refresh-s", help="With several workers: how often each catches up with what the others (and "
-        "other processes) wrote to an embedded graph store, e.g. decision traces (0: only when it writes itself)."),
+        0.5, "--graph-refresh-s", help="With several workers: how often each catches up with what the others (and "
+        "other processes) wrote to an embedded graph store, e.g. decision traces and run-time facts (0: only when "
+        "it writes itself; a check that finds nothing new takes no lock)."),
     jwt_secret_file: Optional[str] = typer.Option(
         None, "--jwt-secret-file", help="Verify bearer JWTs (HS256) with the secret in this file (>= 32 bytes)."),
     jwt_public_key: Optional[str] = typer.Option(

@@ -83,6 +83,7 @@ _UNDERSTAND_FALLBACK = NO_SLOT_FALLBACK
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.agentic import QueryWriter
+    from hopweave.engine.facts import FactWriteResult
     from hopweave.engine.outcomes import OutcomeRecord, OutcomeRecorder
     from hopweave.understand.calibration import Calibration
     from hopweave.understand.classifier import ClassifierConfig
@@ -335,6 +336,14 @@ class Engine:
         (:meth:`hopweave.engine.outcomes.OutcomeRecorder.record`: gates, idempotence, versions)."""
         return self.outcomes.record(trace_id, session=session, outcome=outcome, decided_by=decided_by,
                                     rationale=rationale, cited=cited, as_of=as_of)
+
+    def write_facts(self, tenant: str, nodes: Sequence[Any] = (), edges: Sequence[Any] = (), *,
+                    source: str) -> "FactWriteResult":
+        """Upsert a system of record's nodes and edges for ``tenant`` (all or nothing, stamped
+        ``recorded_at`` / ``recorded_by``; :meth:`hopweave.engine.facts.FactWriter.write`)."""
+        from hopweave.engine.facts import FactWriter
+
+        return FactWriter(self.graph, self.trace_writer).write(tenant, nodes, edges, source=source)
 
     def close(self) -> None:
         if self._closed:

@@ -270,6 +270,19 @@ class State:
         for k in removed:
             attrs.pop(k, None)
 
+    def edge_props(self, src: str, rel: str, dst: str) -> dict[str, Any] | None:
+        """The properties of the edge (src, rel, dst) (``{}`` when it has none), or None when
+        there is no such edge."""
+        cols = self.cols
+        if cols is not None:
+            si, di = cols.pos.get(src), cols.pos.get(dst)
+            if si is not None and di is not None:
+                p = cols.find_edge(si, rel, di)
+                if p >= 0:
+                    return dict(self._eprop(p))
+        q = (self.succ.get(src) or {}).get(dst, {}).get(rel)
+        return None if q is None else dict(q)
+
     def upsert_edge(self, src: str, rel: str, dst: str, props: dict[str, Any]) -> None:
         cols = self.cols
         if cols is not None:

@@ -106,6 +106,20 @@ class GraphStore(ABC):
         result = self._run_pattern(tenant_id, pattern, bindings, deadline)
         return _enforce_rows(tenant_id, result)
 
+    def get_edge(self, tenant_id: str, src: str, rel_type: str, dst: str) -> Edge | None:
+        """The edge (src, rel_type, dst) when both endpoints are visible to the tenant and it
+        exists, else None. Backends without an edge lookup return None (callers then treat the
+        edge as new)."""
+        check_tenant(tenant_id)
+        if self.get_node(tenant_id, src) is None or self.get_node(tenant_id, dst) is None:
+            return None
+        props = self._edge_props(src, rel_type, dst)
+        return None if props is None else Edge(src, dst, rel_type, props)
+
+    def _edge_props(self, src: str, rel_type: str, dst: str) -> dict[str, Any] | None:
+        """Backend hook for :meth:`get_edge` (None: no such edge, or no lookup)."""
+        return None
+
     # ---- writes -------------------------------------------------------------------------
     def write(
         self,
@@ -135,7 +149,8 @@ class GraphStore(ABC):
 
     def data_generation(self, labels: Iterable[str]) -> int:
         """How many writes through this object touched nodes of ``labels`` (caches of data derived
-        from those labels, e.g. the vocabulary, key on it; writes by other processes are not seen)."""
+        from those labels, e.g. the vocabulary, key on it). The embedded store also counts the
+        records of other processes it catches up with; server stores count this object's writes only."""
         gens = self.__dict__.get("_label_writes") or {}
         return sum(gens.get(label, 0) for label in set(labels))
 

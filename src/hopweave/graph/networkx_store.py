@@ -209,8 +209,10 @@ class NetworkxGraphStore(GraphStore):
                 held.append(Quarantined(at, rec["seq"], rec["t"], f"{type(exc).__name__}: {exc}", rec))
                 seq = rec["seq"]
                 continue
+            gens = self.__dict__.setdefault("_label_writes", {})  # caches keyed on data_generation see it
             for nid, label, props, removed in nrec:
                 st.upsert_node(nid, label, props, removed)
+                gens[label] = gens.get(label, 0) + 1
             for src, rel, dst, props in erec:
                 st.upsert_edge(src, rel, dst, props)
             seq = rec["seq"]
@@ -257,6 +259,9 @@ class NetworkxGraphStore(GraphStore):
         self._ensure()
         if self.directory is None or not (self.directory / P.LOCK).exists():
             return
+        if (P.snapshot_signature(self.directory) == self._snap_sig
+                and P.journal_size(self.directory) == self._journal_offset):
+            return  # nothing committed since: no lock taken (a refresher polls this often)
         with self._wlock, P.locked(self.directory, exclusive=True, timeout_s=self.lock_timeout_s):
             self._catch_up_locked()
 
@@ -327,6 +332,11 @@ class NetworkxGraphStore(GraphStore):
             if attrs is None or not visible(tenant_id, attrs.get("tenant_id")):
                 return None
             return _to_node(node_id, attrs)
+
+    def _edge_props(self, src: str, rel_type: str, dst: str) -> dict[str, Any] | None:
+        self._ensure()
+        with self._rw.read():
+            return self._st.edge_props(src, rel_type, dst)
 
     def _find_nodes(
         self, tenant_id: str, label: str, where: FilterTree | None, limit: int | None

@@ -33,6 +33,8 @@ COMMON_NODE_PROPERTIES: dict[str, PropType] = {"id": "str", "tenant_id": "str"}
 #: node and every edge: a fact recorded after a request's ``as_of`` is not known at that as_of
 #: (see :class:`TimeSpec` and ``hopweave.graph.predicates.known_tree``; docs/engine.md, "Time").
 RECORDED_AT = "recorded_at"
+#: Optional on every node and edge: who recorded it (the ``source`` of a run-time fact write).
+RECORDED_BY = "recorded_by"
 
 #: Property of shared nodes naming the domain (pack) they belong to; absent = every domain.
 DOMAIN_PROPERTY = "domain"
@@ -129,6 +131,8 @@ class LabelSpec(_Frozen):
         out = {n: PropertySpec(name=n, type=t, required=True) for n, t in COMMON_NODE_PROPERTIES.items()}
         out[RECORDED_AT] = PropertySpec(name=RECORDED_AT, type="datetime",
                                         description="when the node was recorded in the graph")
+        out[RECORDED_BY] = PropertySpec(name=RECORDED_BY, type="str",
+                                        description="which system of record wrote the node at run time")
         if self.shared:  # shared nodes belong to one domain (pack) of the store
             out[DOMAIN_PROPERTY] = PropertySpec(name=DOMAIN_PROPERTY, type="str", indexed=True)
         out.update({p.name: p for p in self.properties})
@@ -161,7 +165,9 @@ class RelSpec(_Frozen):
     def props(self) -> dict[str, PropertySpec]:
         """The declared properties plus ``recorded_at`` (optional on every edge)."""
         out = {RECORDED_AT: PropertySpec(name=RECORDED_AT, type="datetime",
-                                         description="when the edge was recorded in the graph")}
+                                         description="when the edge was recorded in the graph"),
+               RECORDED_BY: PropertySpec(name=RECORDED_BY, type="str",
+                                         description="which system of record wrote the edge at run time")}
         out.update({p.name: p for p in self.properties})
         return out
 
