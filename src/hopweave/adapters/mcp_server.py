@@ -5,8 +5,8 @@ Tools:
 - ``retrieve(utterance, as_of?, token_budget?)``: one full retrieval for the caller's session:
   the context block, the structured facts and the sources of every line, the goal and what was
   degraded (``Engine.retrieve``).
-- ``search(query, mode?, filters?, top_k?)``: the agent tool, one filtered hybrid search scoped by
-  the caller's session (:class:`~hopweave.adapters.agent_tool.RetrieveTool`).
+- ``search(query, mode?, filters?, top_k?, as_of?)``: the agent tool, one filtered hybrid search
+  scoped by the caller's session at ``as_of`` (:class:`~hopweave.adapters.agent_tool.RetrieveTool`).
 - ``record_outcome(trace_id, outcome, rationale?, cited?, as_of?)``: what was decided on one of
   the session's customer's retrievals (``Engine.record_outcome``; ``decided_by`` is the caller).
 
@@ -139,13 +139,16 @@ def build_mcp(engine: "Engine", *, session: Optional[Mapping[str, Any] | Session
             "degraded": [d.model_dump(mode="json") for d in r.degraded],
         }
 
-    @server.tool(description="One document search scoped by the customer's session (tenant, region, tier/plan, "
-                 "validity at as_of): mode semantic, keyword or hybrid; filters may only narrow the scope.")
+    @server.tool(description="One document search scoped by the customer's session (tenant, region, tier/plan/"
+                 "product on record, in force at as_of: ISO date or datetime, omit for today's documents): mode "
+                 "semantic, keyword or hybrid; filters may only narrow the scope (a widening one is refused, "
+                 "ScopeFilterError).")
     async def search(query: str, ctx: Context, mode: Literal["semantic", "keyword", "hybrid"] = "hybrid",
-                     filters: Optional[dict[str, Any]] = None, top_k: int = 10) -> dict[str, Any]:
+                     filters: Optional[dict[str, Any]] = None, top_k: int = 10,
+                     as_of: Optional[str] = None) -> dict[str, Any]:
         async def work() -> Any:
             sess, _ = ident.resolve(headers(ctx), "tool")
-            tool = RetrieveTool(engine, sess)
+            tool = RetrieveTool(engine, sess, as_of=as_of)
             return await anyio.to_thread.run_sync(lambda: tool(query, mode=mode, filters=filters, top_k=top_k))
         rows = await typed(work, ToolError)
         return {"results": json.loads(json.dumps(rows, default=str))}

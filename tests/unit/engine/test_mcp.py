@@ -119,6 +119,14 @@ def test_search_over_http_is_scoped_like_the_agent_tool(server: str) -> None:
     res = asyncio.run(_session_call(server, _token("CUST_4421"), "search",
                                     {"query": "late fee", "filters": {"no_such_field": 1}}))
     assert res.is_error
+    # the session's scope at as_of: her tier and product only, in force then; a widening filter is refused
+    at = _payload(asyncio.run(_session_call(server, _token("CUST_4421"), "search",
+                                            {"query": "Gold waiver policy v4 September", "top_k": 20, "as_of": AS_OF})))
+    docs = {h["document"] for h in at["results"]}
+    assert docs and not docs & {"waiver-policy-v4.pdf", "gold-waiver-policy-v3.pdf", "checking-fee-waiver-v2.pdf"}
+    res = asyncio.run(_session_call(server, _token("CUST_4421"), "search",
+                                    {"query": "late fee", "filters": {"tier": "Gold"}}))
+    assert res.is_error and "ScopeFilterError" in res.content[0].text, res.content
 
 
 @pytest.mark.slow
