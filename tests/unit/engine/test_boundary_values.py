@@ -11,9 +11,9 @@ raw exception), and after it the graph is reopened from disk and checked the way
 ``hopweave doctor --deep`` checks it: no journal record quarantined, every stored value passing
 the write rules. At the end the whole engine is opened again and ``doctor(deep=True)`` passes.
 
-``HOPWEAVE_BOUNDARY_CASES`` sets the number of cases (default 80, about 60-75 s with the store build on the shared
-2-core machine); ``HOPWEAVE_BOUNDARY_SEED`` the seed (default 34). The full 10,000-case figure
-is in docs/BENCHMARKS.md ("Boundary values").
+``HOPWEAVE_BOUNDARY_CASES`` sets the number of cases (default 80: about 60-75 s with the store
+build on the shared 2-core machine); ``HOPWEAVE_BOUNDARY_SEED`` the seed (default 34). Larger runs
+and their figures are in docs/BENCHMARKS.md ("Boundary values").
 """
 
 from __future__ import annotations
