@@ -9,9 +9,7 @@ import re
 import shutil
 from pathlib import Path
 
-from conftest import REPO
-
-README = REPO / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 
 
 def _python_blocks() -> list[str]:
