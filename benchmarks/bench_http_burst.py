@@ -1,0 +1,95 @@
+"""A bounded loopback burst at `hopweave serve --workers 1`: how long answers and refusals take.
+
+    python benchmarks/bench_http_burst.py --store S [--burst 200] [--budget-ms 800] [--port 8791] [--json out.json]
+
+Starts `hopweave serve --workers 1 --trust-body-session` on 127.0.0.1 (the store as shipped, its
+default budget), waits for /readyz, sends one warm-up request, then releases ``--burst``
+concurrent `POST /v1/retrieve` requests (Maria's session, the issue's utterance varied by a
+number) from one asyncio client over ``--burst`` connections, and reports per status (200
+answers, 503 refusals) the count, median, p95 and maximum latency as the client saw it and as the
+server's ``Server-Timing`` total says (arrival in the server to the answer), and how many answers
+came later (client side) than the budget plus 200 ms. Stops the server with SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import machine  # noqa: E402
+
+SESSION = {"tenant_id": "deltabank", "customer_id": "CUST_4421", "region": "US", "channel": "phone"}
+
+
+async def _burst(url: str, n: int) -> list[tuple[int, float, float]]:
+    limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
+    async with httpx.AsyncClient(timeout=60.0, limits=limits) as client:
+        async def one(i: int) -> tuple[int, float, float]:
+            body = {"utterance": f"I want to dispute this ${30 + i % 20} late fee on my Platinum card",
+                    "session": SESSION, "as_of": "2026-05-12"}
+            t = time.perf_counter()
+            r = await client.post(url, json=body)
+            timing = r.headers.get("server-timing", "")
+            total = next((float(p.split("dur=")[1]) for p in timing.split(",") if p.strip().startswith("total;dur=")),
+                         float("nan"))
+            return r.status_code, (time.perf_counter() - t) * 1000, total
+        return await asyncio.gather(*(one(i) for i in range(n)))
+
+
+def _stats(ms: list[float]) -> dict[str, float]:
+    s = sorted(ms)
+    return {"n": len(s), "median_ms": round(statistics.median(s), 1) if s else 0.0,
+            "p95_ms": round(s[int(0.95 * (len(s) - 1))], 1) if s else 0.0, "max_ms": round(s[-1], 1) if s else 0.0}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--store", required=True)
+    ap.add_argument("--burst", type=int, default=200)
+    ap.add_argument("--budget-ms", type=int, default=800)
+    ap.add_argument("--port", type=int, default=8791)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    exe = str(Path(sys.executable).with_name("hopweave"))
+    proc = subprocess.Popen([exe, "serve", "--store", a.store, "--workers", "1", "--trust-body-session",
+                             "--port", str(a.port), "--budget-ms", str(a.budget_ms), "--log-level", "warning"],
+                            env=os.environ.copy())
+    base = f"http://127.0.0.1:{a.port}"
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                if httpx.get(base + "/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        asyncio.run(_burst(base + "/v1/retrieve", 1))
+        res = asyncio.run(_burst(base + "/v1/retrieve", a.burst))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    codes = sorted({c for c, _, _ in res})
+    by = {str(code): {"client": _stats([ms for c, ms, _ in res if c == code]),
+                      "server": _stats([srv for c, _, srv in res if c == code and srv == srv])} for code in codes}
+    late = sum(1 for c, ms, _ in res if c == 200 and ms > a.budget_ms + 200)
+    out = {"machine": machine(), "burst": a.burst, "budget_ms": a.budget_ms, "by_status": by,
+           "answers_past_budget_plus_200ms": late}
+    print(json.dumps(out, indent=2))
+    if a.json:
+        Path(a.json).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
