@@ -88,3 +88,16 @@ def test_no_request_of_a_two_request_telecom_utterance_is_dropped(telecom_engine
         u, session=s, as_of="2026-05-12", budget_ms=None, profile=None, token_budget=None, record=False,
         pattern_overrides=None)) is not None]
     assert not split, split
+
+
+@pytest.mark.parametrize("budget", [250, 300, 500, 1000])
+def test_every_sourced_telecom_line_keeps_its_src_marker(telecom_engine: Engine, budget: int) -> None:
+    """Provenance survives clipping on the second pack too (DeltaBank's: tests/unit/engine)."""
+    import json
+
+    ana = json.loads((EXAMPLES / "telecom" / "sessions" / "ana.json").read_text())
+    r = telecom_engine.retrieve("I want to dispute this $84 roaming charge on my bill.", session=ana,
+                                as_of="2026-05-12", token_budget=budget, record=False)
+    assert r.context.tokens <= budget
+    marked = [ln for ln in r.context.lines if ln.kind in ("fact", "aggregate", "chunk")]
+    assert marked and all("(src: " in ln.text and ln.text.endswith(")") for ln in marked), r.context.text
