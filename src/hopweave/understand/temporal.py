@@ -20,6 +20,7 @@ import calendar
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -172,23 +173,36 @@ def find_dates(text: str, as_of: datetime) -> list[DateMatch]:
             d = _safe_date(int(year), mon, day)
             add(m.start(), m.end(), (d, d) if d else None, "absolute")
         else:
-            add(m.start(), m.end(), _latest(mon, day, today), "absolute")
+            add(m.start(), m.end(), _in_range(_latest, mon, day, today), "absolute")
     for m in _MONTH_YEAR.finditer(text):
         mon_s = m["m"].lower().rstrip(".")
         if mon_s == "may" and not m["m"][0].isupper():
             continue
         y, mon = int(m["y"]), _MONTHS[mon_s]
-        add(m.start(), m.end(), (date(y, mon, 1), _month_end(y, mon)), "absolute")
+        add(m.start(), m.end(), _in_range(_whole_month, y, mon), "absolute")
     for m in _MONTH_ALONE.finditer(text):
         mon_s = m["m"].lower().rstrip(".")
         if mon_s == "may" and not m["m"][0].isupper():
             continue
-        add(m.start("m"), m.end("m"), _latest(_MONTHS[mon_s], None, today), "absolute")
+        add(m.start("m"), m.end("m"), _in_range(_latest, _MONTHS[mon_s], None, today), "absolute")
     for m in _RELATIVE.finditer(text):
-        add(m.start(), m.end(), _relative(m, as_of), "relative")
+        add(m.start(), m.end(), _in_range(_relative, m, as_of), "relative")
     for m in _DAY_ALONE.finditer(text):
-        add(m.start("d") - len("the "), m.end(), _latest_day(int(m["d"]), today), "relative")
+        add(m.start("d") - len("the "), m.end(), _in_range(_latest_day, int(m["d"]), today), "relative")
     return sorted(found, key=lambda f: f.start_char)
+
+
+def _whole_month(y: int, m: int) -> tuple[date, date]:
+    return date(y, m, 1), _month_end(y, m)
+
+
+def _in_range(window: Callable[..., tuple[date, date] | None], *args: Any) -> tuple[date, date] | None:
+    """``window(*args)``, or None when the window would fall outside the years 1-9999 ("last
+    year" at an as_of in the year 1): no window, as for a date that does not exist."""
+    try:
+        return window(*args)
+    except (ValueError, OverflowError):
+        return None
 
 
 def _latest_day(d: int, today: date) -> tuple[date, date] | None:

@@ -81,6 +81,14 @@ def test_this_month_is_cut_at_as_of() -> None:
     assert w.cut and w.end == date(2026, 5, 12) and w.bounds(MAY12)[1] == "2026-05-12T23:59:59"
 
 
+@pytest.mark.parametrize("text", ["the late fee last year", "fees 3 years ago", "the fee in May 0000",
+                                  "charges last month", "the fee last week", "payments on the 31st"])
+@pytest.mark.parametrize("as_of", [datetime(1, 1, 1, 0, 0, 0), datetime(9999, 12, 31, 23, 59, 59)])
+def test_windows_at_the_ends_of_the_years_held_never_raise(text: str, as_of: datetime) -> None:
+    for w in time_windows(text, as_of):  # a window before the year 1 is no window; never a ValueError
+        assert date(1, 1, 1) <= w.start <= w.end <= date(9999, 12, 31)
+
+
 def test_no_date_no_window() -> None:
     assert time_windows("I want to dispute this $39 late fee", MAY12) == []
     assert time_windows("you may waive it on the card", MAY12) == []
