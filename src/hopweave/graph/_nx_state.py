@@ -11,13 +11,15 @@ columnar state into the eager one (for the networkx :attr:`g` and for a new snap
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections import Counter
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from hopweave.graph._columns import Columns
 from hopweave.graph._persist import Snapshot
-from hopweave.graph.walk import LABEL_KEY
+from hopweave.graph.walk import LABEL_KEY, ORDER_MIN_DEGREE, order_key
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -58,6 +60,12 @@ class State:
         self._pending: dict[str, set[str]] = {}
         self.edited: dict[int, dict[str, Any]] = {}
         self._lazy = threading.Lock()
+        #: (node, rel, direction, property) -> the node's neighbours ordered by that property of
+        #: theirs: ([(key, id)] sorted ascending, [ids without it]); hubs only, built on first
+        #: use (:meth:`ordered_neighbors`), kept current by writes
+        self._order: dict[tuple[str, str, str, str], tuple[list[tuple[Any, str]], list[str]]] = {}
+        self._order_ends: dict[tuple[str, str, str], list[str]] = {}
+        self._order_lock = threading.Lock()
 
     @property
     def g(self) -> nx.MultiDiGraph:
@@ -266,9 +274,58 @@ class State:
             if lab == label and (key in props or key in removed):
                 _index_remove(idx, attrs.get(key), nid)
                 _index_add(idx, props.get(key), nid)
+        if self._order and any((k in props and props[k] != attrs.get(k)) or k in removed
+                               for k in {k[3] for k in self._order}):
+            self._order.clear()  # an ordering property changed: rebuilt on the next walk
+            self._order_ends.clear()
         attrs.update(props)
         for k in removed:
             attrs.pop(k, None)
+
+    def ordered_neighbors(self, node_id: str, rel_type: str, direction: str, prop: str,
+                          min_degree: int = ORDER_MIN_DEGREE) -> tuple[list[tuple[Any, str]], list[str]] | None:
+        """The distinct neighbours of a hub along ``rel_type`` (``out`` or ``in``) ordered by their
+        ``prop``: ``([(order key, id)] ascending by key then id, [ids without the property])``.
+        None when the node has fewer than ``min_degree`` such neighbours (walk those as usual) or
+        for ``both``. Built on first use under a lock; writes keep it current (a new edge is
+        inserted in order; a changed ``prop`` on a node drops every index of that property)."""
+        if direction not in ("out", "in"):
+            return None
+        key = (node_id, rel_type, direction, prop)
+        got = self._order.get(key)
+        if got is not None:
+            return got
+        it = self.neighbors(node_id, rel_type, direction)
+        ids = set(islice(it, min_degree))
+        if len(ids) < min_degree:
+            return None
+        ids.update(it)
+        with self._order_lock:
+            got = self._order.get(key)
+            if got is None:
+                present: list[tuple[Any, str]] = []
+                missing: list[str] = []
+                for nid in ids:
+                    v = (self.get(nid) or {}).get(prop)
+                    if v is None:
+                        missing.append(nid)
+                    else:
+                        present.append((order_key(v), nid))
+                present.sort()
+                missing.sort()
+                got = self._order[key] = (present, missing)
+                self._order_ends.setdefault((node_id, rel_type, direction), []).append(prop)
+        return got
+
+    def _order_insert(self, node_id: str, rel: str, direction: str, other: str) -> None:
+        """Insert a new neighbour into the node's order indexes (a new edge)."""
+        for prop in self._order_ends.get((node_id, rel, direction), ()):
+            present, missing = self._order[(node_id, rel, direction, prop)]
+            v = (self.get(other) or {}).get(prop)
+            if v is None:
+                bisect.insort(missing, other)
+            else:
+                bisect.insort(present, (order_key(v), other))
 
     def edge_props(self, src: str, rel: str, dst: str) -> dict[str, Any] | None:
         """The properties of the edge (src, rel, dst) (``{}`` when it has none), or None when
@@ -306,6 +363,9 @@ class State:
         if cur is None:
             kd[rel] = dict(props)
             self.edge_count += 1
+            if self._order_ends:
+                self._order_insert(src, rel, "out", dst)
+                self._order_insert(dst, rel, "in", src)
         elif props:
             cur.update(props)
 

@@ -90,6 +90,28 @@ def test_the_retrieval_trace_keeps_its_case_facts(eng: Engine, trace: str) -> No
     assert case["tier"] == "Platinum" and case["waivers_this_year"] == 0 and case["amount"] == 39.0
 
 
+DANIEL = {"tenant_id": "deltabank", "customer_id": "CUST_5104", "region": "US"}
+
+
+def test_a_decided_case_is_precedent_for_a_similar_profile_from_its_decision_on(eng: Engine) -> None:
+    from hopweave.engine.replay import as_recorded
+
+    maria_before = eng.retrieve(UTTERANCE, session=MARIA, as_of="2026-06-05T09:00:00")
+    daniel = eng.retrieve(UTTERANCE, session=DANIEL, as_of="2026-06-01T09:00:00")
+    rec = eng.record_outcome(daniel.trace_id, session=DANIEL, outcome="fee_waived", decided_by="Janet",
+                             rationale="courtesy waiver for a long-standing Platinum customer",
+                             as_of="2026-06-02T10:00:00")
+
+    def precedent(as_of: str) -> list[str]:
+        res = eng.retrieve(UTTERANCE, session=MARIA, as_of=as_of, record=False)
+        return [p.trace_id for p in res.precedent]
+
+    assert rec.decided_id in precedent("2026-06-05T09:00:00")  # Maria's profile is SIMILAR_TO Daniel's
+    assert rec.decided_id not in precedent("2026-06-02T09:59:59")  # not before the decision
+    again = as_recorded(eng, "deltabank", maria_before.trace_id)  # recorded before it: as recorded
+    assert again.identical and rec.decided_id not in again.text
+
+
 BAD: list[tuple[str, dict[str, Any], type[HopweaveError]]] = [
     ("another tenant's trace", {"session": NORTHBANK_MARIA}, NotFoundError),
     ("another customer's trace", {"session": OTHER_CUSTOMER}, IdentityError),

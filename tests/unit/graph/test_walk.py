@@ -230,7 +230,8 @@ def test_hub_rows_are_the_full_sort_order(schema):
     r = s.run_pattern("t1", p, bindings(), deadline=time.perf_counter() + 60)
     want = sorted((-float((i * 7919) % 101), f"A{i:06d}") for i in range(n))[:25]
     assert ids(r) == [i for _, i in want]
-    assert r.truncated_reason == "limit" and r.visited == n + 1
+    # an order_by hub is read best first from its order index: limit + 1 targets (and ties) examined
+    assert r.truncated_reason == "limit" and r.visited < n // 10
     assert r.rows[0].path == ("C1", want[0][1])
     assert r == s.run_pattern("t1", p, bindings(), deadline=time.perf_counter() + 60).model_copy(
         update={"elapsed_ms": r.elapsed_ms})
