@@ -74,7 +74,8 @@ def validate_cmd(
 
     problems = validate_pack(pack)
     if as_json:
-        emit_json({"pack": str(pack), "ok": not problems, "problems": [p.model_dump() for p in problems]})
+        emit_json({"pack": _pack_name(pack), "folder": str(pack), "ok": not problems,
+                   "problems": [p.model_dump() for p in problems]})
     elif problems:
         for p in problems:
             typer.echo(str(p))
@@ -83,6 +84,17 @@ def validate_cmd(
         typer.echo(f"{pack}: ok")
     if problems:
         raise typer.Exit(code=2)
+
+
+def _pack_name(pack: Path) -> str | None:
+    """The manifest's ``name`` (None when the manifest does not parse: validate reports why)."""
+    from hopweave.errors import PackError
+    from hopweave.pack.manifest import read_manifest
+
+    try:
+        return read_manifest(pack).name
+    except PackError:
+        return None
 
 
 @app.command("init")

@@ -181,3 +181,11 @@ def test_init_into_an_unwritable_place_is_a_typed_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["init", "/proc/hopweave-pack"])
     assert result.exit_code == 2 and "cannot write" in result.output and "Traceback" not in result.output, \
         result.output
+
+
+def test_validate_json_names_the_pack_and_its_folder(pack: Path) -> None:
+    import json
+
+    result = CliRunner().invoke(app, ["validate", str(pack), "--json"])
+    out = json.loads(result.output)
+    assert (out["pack"], out["folder"], out["ok"]) == ("shop", str(pack), True)
