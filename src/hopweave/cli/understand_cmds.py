@@ -116,7 +116,7 @@ def _calibration_inputs(pack: Path | None, validation: Path | None, out: Path | 
         if m.classifier and pack_path(pack, m.classifier, "classifier").is_file():
             config = load_classifier_config(pack_path(pack, m.classifier, "classifier"))
         if validation is None and m.utterances:
-            validation = pack_path(pack, m.utterances, "utterances") / "validation.yaml"
+            validation = pack_path(pack, f"{m.utterances.rstrip('/')}/validation.yaml", "utterances")
         if out is None and config is not None:
             out = config.calibration_path()
     if validation is None or out is None:
@@ -223,7 +223,7 @@ def _register_eval_intents() -> None:
         if not path.suffix:
             if not m.utterances:
                 raise InputError(f"{pack}: the manifest names no utterances folder; pass --split FILE.yaml")
-            path = pack_path(pack, m.utterances, "utterances") / f"{split}.yaml"
+            path = pack_path(pack, f"{m.utterances.rstrip('/')}/{split}.yaml", "utterances")
         if not path.is_file():
             raise InputError(f"{path}: no such labelled split; name a file of the pack's utterances folder "
                              "(validation, test) or give a path")
