@@ -1,10 +1,10 @@
 """Issue 13: the thread CPU of chosen functions per retrieval, sequential warm requests.
 
-    python benchmarks/bench_function_cpu.py --store S [--n 200] hopweave.engine.engine:case_for ...
+    python benchmarks/bench_function_cpu.py --store S [--n 200] hopweave.engine.pipeline:case_for ...
 
 Each ``module:attribute.path`` is wrapped (``time.thread_time`` around the call, on the thread
 that runs it, nested calls included) where the caller looks it up, e.g.
-``hopweave.engine.engine:assemble`` for the engine's call of ``assemble``. Prints ms of CPU and
+``hopweave.engine.pipeline:assemble`` for the pipeline's call of ``assemble``. Prints ms of CPU and
 calls per retrieval for each, and the process CPU per retrieval. Requests: the DeltaBank
 scenarios, wording varied per repetition (as ``bench_hotpath.py``), after 30 warm-up ones. Compare
 two trees by running it with each one's ``PYTHONPATH``, back to back, on fresh copies of the store.
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--store", required=True, type=Path)
     ap.add_argument("--n", type=int, default=200)
-    ap.add_argument("functions", nargs="+", help="module:attribute.path, e.g. hopweave.engine.engine:case_for")
+    ap.add_argument("functions", nargs="+", help="module:attribute.path, e.g. hopweave.engine.pipeline:case_for")
     args = ap.parse_args(argv)
     cpu: dict[str, float] = {}
     calls: dict[str, int] = {}

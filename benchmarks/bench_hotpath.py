@@ -59,11 +59,11 @@ def group_of(tid: int, comm: str, names: dict[int, str]) -> str:
 STAGES = [
     ("intent split", "hopweave.engine.multi_intent", "split_intents"),
     ("understand", "hopweave.understand.understander", "Understander.understand"),
-    ("search (Python thread)", "hopweave.engine.engine", "search_documents"),
-    ("graph branch (patterns + precedent)", "hopweave.engine.engine", "graph_branch"),
-    ("case rules", "hopweave.engine.engine", "case_for"),
-    ("assemble", "hopweave.engine.engine", "assemble"),
-    ("make result", "hopweave.engine.engine", "make_result"),
+    ("search (Python thread)", "hopweave.engine.pipeline", "search_documents"),
+    ("graph branch (patterns + precedent)", "hopweave.engine.pipeline", "graph_branch"),
+    ("case rules", "hopweave.engine.pipeline", "case_for"),
+    ("assemble", "hopweave.engine.pipeline", "assemble"),
+    ("make result", "hopweave.engine.pipeline", "make_result"),
     ("trace build (writer thread)", "hopweave.engine.record", "build"),
     ("trace write + fsync (writer thread)", "hopweave.engine.trace_writer", "GroupCommitter._write"),
 ]

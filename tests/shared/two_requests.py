@@ -67,7 +67,7 @@ def silent_drops(engine: Any, utterance: str, session: Any, goals: list[str],
 
     req = check_request(utterance, session=session, as_of="2026-05-12", budget_ms=None, profile=None,
                         token_budget=None, record=False, pattern_overrides=None)
-    split = split_intents(engine, req)
+    split = split_intents(engine.pipeline().deps, req)
     if split is None:
         return [f"{utterance!r}: not split"]
     got = [g for _, g in split.parts]

@@ -399,7 +399,7 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
             else:
                 tool_ = RetrieveTool(plain, session, as_of=body.as_of)
                 results = await loop.run_in_executor(
-                    plain._request_pool, lambda: tool_(body.query, mode=body.mode, filters=body.filters,
+                    plain.request_pool, lambda: tool_(body.query, mode=body.mode, filters=body.filters,
                                                         top_k=body.top_k, arrived=arrived))
                 done = time.perf_counter()
                 payload = json.dumps({"results": results}, default=str).encode()
@@ -421,7 +421,7 @@ def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_
         loop = asyncio.get_running_loop()
 
         async def run() -> Response:
-            rec = await loop.run_in_executor(plain._request_pool, lambda: plain.record_outcome(
+            rec = await loop.run_in_executor(plain.request_pool, lambda: plain.record_outcome(
                 body.trace_id, session=session, outcome=body.outcome,
                 decided_by=body.decided_by if body.decided_by is not None else caller,
                 rationale=body.rationale, cited=tuple(body.cited), as_of=body.as_of))

@@ -62,7 +62,7 @@ class HopweaveNodes:
         settings = self.engine.settings_for(self.session.tenant_id)
         when, _ = check_as_of(self.as_of)
         u = self.engine.understander_for(settings).understand(state["utterance"], self.session, when)
-        goal = self.engine._goals()[1].get(u.goal) if u.goal else None
+        goal = self.engine.goals().goal(u.goal)
         return {"goal": u.goal, "confidence": u.confidence,
                 "escalation": goal.escalation.mode if goal is not None and goal.escalation else "single"}
 

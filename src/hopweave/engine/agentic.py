@@ -1,4 +1,4 @@
-"""Multi-round retrieval under the goal's escalation policy (issue 15, items 1 and 2).
+"""Multi-round retrieval under the goal's escalation policy.
 
 The first round is the ordinary pipeline pass. When the goal declares ``escalation: {mode:
 multi_round}``, an assessment step checks the working set against the goal's needs — a required
@@ -26,10 +26,11 @@ import dataclasses
 import functools
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from hopweave.engine.plan import Plan
 from hopweave.engine.result import ChunkItem, RoundItem
+from hopweave.engine.round_query import QueryWriter, RoundQuery, RoundRequest
 from hopweave.models.common import PatternResult
 from hopweave.models.escalation import EscalationPolicy
 from hopweave.models.filters import And, FilterTree, and_, to_display
@@ -37,6 +38,7 @@ from hopweave.understand.text import content_words
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.config import Run
+    from hopweave.engine.deps import StageDeps
 
 #: A later round starts only with at least this many seconds of the request's budget left.
 MIN_ROUND_S = 0.03
@@ -44,34 +46,6 @@ MIN_ROUND_S = 0.03
 MAX_EXPANSION_TERMS = 8
 
 
-@dataclass(frozen=True)
-class RoundRequest:
-    """What a query writer sees before a later round."""
-
-    utterance: str
-    goal: str
-    round: int
-    unmet: tuple[str, ...]
-    lexical_query: str
-    dense_query: str
-    relaxable: tuple[str, ...]
-    chunks: tuple[ChunkItem, ...]
-    facts: tuple[PatternResult, ...]
-
-
-@dataclass(frozen=True)
-class RoundQuery:
-    """A later round's query: a new lexical and/or dense query, fields to relax (only among the
-    goal's declared ``relax:`` steps), and the writer's reason."""
-
-    lexical_query: str | None = None
-    dense_query: str | None = None
-    relax: tuple[str, ...] = ()
-    reason: str = ""
-
-
-#: Returns the next round's query, or None to stop.
-QueryWriter = Callable[[RoundRequest], "RoundQuery | None"]
 #: search(plan, reuse_request_vector) -> the plan's chunks (raises what the index raises).
 Search = Callable[[Plan, bool], Sequence[ChunkItem]]
 
@@ -328,24 +302,44 @@ def expansion_terms(chunks: Sequence[ChunkItem], facts: Sequence[PatternResult],
     return words[:limit]
 
 
-def rounds_for(engine: Any, run: "Run", plan: Plan, chunks: tuple[ChunkItem, ...],
-               facts: Sequence[PatternResult]) -> tuple[tuple[ChunkItem, ...], list[RoundItem], list[str]]:
-    """The engine's rounds for one request: the first pass alone for a single-pass goal (no
-    cost), else :func:`run_rounds` with the engine's search (through its stage wrapper: a
-    failing round degrades, never raises), scope and token counter. Returns (chunks, rounds,
-    notes)."""
+@dataclass(frozen=True)
+class Rounds:
+    """The rounds stage's outcome: the chunks of every round, each round listed, and the
+    notes for the context."""
+
+    chunks: tuple[ChunkItem, ...]
+    rounds: tuple[RoundItem, ...]
+    notes: tuple[str, ...]
+
+
+def rounds_for(deps: "StageDeps", run: "Run", plan: Plan, chunks: tuple[ChunkItem, ...],
+               facts: Sequence[PatternResult]) -> Rounds:
+    """One request's rounds: the first pass alone for a single-pass goal (no cost), else
+    :func:`run_rounds` with the engine's search (through its stage wrapper: a failing round
+    degrades, never raises), scope and token counter.
+
+    Args:
+        deps: the engine's parts (index, graph, embedder, counter, query writer, budgets).
+        run: the request in flight.
+        plan: its plan.
+        chunks: the first pass's chunks.
+        facts: the pattern results after the procedure.
+
+    Returns:
+        The rounds' chunks, the rounds and their notes.
+    """
     policy = plan.goal.escalation if plan.goal is not None else None
-    if policy is None or not policy.multi_round or engine.index is None or getattr(engine, "single_pass", False):
-        return chunks, [first_round(plan, chunks)], []
+    if policy is None or not policy.multi_round or deps.index is None or deps.single_pass:
+        return Rounds(chunks, (first_round(plan, chunks),), ())
     if any(d.stage == "search" and d.what == "policy chunks" for d in run.degraded):
-        return chunks, [first_round(plan, chunks, ["the search is degraded: no later round"])], []
+        return Rounds(chunks, (first_round(plan, chunks, ["the search is degraded: no later round"]),), ())
     t = time.perf_counter()
-    pool, rounds, notes = run_rounds(_loop_inputs(engine, run, plan, policy, facts), chunks)
+    pool, rounds, notes = run_rounds(_loop_inputs(deps, run, plan, policy, facts), chunks)
     run.timings["rounds"] = round((time.perf_counter() - t) * 1000, 3)
-    return pool, rounds, notes
+    return Rounds(pool, tuple(rounds), tuple(notes))
 
 
-def _loop_inputs(engine: Any, run: "Run", plan: Plan, policy: EscalationPolicy,
+def _loop_inputs(deps: "StageDeps", run: "Run", plan: Plan, policy: EscalationPolicy,
                  facts: Sequence[PatternResult]) -> LoopInputs:
     from hopweave.engine.branches import search_documents
     from hopweave.engine.query_vectors import bound
@@ -354,28 +348,29 @@ def _loop_inputs(engine: Any, run: "Run", plan: Plan, policy: EscalationPolicy,
 
     session, tenant = run.req.session, run.req.session.tenant_id
 
-    reserve = getattr(engine, "_reserve_ms", None)
+    index = deps.index
+    assert index is not None  # rounds_for runs later rounds only with an index
 
     def time_left() -> float:
-        return run.remaining(reserve(run)) if reserve is not None else run.remaining()
+        return run.remaining(deps.reserve_ms(run))
 
     # the one scope (identity, always-on and the record's authoritative clauses); its locked
     # fields (tenant, the in-force clause's dates and status, session attributes) are never relaxed
-    scope = scope_for(engine.graph, run.settings, session, run.req.as_of)
+    scope = scope_for(deps.graph, run.settings, session, run.req.as_of)
 
     def search(p: Plan, reuse: bool) -> tuple[ChunkItem, ...]:
-        limit = engine.config.search_limit
-        work = bound(run.vectors, functools.partial(search_documents, engine.index, engine.embedder, tenant, p,
+        limit = deps.config.search_limit
+        work = bound(run.vectors, functools.partial(search_documents, index, deps.embedder, tenant, p,
                                                     limit * COPY_FETCH, run.req.utterance if reuse else None))
-        found = engine._run_stage(run.degraded, "search", work, default=None, what="a later retrieval round",
-                                  fallback="the rounds so far", timeout=time_left())
-        return distinct_passages(found[0], limit) if found is not None else ()
+        found = deps.run_stage(run.degraded, "search", work, default=None, what="a later retrieval round",
+                               fallback="the rounds so far", timeout=time_left())
+        return distinct_passages(found.chunks, limit) if found is not None else ()
 
     return LoopInputs(policy=policy, plan=plan, utterance=run.req.utterance, facts=tuple(facts),
                       scope_fields=scope.always_on, rescope=lambda w: scope.narrow(w, check=False), search=search,
-                      count=engine.counter.count, stop_words=_stop_words(), writer=engine.query_writer,
-                      time_left=time_left, latency_scale=engine.config.round_latency_scale)
+                      count=deps.counter.count, stop_words=_stop_words(), writer=deps.query_writer,
+                      time_left=time_left, latency_scale=deps.config.round_latency_scale)
 
 
-__all__ = ["LoopInputs", "QueryWriter", "RoundQuery", "RoundRequest", "assess", "expansion_terms",
+__all__ = ["LoopInputs", "QueryWriter", "RoundQuery", "RoundRequest", "Rounds", "assess", "expansion_terms",
            "first_round", "rounds_for", "run_rounds"]

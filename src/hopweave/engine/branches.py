@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from hopweave.engine import precedent
@@ -19,10 +20,28 @@ from hopweave.models.common import Bindings, PatternResult
 from hopweave.models.ranking import RankingProfile
 from hopweave.search.embedder import Embedder
 
-#: (chunks, the profile used, skipped channels as (what, why), elapsed ms)
-SearchOutcome = tuple[tuple[ChunkItem, ...], RankingProfile, list[tuple[str, str]], float]
-#: (facts, precedent, the branch's own degradations, precedent ms)
-GraphOutcome = tuple[list[PatternResult], list[precedent.PrecedentItem], list[Degradation], float]
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    """The document search's chunks, the profile it ranked them by, the channels it skipped as
+    (what, why), and its elapsed ms."""
+
+    chunks: tuple[ChunkItem, ...]
+    profile: RankingProfile
+    skipped: tuple[tuple[str, str], ...]
+    elapsed_ms: float
+
+
+@dataclass(frozen=True)
+class GraphOutcome:
+    """The graph branch's pattern results, its ranked precedent, its own degradations and the
+    precedent ranking's elapsed ms."""
+
+    facts: tuple[PatternResult, ...]
+    precedent: tuple[precedent.PrecedentItem, ...]
+    degraded: tuple[Degradation, ...]
+    precedent_ms: float
 
 
 def search_documents(index: DocumentIndex, embedder: Embedder, tenant_id: str, plan: Plan, limit: int,
@@ -44,12 +63,12 @@ def search_documents(index: DocumentIndex, embedder: Embedder, tenant_id: str, p
              if profile.features is not None and plan.goal is not None and plan.goal.document_scope else {})
     res = index.search(tenant_id, plan.lexical_query, profile, where=plan.filter, limit=limit, query_vector=vec,
                        query_space=space, include_superseded=plan.documents_at is not None, **extra)
-    skipped = []
+    skipped: list[tuple[str, str]] = []
     if res.coverage.semantic_skipped_reason and profile.uses_semantic:
         skipped.append(("semantic channel", res.coverage.semantic_skipped_reason))
     if res.coverage.lexical_skipped_reason and profile.uses_lexical:
         skipped.append(("lexical channel", res.coverage.lexical_skipped_reason))
-    return chunk_items(res.hits, plan.documents_at), profile, skipped, _ms(t)
+    return SearchOutcome(chunk_items(res.hits, plan.documents_at), profile, tuple(skipped), _ms(t))
 
 
 def graph_branch(
@@ -84,7 +103,7 @@ def graph_branch(
 
         items = run_stage(degraded, "precedent", rank, default=[], what="precedent ranking",
                           fallback="no precedent lines")
-    return facts, items, degraded, _ms(t)
+    return GraphOutcome(tuple(facts), tuple(items), tuple(degraded), _ms(t))
 
 
 def _props(graph: GraphStore, tenant_id: str, node_id: str) -> dict[str, Any] | None:

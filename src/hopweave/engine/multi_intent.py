@@ -41,6 +41,9 @@ from hopweave.errors import HopweaveError
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.engine.boundary import Request
+    from hopweave.engine.deps import StageDeps
+    from hopweave.engine.pipeline import Pipeline
+    from hopweave.engine.tokens import TokenCounter
 
 #: Conjunctions that add a request (a strong cut: the clause after one is a new request or a detail of the next).
 ADDITIVE = re.compile(r"\b(?:and also|also|by the way|besides|while you're at it|and can you|and could you)\b",
@@ -115,13 +118,60 @@ def _joined(utterance: str, a: Span, b: Span) -> Span:
     return dataclasses.replace(a, end=b.end, text=utterance[a.start:b.end].strip())
 
 
-def split_intents(engine: Any, req: "Request") -> Split | None:
+def retrieve(pipeline: "Pipeline", req: "Request", t0: float | None = None, shed: bool = False) -> RetrievalResult:
+    """One request: split into parts when it carries several requests, else one run of the
+    pipeline (:meth:`~hopweave.engine.pipeline.Pipeline.retrieve`).
+
+    A request that may carry several intents takes its request slot before the split (whose
+    encoder pass a burst would otherwise run for requests that never get a slot after it) and
+    keeps it for the pipeline when it has one intent; the parts of a split request each take a
+    slot of their own.
+
+    Args:
+        pipeline: the engine's pipeline.
+        req: the checked request.
+        t0: when its budget started (a ``time.perf_counter()`` instant; None: now).
+        shed: raise OverloadedError rather than answer when no request slot freed up in time.
+
+    Returns:
+        The result (a combined one for a split request).
+
+    Raises:
+        What :meth:`~hopweave.engine.pipeline.Pipeline.retrieve` raises.
+    """
+    import time
+
+    from hopweave.engine.admission import REFUSED
+
+    deps = pipeline.deps
+    if deps.single_pass or not may_split(req.utterance):
+        return pipeline.retrieve(req, t0, shed)
+    if deps.warm_up() is not None or t0 is None:  # warm-up is outside budgets
+        t0 = time.perf_counter()
+    budget_ms = req.budget_ms or deps.config.budget_ms
+    end = t0 + (budget_ms - deps.config.reserve_ms(budget_ms)) / 1000.0
+    grant = deps.admission.take(end, shed=shed, budget_ms=req.budget_ms)
+    if not grant.granted:
+        return pipeline.retrieve(req, t0, shed, grant=REFUSED)
+    try:
+        parts = split_intents(deps, req)
+    except BaseException:
+        deps.admission.release(grant)
+        raise
+    if not parts:  # one intent: the pipeline runs in the slot the split ran in
+        return pipeline.retrieve(req, t0, shed, grant=grant)
+    deps.admission.release(grant)
+    # the parts share the request's one budget, which runs from the call
+    return retrieve_parts(pipeline, req, parts, t0)
+
+
+def split_intents(deps: "StageDeps", req: "Request") -> Split | None:
     """How the request divides (see the module docstring), or None when it is one request."""
     if not may_split(req.utterance):
         return None  # one candidate clause: nothing to read
     try:
-        settings = engine.settings_for(req.session.tenant_id)
-        clf = getattr(engine.understander_for(settings), "classifier", None)
+        settings = deps.settings_for(req.session.tenant_id)
+        clf = getattr(deps.understander_for(settings), "classifier", None)
         if clf is None:
             return None
         cfg = clf.config
@@ -166,32 +216,33 @@ def divide(utterance: str, spans: Sequence[Span], readings: Sequence[tuple[str |
     return Split(tuple(parts[:MAX_PARTS]), tuple(sorted(unhandled, key=lambda u: u[0].start)))
 
 
-def retrieve_parts(engine: Any, req: "Request", split: Split, t0: float | None = None) -> RetrievalResult:
+def retrieve_parts(pipeline: "Pipeline", req: "Request", split: Split, t0: float | None = None) -> RetrievalResult:
     """Each part retrieved under its own goal within the request's one token budget and its one
     wall-clock budget, which runs from ``t0`` (the call; default now): each part gets an equal
     share of the time left when it starts. One combined result (see the module docstring)."""
     import time
 
+    deps = pipeline.deps
     start = time.perf_counter() if t0 is None else t0
-    deadline = start + (req.budget_ms or engine.config.budget_ms) / 1000.0
-    budget = req.token_budget or engine.config.token_budget
+    deadline = start + (req.budget_ms or deps.config.budget_ms) / 1000.0
+    budget = req.token_budget or deps.config.token_budget
     parts = split.parts
     n = len(parts)
     headers = [f'[Request part {i + 1} of {n} — {g or "no goal"}: "{s.text}"]' for i, (s, g) in enumerate(parts)] \
         if n > 1 else [""]
     unhandled = tuple(UnhandledClause(start=s.start, end=s.end, text=s.text, reason=why) for s, why in split.unhandled)
     note = _unhandled_block(unhandled)
-    left = budget - sum(engine.counter.count(h) for h in headers if h) - 2 * n - engine.counter.count(note) - 2
+    left = budget - sum(deps.counter.count(h) for h in headers if h) - 2 * n - deps.counter.count(note) - 2
     results: list[RetrievalResult] = []
     for i, (s, _) in enumerate(parts):
         share = max(1, left // (n - i))
         now = time.perf_counter()
         part_ms = max(1, int((deadline - now) * 1000 / (n - i)))
-        r = engine._retrieve_one(dataclasses.replace(req, utterance=s.text, token_budget=share, budget_ms=part_ms), now)
+        r = pipeline.retrieve(dataclasses.replace(req, utterance=s.text, token_budget=share, budget_ms=part_ms), now)
         left -= r.context.tokens
         results.append(r)
-    combined = combine(engine, req, parts, headers, results, budget, unhandled)
-    return _record_combined(engine, req, combined, deadline) if combined.recorded else combined
+    combined = combine(deps.counter, req, parts, headers, results, budget, unhandled)
+    return _record_combined(pipeline, req, combined, deadline) if combined.recorded else combined
 
 
 #: The header of the section that names the clauses heard but not handled.
@@ -203,7 +254,7 @@ def _unhandled_block(unhandled: Sequence[UnhandledClause]) -> str:
     return "\n".join([NOT_HANDLED, *(u.line() for u in unhandled)]) if unhandled else ""
 
 
-def _record_combined(engine: Any, req: "Request", combined: RetrievalResult,
+def _record_combined(pipeline: "Pipeline", req: "Request", combined: RetrievalResult,
                      deadline: float | None = None) -> RetrievalResult:
     """``combined`` with its own decision trace written (the trace id the caller gets must be
     found: it is the context the agent saw); ``recorded`` only when that write is durable
@@ -212,15 +263,15 @@ def _record_combined(engine: Any, req: "Request", combined: RetrievalResult,
 
     from hopweave.engine.config import Run
 
-    settings = engine.settings_for(req.session.tenant_id)
+    settings = pipeline.deps.settings_for(req.session.tenant_id)
     now = time.perf_counter()
-    wait_ms = engine.config.record_min_ms if deadline is None else int((deadline - now) * 1000)
+    wait_ms = pipeline.deps.config.record_min_ms if deadline is None else int((deadline - now) * 1000)
     run = Run(req, settings, now, max(wait_ms, 1), [], {})
-    recorded = engine._record(run, combined)
+    recorded = pipeline.record(run, combined)
     return combined.model_copy(update={"recorded": recorded, "degraded": (*combined.degraded, *run.degraded)})
 
 
-def combine(engine: Any, req: "Request", parts: Sequence[tuple[Span, str | None]], headers: Sequence[str],
+def combine(counter: "TokenCounter", req: "Request", parts: Sequence[tuple[Span, str | None]], headers: Sequence[str],
             results: Sequence[RetrievalResult], budget: int,
             unhandled: Sequence[UnhandledClause] = ()) -> RetrievalResult:
     """One result: the [Not handled] section (when a clause was not handled), then the parts'
@@ -232,13 +283,13 @@ def combine(engine: Any, req: "Request", parts: Sequence[tuple[Span, str | None]
     if unhandled:
         blocks.append(_unhandled_block(unhandled))
         lines.append(ContextLine(section="not handled", kind="header", text=NOT_HANDLED,
-                                 tokens=engine.counter.count(NOT_HANDLED)))
+                                 tokens=counter.count(NOT_HANDLED)))
         lines.extend(ContextLine(section="not handled", kind="note", text=u.line(),
-                                 tokens=engine.counter.count(u.line())) for u in unhandled)
+                                 tokens=counter.count(u.line())) for u in unhandled)
     for h, r in zip(headers, results):
         if h:
             blocks.append(f"{h}\n\n{r.context.text}" if r.context.text else h)
-            lines.append(ContextLine(section="request part", kind="header", text=h, tokens=engine.counter.count(h)))
+            lines.append(ContextLine(section="request part", kind="header", text=h, tokens=counter.count(h)))
         elif r.context.text:
             blocks.append(r.context.text)
         lines.extend(r.context.lines)
@@ -246,7 +297,7 @@ def combine(engine: Any, req: "Request", parts: Sequence[tuple[Span, str | None]
         sections.extend(x for x in r.context.sections if x not in sections)
     text = "\n\n".join(blocks)
     first = results[0]
-    tokens = count_joined(engine.counter, text, [ln.text for ln in lines])  # the lines are the text's parts
+    tokens = count_joined(counter, text, [ln.text for ln in lines])  # the lines are the text's parts
     block = ContextBlock(text=text, tokens=tokens, budget=budget, tokenizer=first.context.tokenizer,
                          sections=tuple(sections), lines=tuple(lines), omitted=tuple(omitted))
     items = tuple(RequestPart(start=s.start, end=s.end, text=s.text, goal=r.goal, confidence=r.confidence,
@@ -266,4 +317,5 @@ def combine(engine: Any, req: "Request", parts: Sequence[tuple[Span, str | None]
     return first.model_copy(update=update)
 
 
-__all__ = ["Span", "Split", "clause_spans", "combine", "divide", "may_split", "retrieve_parts", "split_intents"]
+__all__ = ["Span", "Split", "clause_spans", "combine", "divide", "may_split", "retrieve", "retrieve_parts",
+           "split_intents"]

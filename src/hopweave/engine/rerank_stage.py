@@ -1,4 +1,4 @@
-"""Reranking as an engine stage (issue 15, item 6): off by default.
+"""Reranking as an engine stage: off by default.
 
 Chosen per goal (``rerank: bi_encoder`` in the goal's data) or per engine (``Engine.rerank``,
 which wins; ``"none"`` turns it off for every goal). The reranker (:mod:`hopweave.search.rerank`)
@@ -14,24 +14,41 @@ example packs' scenarios it does not beat the fused order either (``hopweave eva
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hopweave.engine.result import ChannelView, ChunkItem
 from hopweave.engine.stages import run_stage
 
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.engine.config import Run
+    from hopweave.engine.deps import StageDeps
+    from hopweave.engine.plan import Plan
+
 RERANK_TOP_N = 20
 
 
-def rerank_chunks(engine: Any, run: Any, plan: Any, chunks: tuple[ChunkItem, ...]) -> tuple[ChunkItem, ...]:
-    """``chunks`` reranked when the engine or the goal asks for it, else unchanged. Never raises
-    for a failing reranker (a degradation and the fused order); raises ConfigError for an
-    unknown reranker name."""
+def rerank_chunks(deps: "StageDeps", run: "Run", plan: "Plan", chunks: tuple[ChunkItem, ...]
+                  ) -> tuple[ChunkItem, ...]:
+    """``chunks`` reranked when the engine (``deps.rerank``) or the goal asks for it.
+
+    Args:
+        deps: the engine's parts (its reranker choice, the embedder).
+        run: the request in flight (a failing reranker is a degradation in it).
+        plan: its plan (the goal's ``rerank``).
+        chunks: the candidates in fused order.
+
+    Returns:
+        The reranked candidates, or ``chunks`` unchanged (no reranker, or it failed).
+
+    Raises:
+        ConfigError: an unknown reranker name.
+    """
     from hopweave.search.rerank import get_reranker
 
-    name = engine.rerank if engine.rerank is not None else (plan.goal.rerank if plan.goal is not None else None)
+    name = deps.rerank if deps.rerank is not None else (plan.goal.rerank if plan.goal is not None else None)
     if not chunks or name in (None, "", "none"):
         return chunks
-    reranker = get_reranker(name, engine.embedder)
+    reranker = get_reranker(name, deps.embedder)
     if reranker is None:
         return chunks
     head, tail = list(chunks[:RERANK_TOP_N]), list(chunks[RERANK_TOP_N:])

@@ -1,5 +1,5 @@
 """End-to-end evaluation of a pack's scenarios, per goal and per pattern, single pass against
-multi-round (issue 15, item 9): ``hopweave eval scenarios PACK --json``.
+multi-round: ``hopweave eval scenarios PACK --json``.
 
 Per scenario: goal accuracy (the expected goal, or the expected intents of a multi-intent
 request), required-fact recall (``expect.facts`` found in the context), required-chunk recall
@@ -17,6 +17,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any, Iterable
 
+from hopweave.engine.engine import Engine
 from hopweave.engine.replay import Scenario, chunk_matches, load_scenario, run_scenario, scenario_paths
 from hopweave.engine.result import ChunkItem, RetrievalResult
 
@@ -71,7 +72,7 @@ def _groups(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "per_pattern": {p: _aggregate(v) for p, v in sorted(by_pattern.items())}}
 
 
-def evaluate(engine: Any, paths: Iterable[str | Path]) -> dict[str, Any]:
+def evaluate(engine: "Engine", paths: Iterable[str | Path]) -> dict[str, Any]:
     """Both modes over the scenarios under ``paths`` (after one warm-up pass). Returns {mode:
     {overall, per_goal, per_pattern, scenarios}} for ``single_pass`` and ``multi_round``, and
     ``one_round_scenarios``: both modes over the scenarios that take one round and carry one
@@ -80,13 +81,14 @@ def evaluate(engine: Any, paths: Iterable[str | Path]) -> dict[str, Any]:
     for sc in scenarios:  # warm every cache once, so neither mode pays first-call costs
         run_scenario(engine, sc, record=False)
     out: dict[str, Any] = {}
-    for mode, single in (("single_pass", True), ("multi_round", False)):
-        engine.single_pass = single
-        try:
-            rows = [score(sc, run_scenario(engine, sc, record=False)) for sc in scenarios]
-        finally:
-            engine.single_pass = False
-        out[mode] = {**_groups(rows), "scenarios": rows}
+    single = engine.sibling(index=engine.index, understander=None)  # its own hooks: the shared engine is untouched
+    single.single_pass, single.rerank, single.query_writer = True, engine.rerank, engine.query_writer
+    try:
+        for mode, eng in (("single_pass", single), ("multi_round", engine)):
+            rows = [score(sc, run_scenario(eng, sc, record=False)) for sc in scenarios]
+            out[mode] = {**_groups(rows), "scenarios": rows}
+    finally:
+        single.close_pools()
     simple = {r["scenario"] for r in out["multi_round"]["scenarios"] if r["rounds"] == 1 and not r["intents"]}
     out["one_round_scenarios"] = {m: _aggregate([r for r in out[m]["scenarios"] if r["scenario"] in simple])
                                   for m in ("single_pass", "multi_round")}

@@ -169,7 +169,7 @@ def test_a_one_intent_request_keeps_the_slot_its_split_ran_in(engine: Engine, mo
     acquire = sib.admission.slots.acquire
     monkeypatch.setattr(sib.admission.slots, "acquire", lambda *a, **k: taken.append(a) or acquire(*a, **k))
     utterance = "Why was I charged a monthly fee? I am on the Gold tier and have paid on time."
-    assert multi_intent.may_split(utterance) and multi_intent.split_intents(sib, _req(utterance)) is None
+    assert multi_intent.may_split(utterance) and multi_intent.split_intents(sib.pipeline().deps, _req(utterance)) is None
     try:
         out = sib.retrieve(utterance, session=MARIA, as_of=AS_OF, record=False, budget_ms=30_000)
     finally:

@@ -74,7 +74,7 @@ def test_min_shares_over_one_are_rejected() -> None:
 @pytest.mark.parametrize("budget", [250, 500, 1000])
 def test_maria_every_required_section_keeps_a_line(engine, budget: int) -> None:  # noqa: ANN001
     r = engine.retrieve(UTTERANCE, session=MARIA, as_of=MARIA_AS_OF, token_budget=budget, record=False)
-    goal = engine._goals()[1]["LateFeeDispute"]
+    goal = engine.goals().goals["LateFeeDispute"]
     required = [s.name for s in goal.sections if s.required]
     assert {"Customer", "Event", "Applicable policy", "Procedure"} <= set(required)
     assert r.context.tokens <= budget

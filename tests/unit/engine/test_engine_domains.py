@@ -20,12 +20,12 @@ def test_one_understander_per_domain_lazy_and_cached() -> None:
     reg = DomainRegistry([(DELTABANK, ["deltabank"]), (TELCO, ["acme", "zephyr"])])
     eng = Engine(NetworkxGraphStore(None), None, domains=reg)
     try:
-        assert eng._understanders == {}  # nothing built before it is needed
+        assert eng.understanders.built() == []  # nothing built before it is needed
         bank, telco = eng.understander_for(eng.settings_for("deltabank")), eng.understander_for(eng.settings_for("acme"))
         assert isinstance(bank, Understander) and isinstance(bank, UnderstandingStage)
         assert bank.settings is DELTABANK and telco.settings is TELCO and bank is not telco
         assert eng.understander_for(eng.settings_for("zephyr")) is telco
-        assert sorted(eng._understanders) == ["deltabank", "telco"]
+        assert eng.understanders.built() == ["deltabank", "telco"]
         with pytest.raises(TenantError, match="not served"):
             eng.settings_for("northbank")
     finally:

@@ -116,14 +116,16 @@ def test_the_parts_share_the_requests_one_wall_clock_budget(engine, monkeypatch)
     fresh budget of its own: a two-part request is not allowed twice the budget."""
     import time
 
+    from hopweave.engine.pipeline import Pipeline
+
     seen: list[tuple[float, int]] = []
-    real = engine._retrieve_one
+    real = Pipeline.retrieve
 
-    def spy(req, t0=None):  # noqa: ANN001, ANN202
+    def spy(self, req, t0=None, shed=False, grant=None):  # noqa: ANN001, ANN202
         seen.append((t0, req.budget_ms))
-        return real(req, t0)
+        return real(self, req, t0, shed, grant)
 
-    monkeypatch.setattr(engine, "_retrieve_one", spy)
+    monkeypatch.setattr(Pipeline, "retrieve", spy)
     start = time.perf_counter()
     engine.retrieve(TWO, session=MARIA, as_of=AS_OF, budget_ms=50_000, record=False)
     assert len(seen) == 2

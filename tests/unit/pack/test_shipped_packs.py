@@ -84,7 +84,7 @@ def test_no_request_of_a_two_request_telecom_utterance_is_dropped(telecom_engine
     assert not wrong, wrong
     cases = single_request_utterances(EXAMPLES / "telecom" / "scenarios")
     assert len(cases) >= 14
-    split = [u for u, s in cases if split_intents(telecom_engine, check_request(
+    split = [u for u, s in cases if split_intents(telecom_engine.pipeline().deps, check_request(
         u, session=s, as_of="2026-05-12", budget_ms=None, profile=None, token_budget=None, record=False,
         pattern_overrides=None)) is not None]
     assert not split, split
