@@ -83,6 +83,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from hopweave.adapters.pool import EnginePool
     from hopweave.engine.engine import Engine
+    from hopweave.engine.retriever import Retriever
 else:  # endpoint annotations are resolved in this module's namespace (the serve extra is optional)
     try:
         from starlette.requests import Request as HTTPRequest
@@ -207,7 +208,7 @@ class _Gate:
         self.inflight -= 1
 
 
-def create_app(engine: "Engine | EnginePool", *, max_inflight: int = 128, retry_after_s: int = 1, warm: bool = True,
+def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: int = 1, warm: bool = True,
                close: bool = True, warm_first: bool = False, graph_refresh_s: float = 0.0,
                on_shutdown: Optional[Callable[[], None]] = None, worker: Optional[dict[str, Any]] = None,
                identity: Optional[IdentityConfig] = None, mcp: bool = False, host: str = "127.0.0.1") -> "FastAPI":

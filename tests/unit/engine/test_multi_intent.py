@@ -153,6 +153,6 @@ def test_the_single_request_scenarios_are_not_split(engine) -> None:  # noqa: AN
     for u, session in cases:
         req = check_request(u, session=session, as_of=AS_OF, budget_ms=None, profile=None, token_budget=None,
                             record=False, pattern_overrides=None)
-        if split_intents(engine, req) is not None:
+        if split_intents(engine.pipeline().deps, req) is not None:
             split.append(u)
     assert not split, split
