@@ -81,8 +81,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from fastapi import FastAPI
     from starlette.requests import Request as HTTPRequest
 
-    from hopweave.adapters.pool import EnginePool
-    from hopweave.engine.engine import Engine
     from hopweave.engine.retriever import Retriever
 else:  # endpoint annotations are resolved in this module's namespace (the serve extra is optional)
     try:
