@@ -150,3 +150,18 @@ def test_the_contract_catches_a_wrong_way_import(tmp_path: Path) -> None:
     known = {"hopweave.search.lexical": mod}
     assert _imports("hopweave.models.x", mod, known) == {"hopweave.search.lexical"}
     assert FLOOR_OF[_package("hopweave.search.lexical")] > FLOOR_OF[_package("hopweave.models.x")]
+
+
+#: The engine modules that may use the ``Engine`` facade (they drive whole engines: replays,
+#: audits, evaluations). Every other engine module is a stage module: it takes ``StageDeps`` or
+#: the ``Pipeline`` (hopweave.engine.deps / .pipeline), never the engine.
+ENGINE_FACADE_USERS = frozenset({"hopweave.engine.engine", "hopweave.engine.replay", "hopweave.engine.audit",
+                                 "hopweave.engine.scenario_eval"})
+
+
+def test_stage_modules_do_not_import_the_engine_facade() -> None:
+    wrong = sorted(src for src, dst in import_graph().edges
+                   if dst == "hopweave.engine.engine" and src.startswith("hopweave.engine.")
+                   and src not in ENGINE_FACADE_USERS)
+    assert not wrong, ("stage modules importing hopweave.engine.engine (take StageDeps or the Pipeline instead): "
+                       f"{wrong}")

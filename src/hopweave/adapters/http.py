@@ -446,7 +446,7 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
         loop = asyncio.get_running_loop()
 
         async def run() -> Response:
-            res = await loop.run_in_executor(plain._request_pool, lambda: plain.write_facts(
+            res = await loop.run_in_executor(plain.request_pool, lambda: plain.write_facts(
                 session.tenant_id, body.nodes, body.edges, source=source))
             return Response(res.model_dump_json(), media_type="application/json", headers=worker_header)
 

@@ -3,9 +3,32 @@ rounds -> rerank -> assemble -> result -> record.
 
 :meth:`Pipeline.run` is the whole retrieval of one admitted request; each stage is a method
 returning a named frozen dataclass (or the typed model it produces), and each reads the engine's
-parts through :class:`~hopweave.engine.deps.StageDeps`. Stage failures become
-:class:`~hopweave.engine.result.Degradation` entries (see :mod:`hopweave.engine.engine` for the
-table of fallbacks); only input and tenant errors raise.
+parts through :class:`~hopweave.engine.deps.StageDeps`. The document search and the graph
+branch run concurrently on the engine's stage pool.
+
+Every stage runs through :meth:`StageDeps.run_stage <hopweave.engine.deps.StageDeps.run_stage>`,
+which owns its timeout, its fallback and the typing of its errors (a TenantError always
+propagates; anything else becomes a :class:`~hopweave.engine.result.Degradation`); nothing is
+dropped silently:
+
+============  ==========================================  =========================================
+stage         failure / threshold                         fallback (listed in ``result.degraded``)
+============  ==========================================  =========================================
+understand    error, timeout, abstained or confidence      no goal: generic document search, no
+              below ``min_confidence``                     patterns, ``clarify = True``
+search        store down, error, timeout, a skipped        graph-only context (or lexical-only when
+              channel                                      only the semantic channel is missing)
+traverse      pattern over budget / max_visited / error,   the rows found so far, marked truncated
+              stage timeout                                in the facts and in the context block
+precedent     error                                        no precedent section lines
+record        write failure or not done within the         result returned with ``recorded=False``
+              request's remaining budget
+============  ==========================================  =========================================
+
+Inputs are checked once, before the pipeline (:func:`hopweave.engine.boundary.check_request`; an
+omitted ``as_of`` is now, flagged ``as_of_defaulted``). Domain specifics (subject label,
+identifiers, authoritative attributes...) come from the
+:class:`~hopweave.models.domain.DomainRegistry` per tenant.
 """
 
 from __future__ import annotations
@@ -28,7 +51,7 @@ from hopweave.engine.precedent import PrecedentItem
 from hopweave.engine.query_vectors import bound
 from hopweave.engine.rerank_stage import rerank_chunks
 from hopweave.engine.result import ChunkItem, Degradation, RetrievalResult
-from hopweave.engine.rules import Case, case_for
+from hopweave.engine.procedure import Case, case_for
 from hopweave.engine.stages import MIN_STAGE_S
 from hopweave.errors import HopweaveError, InputError, PatternValidationError
 from hopweave.models.common import Bindings, PatternResult
@@ -225,7 +248,7 @@ class Pipeline:
         return Found(chunks, prof, facts, prec_items)
 
     def procedure(self, run: Run, plan: Plan, facts: tuple[PatternResult, ...]) -> Case:
-        """The goal's procedure applied to the case (:func:`~hopweave.engine.rules.case_for`)."""
+        """The goal's procedure applied to the case (:func:`~hopweave.engine.procedure.case_for`)."""
         return case_for(self.deps, run, plan, list(facts))
 
     def rounds(self, run: Run, plan: Plan, chunks: tuple[ChunkItem, ...],

@@ -11,9 +11,8 @@ Pure functions; the engine re-runs the state's patterns when the state is not th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from hopweave.engine.assemble import metric_value
 from hopweave.errors import RuleExpressionError
@@ -21,12 +20,6 @@ from hopweave.models.case import CaseFact, CaseSpec
 from hopweave.models.common import PatternResult, Row, Session
 from hopweave.models.expr import evaluate
 from hopweave.models.metagraph import Bind, TraversalPattern
-
-if TYPE_CHECKING:  # pragma: no cover
-    from hopweave.engine.config import Run
-    from hopweave.engine.deps import StageDeps
-    from hopweave.engine.plan import Plan
-
 #: The entity type that carries the resolved case state into patterns (``entity.CaseState``).
 STATE_ENTITY = "CaseState"
 
@@ -112,43 +105,7 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-@dataclass(frozen=True)
-class Case:
-    """The procedure stage's outcome: the pattern results (the case state's patterns re-run
-    when it is not the default) and the values the context's templates see."""
-
-    facts: tuple[PatternResult, ...]
-    values: Mapping[str, Any]
-
-
-def case_for(deps: "StageDeps", run: "Run", plan: "Plan", facts: list[PatternResult]) -> Case:
-    """:func:`apply_case` for one request: the case state's patterns re-run on the graph when
-    the state is not the default.
-
-    Args:
-        deps: the engine's parts (the graph).
-        run: the request in flight.
-        plan: its plan (goal, patterns, entity values).
-        facts: the first pass's pattern results.
-
-    Returns:
-        The case's facts and template values.
-    """
-    from hopweave.graph.traverse import run_goal_patterns
-    from hopweave.models.common import Bindings
-
-    def rerun(pats: list[TraversalPattern], entities: dict[str, Any]) -> list[PatternResult]:
-        b = Bindings(session=run.req.session, as_of=run.req.as_of, goal=plan.goal.name if plan.goal else None,
-                     entities=entities)
-        return run_goal_patterns(deps.graph, run.req.session.tenant_id, pats, b, max_workers=1)
-
-    spec = plan.goal.case if plan.goal is not None else None
-    out, values = apply_case(spec, plan.patterns, facts, plan.entity_values, run.req.session, rerun,
-                             as_of=run.req.as_of)
-    return Case(tuple(out), values)
-
-
-__all__ = ["STATE_ENTITY", "Case", "case_for", "apply_rules", "case_facts", "resolve_state", "state_line", "state_patterns"]
+__all__ = ["STATE_ENTITY", "apply_rules", "case_facts", "resolve_state", "state_line", "state_patterns"]
 
 
 def apply_case(
