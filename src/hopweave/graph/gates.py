@@ -26,6 +26,8 @@ functions. Also: :func:`patterns_using` (co-evolution: which patterns use a rela
 
 from __future__ import annotations
 
+import string
+
 from typing import Any, Iterable, Iterator, Mapping
 
 from pydantic import ValidationError
@@ -33,7 +35,7 @@ from pydantic import ValidationError
 from hopweave.errors import PatternConflictError, PatternIdentifierError, PatternValidationError
 from hopweave.graph.base import GraphStore
 from hopweave.graph.gate_rules import BOUNDS, err, run_rules
-from hopweave.models.metagraph import GoalType, TraversalPattern
+from hopweave.models.metagraph import COMPUTED_ROW_FIELDS, GoalType, TraversalPattern
 from hopweave.models.schema import SAFE_IDENTIFIER, GraphSchema
 
 __all__ = ["BOUNDS", "check_conflicts", "gate_write", "parse_pattern", "pattern_errors", "validate_pattern"]
@@ -210,6 +212,40 @@ def validate_goal(goal: GoalType, patterns: Iterable[TraversalPattern]) -> None:
                 )
 
 
+def template_fields(template: str) -> list[str]:
+    """The field names a (valid) str.format template names, nested format specs included."""
+    out: list[str] = []
+    for _, name, spec, _conv in string.Formatter().parse(template):
+        if name is not None:
+            out.append(name)
+        if spec and "{" in spec:
+            out.extend(template_fields(spec))
+    return out
+
+
+def validate_section_fields(goal: GoalType, patterns: Iterable[TraversalPattern], schema: GraphSchema) -> None:
+    """Gate a GoalType write: a facts section's row lines (``line``, ``pattern_lines``) name
+    only fields its patterns' rows carry: the properties the schema declares on each pattern's
+    target label, ``id``, ``label`` and the engine's :data:`COMPUTED_ROW_FIELDS`. Raises PatternValidationError naming the section and key."""
+    by_name = {p.name: p for p in patterns if p.goal == goal.name}
+    for s in goal.sections:
+        if s.source != "facts":
+            continue
+        rows = s.patterns if s.row_patterns is None else s.row_patterns
+        for pname in rows:
+            p = by_name.get(pname)
+            if p is None or p.target_type not in schema.label_map:
+                continue
+            declared = set(schema.label_map[p.target_type].props) | {"id", "label", "tenant_id"} | COMPUTED_ROW_FIELDS
+            key = f"sections.{s.name}.pattern_lines.{pname}" if pname in s.pattern_lines else f"sections.{s.name}.line"
+            template = s.pattern_lines.get(pname, s.line)
+            unknown = sorted(set(template_fields(template)) - declared)
+            if unknown:
+                raise PatternValidationError(
+                    goal.name, key, f"the template names {unknown}, which rows of pattern {pname!r} "
+                    f"({p.target_type}) do not carry", f"use declared properties of {p.target_type}, id or label")
+
+
 def gate_write(
     schema: GraphSchema,
     goals: Iterable[GoalType],
@@ -233,6 +269,7 @@ def gate_write(
     all_patterns.update({p.name: p for p in parsed})
     for name in sorted(written):
         validate_goal(goal_map[name], all_patterns.values())
+        validate_section_fields(goal_map[name], all_patterns.values(), schema)
     return parsed
 
 

@@ -31,6 +31,10 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+#: Fields the engine adds to a fact row besides its node's properties: a rule row's verdict and
+#: its reason (engine/rules.py), which row line templates may name.
+COMPUTED_ROW_FIELDS = frozenset({"verdict", "why"})
+
 #: A template placeholder names one field: no attribute access, indexing or positional fields.
 _PLAIN_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 

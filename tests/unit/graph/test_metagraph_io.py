@@ -259,3 +259,15 @@ def test_validate_all_flags_a_stored_pattern_that_fails_its_goals_gates(meta_sto
     meta_store._meta_version += 1
     errors = validate_all(meta_store)
     assert isinstance(errors["self_granted"][0], PIIError)
+
+
+def test_a_facts_section_line_may_name_only_fields_its_rows_carry(schema):
+    goals, raws = load_goal_files(GOALS_DIR)
+    goal = next(g for g in goals if any(s.source == "facts" and s.patterns for s in g.sections))
+    section = next(s for s in goal.sections if s.source == "facts" and s.patterns)
+    bad = section.model_copy(update={"line": "{summary} {password_hash}", "pattern_lines": {}})
+    forged = goal.model_copy(update={"sections": tuple(bad if s.name == section.name else s for s in goal.sections)})
+    with pytest.raises(PatternValidationError) as ei:
+        gated_items(schema, [forged if g.name == goal.name else g for g in goals], raws)
+    assert ei.value.field.startswith(f"sections.{section.name}.") and "password_hash" in ei.value.problem
+    gated_items(schema, goals, raws)  # the shipped templates name declared fields only
