@@ -246,6 +246,15 @@ def check_goals(d: Path, m: PackManifest, schema: GraphSchema, files: PackFiles 
             for key, msg, fix in goal.outcomes.problems(facts, schema, _subject_label(m)):
                 out.append(Problem(file=rel, record=f"goal {goal.name}: {key}", message=msg, fix=fix))
         mine = {str(r.get("name")) for r in raws if r.get("goal", goal.name) == goal.name}
+        if goal.case is not None:
+            named = [(f"case.facts.{k}", f.pattern) for k, f in goal.case.facts.items() if f.pattern]
+            for where, pname in [*named, *(("case.rules", r) for r in goal.case.rules)]:
+                if pname not in mine:
+                    out.append(Problem(file=rel, record=f"goal {goal.name}: {where}", message=f"names pattern "
+                                       f"{pname!r}, which goal {goal.name} does not have",
+                                       fix="name a pattern of this goal's file (a missing one reads as unknown at "
+                                           "query time)"))
+                    clean = False
         for s in goal.sections:
             for pname in s.patterns:
                 if pname not in mine:

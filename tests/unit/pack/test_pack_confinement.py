@@ -189,3 +189,14 @@ def test_validate_json_names_the_pack_and_its_folder(pack: Path) -> None:
     result = CliRunner().invoke(app, ["validate", str(pack), "--json"])
     out = json.loads(result.output)
     assert (out["pack"], out["folder"], out["ok"]) == ("shop", str(pack), True)
+
+
+def test_a_case_fact_naming_a_missing_pattern_is_a_problem(pack: Path) -> None:
+    import yaml
+
+    f = pack / "goals" / "refund_request.yaml"
+    raw = yaml.safe_load(f.read_text(encoding="utf-8"))
+    raw["goal"]["case"] = {"facts": {"amount": {"pattern": "refund_invoicez", "property": "amount"}}}
+    f.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    probs = [str(p) for p in validate_pack(pack)]
+    assert any("case.facts.amount]: names pattern 'refund_invoicez'" in p for p in probs), probs
