@@ -338,14 +338,31 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
         return JSONResponse({"error": type(exc).__name__, "message": str(exc)}, status_code=status,
                             headers=headers)
 
-    async def admitted(work: Callable[[], Awaitable[T]]) -> T:
+    per_tenant_cap = verifier.config.tenant_concurrency
+    tenant_inflight: dict[str, int] = {}
+
+    async def admitted(work: Callable[[], Awaitable[T]], tenant_id: str) -> T:
+        """Run ``work`` inside the service's admission: at most ``max_inflight`` requests in all
+        (503 past it) and, with a tenant concurrency cap, at most that many of one tenant (429
+        past it), so one tenant's burst cannot hold every engine slot."""
         if state["stopping"]:
             raise OverloadedError("the service is shutting down")
+        held = tenant_inflight.get(tenant_id, 0)
+        if per_tenant_cap and held >= per_tenant_cap:
+            limiter.refused += 1
+            raise RateLimitedError(f"tenant {tenant_id!r} already has {held} requests in progress (limit "
+                                   f"{per_tenant_cap} at once); retry shortly", retry_after_s=1.0)
         gate.enter()
+        tenant_inflight[tenant_id] = held + 1
         try:
             return await work()
         finally:
             gate.leave()
+            left = tenant_inflight[tenant_id] - 1
+            if left:
+                tenant_inflight[tenant_id] = left
+            else:
+                del tenant_inflight[tenant_id]
 
     def check_start(arrived: float, budget_ms: int, kept_ms: float) -> float:
         """Now, or OverloadedError (503) when the request's budget, less ``kept_ms`` to answer, was
@@ -369,10 +386,10 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
         args: dict[str, Any] = dict(session=session, caller=caller, as_of=body.as_of, budget_ms=body.budget_ms, profile=body.profile,
                     token_budget=body.token_budget, record=body.record, arrived=arrived, shed=True)
         if pool is not None:  # the worker's RetrievalResult JSON, passed on as it is
-            payload: Any = await admitted(lambda: pool.aretrieve_json(body.utterance, **args))
+            payload: Any = await admitted(lambda: pool.aretrieve_json(body.utterance, **args), session.tenant_id)
             done = time.perf_counter()
         else:
-            result = await admitted(lambda: plain.aretrieve(body.utterance, **args))
+            result = await admitted(lambda: plain.aretrieve(body.utterance, **args), session.tenant_id)
             done = time.perf_counter()
             # serialised by pydantic-core in one call (FastAPI's re-validation + jsonable_encoder of
             # a result costs tens of ms on the event loop: 100 at once would queue for seconds)
@@ -405,7 +422,7 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
             return Response(payload, media_type="application/json",
                             headers={**worker_header, **_timing(arrived, started, done, time.perf_counter())})
 
-        return await admitted(run)
+        return await admitted(run, session.tenant_id)
 
     @app.post("/v1/outcomes")
     async def outcomes(body: OutcomeBody, request: HTTPRequest) -> Any:
@@ -426,7 +443,7 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
                 rationale=body.rationale, cited=tuple(body.cited), as_of=body.as_of))
             return Response(rec.model_dump_json(), media_type="application/json", headers=worker_header)
 
-        return await admitted(run)
+        return await admitted(run, session.tenant_id)
 
     @app.post("/v1/facts")
     async def facts(body: FactsBody, request: HTTPRequest) -> Any:
@@ -450,7 +467,7 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
                 session.tenant_id, body.nodes, body.edges, source=source))
             return Response(res.model_dump_json(), media_type="application/json", headers=worker_header)
 
-        return await admitted(run)
+        return await admitted(run, session.tenant_id)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:

@@ -134,6 +134,8 @@ class IdentityConfig:
         leeway_s: clock skew tolerated on ``exp`` / ``nbf``.
         rate_per_tenant: requests per second per tenant (0: unlimited).
         rate_per_caller: requests per second per caller id (0: unlimited).
+        tenant_concurrency: requests of one tenant in progress at once, per server process (0:
+            no cap; past it: 429), so one tenant's burst cannot hold every engine slot.
     """
 
     jwt_secret_file: Optional[str] = None
@@ -147,6 +149,7 @@ class IdentityConfig:
     leeway_s: int = DEFAULT_LEEWAY_S
     rate_per_tenant: float = 0.0
     rate_per_caller: float = 0.0
+    tenant_concurrency: int = 0
 
     @property
     def jwt(self) -> bool:

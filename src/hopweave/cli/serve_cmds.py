@@ -69,6 +69,9 @@ def serve(
         "429 + Retry-After."),
     rate_limit_caller: float = typer.Option(
         0.0, "--rate-limit-caller", help="Requests per second per caller (token subject or key), per server process."),
+    tenant_concurrency: int = typer.Option(
+        0, "--tenant-concurrency", help="Requests of one tenant in progress at once, per server process (0: no cap); "
+        "past it: 429 + Retry-After. Below --max-active, it keeps engine slots for the other tenants."),
     mcp: bool = typer.Option(
         False, "--mcp", help="Also serve the MCP tools (retrieve, search) over streamable HTTP at /mcp, each call "
         "verified like the /v1 routes (extra mcp)."),
@@ -95,7 +98,9 @@ def serve(
     identity = IdentityConfig(
         jwt_secret_file=jwt_secret_file, jwt_public_key=jwt_public_key, jwks_file=jwks_file, jwt_issuer=jwt_issuer,
         jwt_audience=jwt_audience, claims=claims, api_keys_file=api_keys, trust_body_session=trust_body_session,
-        rate_per_tenant=rate_limit_tenant, rate_per_caller=rate_limit_caller)
+        rate_per_tenant=rate_limit_tenant, rate_per_caller=rate_limit_caller, tenant_concurrency=tenant_concurrency)
+    if tenant_concurrency < 0:
+        raise InputError("--tenant-concurrency must be >= 0")
     check_bind(host, identity)
     Verifier(identity)  # unreadable key files fail here, not in every worker
     if identity.mode == "loopback":

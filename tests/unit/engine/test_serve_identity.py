@@ -290,3 +290,40 @@ def test_audit_lists_a_callers_traces(cli_store: Path) -> None:
     assert [row["trace_id"] for row in rows] == [r.trace_id] and rows[0]["customer_id"] == "CUST_4421"
     res = CliRunner().invoke(app, ["audit", "--caller", "key:crm", "--graph", str(cli_store)])
     assert res.exit_code == 2 and "--tenant" in res.output  # (HOPWEAVE_TENANT unset)
+
+
+def test_a_tenant_concurrency_cap_keeps_slots_for_the_other_tenants(engine: Engine) -> None:
+    import asyncio
+
+    import httpx
+
+    sib = engine.sibling(index=engine.index, understander=None)
+    app = create_app(sib, warm=False, close=False, identity=IdentityConfig(tenant_concurrency=2))
+    release = asyncio.Event()
+    real = sib.aretrieve
+
+    async def slow(*a: Any, **k: Any) -> Any:
+        await release.wait()
+        return await real(*a, **k)
+
+    sib.aretrieve = slow  # type: ignore[method-assign]
+    northbank = {"tenant_id": "northbank", "customer_id": "NB_CUST_4421", "region": "US", "channel": "phone"}
+
+    async def burst() -> tuple[list[httpx.Response], httpx.Response]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://hopweave") as c:
+            body = {"utterance": UTTERANCE, "session": MARIA, "as_of": AS_OF, "record": False}
+            flood = [asyncio.create_task(c.post("/v1/retrieve", json=body)) for _ in range(5)]
+            await asyncio.sleep(0.3)
+            other = asyncio.create_task(c.post("/v1/retrieve", json={**body, "session": northbank}))
+            await asyncio.sleep(0.2)
+            release.set()
+            return await asyncio.gather(*flood), await other
+
+    try:
+        flood, other = asyncio.run(burst())
+    finally:
+        sib.close_pools()
+    assert sorted(r.status_code for r in flood) == [200, 200, 429, 429, 429]
+    assert other.status_code == 200, other.text
+    limited = next(r for r in flood if r.status_code == 429)
+    assert limited.json()["error"] == "RateLimitedError" and limited.headers["Retry-After"] == "1"
