@@ -212,6 +212,8 @@ def _check_settings(stores: "Stores", add: Any) -> None:
 
 
 def _check_domains(stores: "Stores", add: Any) -> None:
+    from hopweave.bounded import regex_problem
+
     assert stores.settings is not None
     graph = stores.graph
     if not stores.settings.domains:
@@ -235,6 +237,11 @@ def _check_domains(stores: "Stores", add: Any) -> None:
             continue
         add(f"domain {name}", "ok", f"tenants {list(rec.tenants)}: {len(mine)} goal types, {len(pats)} patterns"
             + (f", pack revision {rec.revision[:12]}" if rec.revision else ""))
+        seps = (rec.classifier or {}).get("clause_separators")
+        problem = regex_problem(seps) if seps is not None else None
+        if problem:
+            add(f"domain {name} classifier", "error", f"the stored clause_separators {seps!r:.80} are refused: "
+                f"{problem}", f"fix the pack's classifier.yaml, then {_load_fix(stores.graph_uri)}")
     if problems:
         add("patterns", "error", f"{len(problems)} stored goal/pattern definition(s) fail to decode or pass the "
             f"gates: {'; '.join(str(p) for p in problems[:3])}", "fix the pack's goal files, then " +

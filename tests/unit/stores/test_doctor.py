@@ -229,3 +229,14 @@ def test_deep_checks_stored_values_by_the_write_rules_after_compaction(copy: Pat
     f = _by_check(report)["graph.values"]
     assert not report.ok and f.severity == "error" and victim in f.detail and "timestamp" in f.detail  # type: ignore[attr-defined]
 
+
+
+def test_explosive_separators_forged_into_the_settings_are_an_error(copy: Path) -> None:
+    path = copy / "hopweave-store.json"
+    settings = json.loads(path.read_text(encoding="utf-8"))
+    (name, rec), = [(n, r) for n, r in settings["domains"].items() if r.get("classifier")][:1]
+    rec["classifier"]["clause_separators"] = r"(\w+\s?)+$|[.?!;]+"
+    path.write_text(json.dumps(settings), encoding="utf-8")
+    report = doctor(copy)
+    f = _by_check(report)[f"graph.domain {name} classifier"]
+    assert not report.ok and f.severity == "error" and "nested repetition" in f.detail and "hopweave load" in f.fix
