@@ -1,5 +1,5 @@
-"""LangGraph integration (issue 15, item 8): nodes for understand, retrieve, assess and budget,
-and a prebuilt graph with the multi-round loop (seed 000 builds its pipeline as a LangGraph graph).
+"""LangGraph integration: nodes for understand, retrieve, assess and budget,
+and a prebuilt graph with the multi-round loop (the whole pipeline as a LangGraph graph).
 
 Optional extra: ``pip install 'hopweave[langgraph]'``. Importing this module without
 ``langgraph`` works; :func:`build_retrieval_graph` then raises MissingDependencyError.

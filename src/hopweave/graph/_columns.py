@@ -1,7 +1,7 @@
 """Snapshot formats 3 and 4 of the networkx store: columns read without building a dict per node.
 
 Opening a million-node store in format 2 (one JSON object) costs seconds of CPU to build a
-dict per node and per edge before the first answer (docs/BENCHMARKS.md, issue 13). Format 3
+dict per node and per edge before the first answer (docs/BENCHMARKS.md, "Graph snapshot formats"). Format 3
 stores the same graph as columns, so opening reads a few arrays and checks them per column;
 a node's property dict is decoded (and checked) the first time it is read.
 
@@ -28,7 +28,7 @@ section        type        content
 
 Format 4 adds ``by_id``: a node is found by its id with a binary search in that order, and
 checking the order at open (ascending, so no id twice) takes less than half the time a dict of a
-million ids takes to build (docs/BENCHMARKS.md, issue 13). Format 3 still opens (the dict is
+million ids takes to build (docs/BENCHMARKS.md, "Graph snapshot formats"). Format 3 still opens (the dict is
 built), and is rewritten as format 4 by the next compaction.
 
 The dtypes are fixed here, never read from the file, and arrays are views of the payload

@@ -62,7 +62,7 @@ FREEZE_THRESHOLD = 100_000
 #: :meth:`NetworkxGraphStore.close` folds the journal into a new snapshot (:meth:`compact`) when the
 #: journal has grown past this many bytes and past a quarter of the snapshot: replaying a record
 #: (parse, schema and gate checks) costs more than decoding the same bytes of snapshot, so
-#: recorded traces would otherwise slow every later open (docs/BENCHMARKS.md, issue 13).
+#: recorded traces would otherwise slow every later open (docs/BENCHMARKS.md, "Cold start").
 AUTO_COMPACT_BYTES = 8 * 1024 * 1024
 #: The longest :meth:`NetworkxGraphStore.close` waits for the directory's lock to compact; a store
 #: another process is writing is left as it is (its journal stays valid) and compacted later.

@@ -114,7 +114,7 @@ class Chunk(BaseModel):
         return str(self.metadata.get("version") or CURRENT)
 
     def rerank_text(self) -> str:
-        """Title prepended to the chunk text (seed 000: ``title || '. ' || content``)."""
+        """Title prepended to the chunk text (``title || '. ' || content``)."""
         t = self.title.strip()
         if not t:
             return self.text

@@ -1,5 +1,5 @@
 """A goal's escalation policy (pack data): one pipeline pass, or a multi-round loop under an
-explicit budget of rounds, tokens and time (seed 000, "Beyond hybrid").
+explicit budget of rounds, tokens and time.
 
 .. code-block:: yaml
 

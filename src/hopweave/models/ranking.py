@@ -1,4 +1,4 @@
-"""Ranking profiles and search results (the ranking contract of seed 002).
+"""Ranking profiles and search results (the versioned, explainable ranking contract).
 
 A :class:`RankingProfile` is immutable data: a name, a version, a fusion method and its
 parameters, the candidate cap per channel and the versions of the components it was tuned with.

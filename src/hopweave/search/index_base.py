@@ -40,13 +40,13 @@ __all__ = ["DENSE", "INTERNAL_KEYWORD_FIELDS", "LEXICAL", "LEXICAL_CUT_HEADROOM"
 
 #: The BM25 channel's first fetch is this many times its cap (+1) when the profile fills channels
 #: (:meth:`VectorIndex._fill` reads BM25 scores below the cap from that deeper list): templated
-#: corpora tie at the cut often (issue 7: 2 queries per search).
+#: corpora tie at the cut often (two queries per search).
 LEXICAL_TIE_HEADROOM = 4
 #: ... and this many times otherwise, where the points fetched beyond the cap only make the cut
 #: at a score tie exact (:meth:`VectorIndex._query_exact` fetches more while the tie reaches the
 #: fetch's end). DeltaBank at 50,000 chunks: the tie at the cap of 50 reaches past 101 points in 4
 #: of 113 channel lists (refetched), past 201 in none; each point fetched costs the engine and a
-#: UUID conversion and payload lookup here (issue 13).
+#: UUID conversion and payload lookup here.
 LEXICAL_CUT_HEADROOM = 2
 
 

@@ -123,7 +123,7 @@ def _word(w: str, c: TokenizerConfig) -> str | None:
     return w
 
 
-@lru_cache(maxsize=200_000)  # pure per raw token; ingest re-tokenizes the same words (issue 7 profile)
+@lru_cache(maxsize=200_000)  # pure per raw token; ingest re-tokenizes the same words
 def _raw_terms(raw: str, config: TokenizerConfig) -> tuple[str, ...]:
     """Index terms of one raw token match (a compound: the whole term, then its parts)."""
     if _NUMBER_RE.fullmatch(raw):

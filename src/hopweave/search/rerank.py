@@ -1,4 +1,4 @@
-"""Rerankers: rescore the fused top-N with the document title prepended (seed 000).
+"""Rerankers: rescore the fused top-N with the document title prepended.
 
 * :class:`BiEncoderReranker` - exact cosine of ``title. chunk`` against the query with the default
   embedder. Works out of the box (no extra weights).

@@ -164,7 +164,7 @@ class Understanding(_Frozen):
         return out
 
     def filter_display(self) -> dict[str, Any]:
-        """The filter as seed 004 prints it (``{field: value | [values]}``)."""
+        """The filter as a compact mapping (``{field: value | [values]}``)."""
         return to_display(self.filter)
 
     def to_json_dict(self) -> dict[str, Any]:

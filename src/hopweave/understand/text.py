@@ -174,7 +174,7 @@ class CharNgramIndex:
 _SPACY_UNUSED_BACKENDS = ("torch", "cupy", "cupyx", "tensorflow", "mxnet")
 #: spaCy's command line, which ``spacy/__init__`` imports only to export ``spacy.info``. With
 #: what it imports (typer, weasel, requests, httpx, jinja2) it is about 0.45 s of CPU under the
-#: GIL, a seventh of a cold start (docs/BENCHMARKS.md, issue 13).
+#: GIL, a seventh of a cold start (docs/BENCHMARKS.md, "Cold start").
 _SPACY_CLI = ("spacy.cli", "spacy.cli.info")
 _SPACY_LOCK = threading.Lock()
 
