@@ -33,7 +33,7 @@ from hopweave.engine.result import ChunkItem, RoundItem
 from hopweave.engine.round_query import QueryWriter, RoundQuery, RoundRequest
 from hopweave.models.common import PatternResult
 from hopweave.models.escalation import EscalationPolicy
-from hopweave.models.filters import And, FilterTree, and_, to_display
+from hopweave.models.filters import And, FilterTree, and_, clause_field, to_display
 from hopweave.understand.text import content_words
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -269,7 +269,7 @@ def _clauses(tree: FilterTree | None) -> list[FilterTree]:
 
 def _without(tree: FilterTree | None, fields: Iterable[str]) -> FilterTree | None:
     drop = set(fields)
-    return and_(*(c for c in _clauses(tree) if getattr(c, "field", None) not in drop))
+    return and_(*(c for c in _clauses(tree) if clause_field(c) not in drop))
 
 
 def _relax(inp: LoopInputs, plan: Plan, field: str, notes: list[str]) -> Plan | None:
@@ -279,7 +279,7 @@ def _relax(inp: LoopInputs, plan: Plan, field: str, notes: list[str]) -> Plan | 
     if field in inp.scope_fields:
         notes.append(f"Not relaxed: {field} is an always-on scope clause of the session")
         return None
-    if not any(getattr(c, "field", None) == field for c in _clauses(plan.filter)):
+    if not any(clause_field(c) == field for c in _clauses(plan.filter)):
         return None
     relaxed = inp.rescope(_without(plan.filter, {field} | set(inp.scope_fields)))
     if relaxed == inp.rescope(_without(plan.filter, inp.scope_fields)):

@@ -15,7 +15,7 @@ from hopweave.engine.assemble import aggregate_line, render
 from hopweave.engine.result import ChannelView, ChunkItem, EntityItem
 from hopweave.models.common import PatternResult, Scalar
 from hopweave.models.documents import CURRENT
-from hopweave.models.filters import And, Eq, FilterTree, In, Range, and_
+from hopweave.models.filters import And, Eq, FilterTree, In, IsEmpty, and_, clause_field
 from hopweave.models.metagraph import GoalType, SectionTemplate, TraversalPattern
 from hopweave.models.ranking import Hit
 from hopweave.understand.models import Mention, Understanding
@@ -151,10 +151,11 @@ def neutral_filter(mapping: Any, session: Any, authoritative: Sequence[str], gra
 
 def scope_filter(tree: FilterTree | None, scope: Mapping[str, Sequence[Any]]) -> FilterTree | None:
     """``tree`` with the goal's document scope: top-level clauses on a scoped field are replaced
-    by ``field in scope[field]`` (the goal owns those fields)."""
+    by ``field in scope[field]`` (the goal owns those fields; an ``absent_means_any`` clause,
+    ``field is empty or field = v``, counts as a clause on ``field``)."""
     owned = set(scope)
     clauses = list(tree.clauses) if isinstance(tree, And) else ([tree] if tree is not None else [])
-    kept = [c for c in clauses if not (isinstance(c, (Eq, In, Range)) and c.field in owned)]
+    kept = [c for c in clauses if isinstance(c, IsEmpty) or clause_field(c) not in owned]
     added: list[FilterTree] = []
     for name in sorted(scope):
         values = tuple(scope[name])

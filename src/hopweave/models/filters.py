@@ -150,6 +150,18 @@ def check_fields(tree: FilterTree, allowed: Iterable[str]) -> None:
         )
 
 
+def clause_field(clause: FilterTree) -> str | None:
+    """The one field a leaf clause (``eq``, ``in``, ``range``, ``is_empty``) is on, or an
+    ``is_empty(f) or <leaf on f>`` (an "absent means any" clause); None for anything else."""
+    if isinstance(clause, (Eq, In, Range, IsEmpty)):
+        return clause.field
+    if isinstance(clause, Or) and len(clause.clauses) == 2 and isinstance(clause.clauses[0], IsEmpty):
+        inner = clause.clauses[1]
+        if isinstance(inner, (Eq, In, Range)) and inner.field == clause.clauses[0].field:
+            return inner.field
+    return None
+
+
 def and_(*clauses: FilterTree | None) -> FilterTree | None:
     """Conjunction of the non-None clauses, flattening nested Ands; None if there are none."""
     flat: list[FilterTree] = []

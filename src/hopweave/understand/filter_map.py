@@ -8,6 +8,7 @@ one conjunction: entity clauses in mapping order, then the always-on clauses.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import threading
@@ -113,6 +114,10 @@ class FilterMapping(BaseModel):
     version: int = Field(ge=1)
     entities: tuple[EntityRule, ...] = ()
     always_on: tuple[AlwaysOn, ...] = ()
+    #: Chunk fields where a document without the field applies to every value ("absent means
+    #: any"): a clause ``field = v`` / ``field in [...]`` becomes ``field is empty or field = v``,
+    #: so one general document serves every group beside the group-specific ones.
+    absent_means_any: tuple[str, ...] = ()
 
     def check(self, schema: GraphSchema) -> "FilterMapping":
         """Validate names against the schema. Returns self.
@@ -130,6 +135,16 @@ class FilterMapping(BaseModel):
         bad = sorted(set(used) - fields)
         if bad:
             raise FilterError(f"filter mapping names non-chunk field(s) {bad}; chunk fields: {sorted(fields)}")
+        unknown = [f for f in self.absent_means_any if f not in fields]
+        if unknown:
+            near = {f: difflib.get_close_matches(f, sorted(fields), n=1) for f in unknown}
+            hints = "; ".join(f"{f!r}" + (f" (did you mean {n[0]!r}?)" if n else "") for f, n in near.items())
+            raise FilterError(f"absent_means_any names non-chunk field(s) {hints}; chunk fields: {sorted(fields)}")
+        reserved = sorted(set(self.absent_means_any) & ({"tenant_id"} | {
+            f for a in self.always_on if a.in_force is not None for f in a.fields}))
+        if reserved:
+            raise FilterError(f"absent_means_any cannot name {reserved}: every chunk has its tenant and "
+                              "the in_force clause already treats an absent date as open")
         types = schema.chunk_field_map
         for a in self.always_on:
             if a.in_force is None:
@@ -150,7 +165,12 @@ class FilterMapping(BaseModel):
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:12]
 
     def canonical_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json", by_alias=True), sort_keys=True, separators=(",", ":"))
+        """The mapping as sorted compact JSON (``absent_means_any`` only when set, so a mapping
+        without it keeps its revision)."""
+        data = self.model_dump(mode="json", by_alias=True)
+        if not self.absent_means_any:
+            data.pop("absent_means_any")
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
 def read_mapping_file(path: str | Path) -> FilterMapping:
@@ -231,8 +251,16 @@ def always_on_clauses(mapping: FilterMapping, session: Session,
             if a.required:
                 raise TenantError(f"the session has no {a.session}; the {a.field} filter clause is required")
             continue
-        clauses.append(Eq(field=str(a.field), value=given))
+        clauses.append(any_if_absent(mapping, Eq(field=str(a.field), value=given)))
     return clauses
+
+
+def any_if_absent(mapping: FilterMapping, clause: Eq | In) -> FilterTree:
+    """``clause``, or ``is_empty(field) or clause`` when the mapping declares its field
+    ``absent_means_any`` (a document without the field applies to every value)."""
+    if clause.field not in mapping.absent_means_any:
+        return clause
+    return Or(clauses=(IsEmpty(field=clause.field), clause))
 
 
 #: store object -> tenant -> ((metagraph revision, FilterMapping writes), mapping)
@@ -310,7 +338,8 @@ def compile_filter(
     Clause order: entity fields in the order of the mapping's rules, then ``is_empty`` clauses
     for the ``unscoped`` entity types (authoritative attributes with no value on record: no
     segment-specific document), then the always-on clauses in declared order. One value ->
-    ``eq``; several -> ``in``. Always-on ``session`` clauses read built-in or pack-declared
+    ``eq``; several -> ``in``; on an ``absent_means_any`` field either is ``is_empty or ...``
+    (:func:`any_if_absent`). Always-on ``session`` clauses read built-in or pack-declared
     session attributes; an ``in_force`` clause is evaluated at ``as_of`` (:func:`instant`).
 
     Raises:
@@ -338,9 +367,9 @@ def compile_filter(
     clauses: list[FilterTree] = []
     for f, vals in values.items():
         if len(vals) == 1:
-            clauses.append(Eq(field=f, value=vals[0]))
+            clauses.append(any_if_absent(mapping, Eq(field=f, value=vals[0])))
         elif vals:
-            clauses.append(In(field=f, values=tuple(vals)))
+            clauses.append(any_if_absent(mapping, In(field=f, values=tuple(vals))))
     empty = set(unscoped)
     for f in dict.fromkeys(r.field for r in mapping.entities if r.entity in empty):
         if f not in values and f not in owned:

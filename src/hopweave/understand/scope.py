@@ -31,7 +31,7 @@ from hopweave.models.domain import AuthoritativeAttribute, DomainSettings
 from hopweave.models.filters import And, Eq, FilterTree, In, IsEmpty, Not, Or, Range, and_
 from hopweave.models.internal_patterns import internal_pattern
 from hopweave.models.metagraph import Bind, EdgeStep, Seed
-from hopweave.understand.filter_map import FilterMapping, always_on_clauses
+from hopweave.understand.filter_map import FilterMapping, always_on_clauses, any_if_absent
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.graph.base import GraphStore, Node
@@ -150,6 +150,9 @@ class Scope:
     always_on: frozenset[str] = frozenset()
     authoritative: Mapping[str, tuple[Scalar, ...]] = field(default_factory=dict)
     origins: Mapping[str, str] = field(default_factory=dict)
+    #: Chunk fields declared ``absent_means_any``: a document without one is in every scope, so
+    #: a caller's ``field is empty`` narrows (never widens) the scope.
+    absent_means_any: frozenset[str] = frozenset()
 
     @property
     def tree(self) -> FilterTree | None:
@@ -191,7 +194,7 @@ class Scope:
                     f"filter {t.field} = {', '.join(str(v) for v in wrong)} widens the session's scope: {said}; "
                     f"a filter may only narrow it (drop the clause, or use a value on record)")
         elif isinstance(t, IsEmpty):
-            if allowed:
+            if allowed and t.field not in self.absent_means_any:
                 raise ScopeFilterError(f"filter {t.field} is empty widens the session's scope: the record says "
                                        f"{record} ({origin}); drop the clause")
         elif isinstance(t, Range):
@@ -265,7 +268,8 @@ def session_scope(mapping: FilterMapping, settings: DomainSettings, record: Subj
             if f in owned or f in allowed:
                 continue
             if names:
-                clauses.append(Eq(field=f, value=names[0]) if len(names) == 1 else In(field=f, values=names))
+                clauses.append(any_if_absent(mapping, Eq(field=f, value=names[0]) if len(names) == 1
+                                             else In(field=f, values=names)))
             elif attr.anonymous == "unscoped":
                 clauses.append(IsEmpty(field=f))
             else:
@@ -275,7 +279,7 @@ def session_scope(mapping: FilterMapping, settings: DomainSettings, record: Subj
     clauses.extend(always_on_clauses(mapping, session, as_of))
     # flat, as and_ flattens the in-force clause's conjunction (so a merge sees equal clauses)
     return Scope(clauses=_top(and_(*clauses)), locked=frozenset(locked), always_on=frozenset(owned | IDENTITY_FIELDS),
-                 authoritative=allowed, origins=origins)
+                 authoritative=allowed, origins=origins, absent_means_any=frozenset(mapping.absent_means_any))
 
 
 __all__ = ["IDENTITY_FIELDS", "Scope", "SubjectRecord", "read_record", "session_scope"]
