@@ -201,7 +201,7 @@ def comparable(chunks: Sequence[ChunkItem]) -> list[ChunkItem]:
     per query, so a pool of several rounds is ranked by the semantic (cosine) score where a
     chunk has one (its fused score otherwise), plus what the profile's features added to it:
     those do not depend on the round's normalisation, and dropping them would let a restatement
-    outrank the authoritative passage the profile put first (issue 17)."""
+    outrank the authoritative passage the profile put first."""
     out = []
     for c in chunks:
         sem = next((ch.score for ch in c.channels if ch.channel == "semantic"), None)

@@ -97,7 +97,7 @@ def _row_values(row: Row) -> dict[str, Any]:
     return d
 
 
-@lru_cache(maxsize=4096)  # pure; _chunk_order compares every pair of chunks (issue 7 profile)
+@lru_cache(maxsize=4096)  # pure; _chunk_order compares every pair of chunks
 def shingles(text: str) -> frozenset[tuple[str, ...]]:
     """The word 3-grams of a text (lower-cased; the whole text when it has fewer than 3 words)."""
     words = _WORD.findall(text.lower())

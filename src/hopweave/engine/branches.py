@@ -58,7 +58,7 @@ def search_documents(index: DocumentIndex, embedder: Embedder, tenant_id: str, p
         vec = dense_vector(embedder, utterance, plan.dense_query) if utterance is not None else \
             embedder.embed([plan.dense_query])[0]
         space = embedder.space
-    # the goal's document scope feeds a feature profile's ``scope`` feature (issue 17)
+    # the goal's document scope feeds a feature profile's ``scope`` feature
     extra = ({"scope": dict(plan.goal.document_scope)}
              if profile.features is not None and plan.goal is not None and plan.goal.document_scope else {})
     res = index.search(tenant_id, plan.lexical_query, profile, where=plan.filter, limit=limit, query_vector=vec,

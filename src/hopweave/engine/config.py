@@ -54,7 +54,7 @@ class EngineConfig:
     #: Requests doing work at once; the others wait for a slot (within their budget). With the
     #: search in its own process, 4 keep both the engine's GIL and the search process busy on 2
     #: cores; 8 only cut more requests short at the deadline (a burst of 100: 8 -> 0-6 late,
-    #: fewer degraded; docs/BENCHMARKS.md, issue 13). Raise it for server stores, whose requests
+    #: fewer degraded; docs/BENCHMARKS.md, "A hundred agents at once"). Raise it for server stores, whose requests
     #: spend their time waiting on the network.
     max_active: int = 4
     #: Kept free at the end of the budget for what follows the stages (assembly, the result, the
@@ -64,7 +64,7 @@ class EngineConfig:
     #: Added to that reserve per request in flight (a burst wakes together near its deadline).
     reserve_per_request_ms: float = 1.5
     #: Wall-clock budget of one agent-tool call (a hybrid search: one encoder pass + the search;
-    #: seed 003's 200 ms p99 for a tool agents can live with). A call that cannot get a request
+    #: a 200 ms p99 is what a tool agents call in a loop can live with). A call that cannot get a request
     #: slot in time to finish within it is shed (OverloadedError / HTTP 503 + Retry-After).
     tool_budget_ms: int = 200
     #: Serve an embedded vector shard from a child process (``Engine.open`` on a store

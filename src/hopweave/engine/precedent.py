@@ -1,4 +1,4 @@
-"""Episodic retrieval: precedent from past decision traces (seed 004, section 6).
+"""Episodic retrieval: precedent from past decision traces.
 
 Two steps, as the seed describes. The graph narrows: the goal's precedent patterns (the patterns
 feeding a ``precedent`` section) return the ``:DecisionTrace`` nodes that match the case

@@ -134,7 +134,7 @@ class EntityItem(_Frozen):
 
 
 class RoundItem(_Frozen):
-    """One retrieval round: what was asked, why, and what it added (issue 15)."""
+    """One retrieval round: what was asked, why, and what it added."""
 
     round: int
     #: "first pass", or the steps taken ("expanded the lexical query with ...", "relaxed tier").
