@@ -75,7 +75,7 @@ def inspect_trace(
     tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant id (or $HOPWEAVE_TENANT)."),
     store: Optional[str] = GraphOpt,
 ) -> None:
-    """Write a self-contained HTML picture of a trace's subgraph (trace, patterns, facts, chunks,
+    """Write a self-contained HTML picture of a trace's subgraph by stage (goal, patterns, facts, chunks,
     customer) that opens offline in any browser."""
     from hopweave.cli.trace_html import collect, render
 

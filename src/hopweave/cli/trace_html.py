@@ -3,9 +3,12 @@
 :func:`collect` reads the subgraph through the tenant-scoped GraphStore API (any backend): the
 trace, the patterns it used (with the version it ran), the facts and precedent it saw, the
 documents it cited and the chunk ids that reached the context, its goal, customer, outcome and
-steps. :func:`render` lays it out deterministically (a radial layout computed here, no random
-seed, no clock) as inline SVG with a legend and a property table; a few lines of inline JS only
-highlight the table row of a clicked node. No external resource is referenced: the page opens
+steps. :func:`layout` places it by stage, left to right (request and goal, patterns, facts, search,
+chunks, documents, precedent, procedure, the assembled context), one column each, on a fixed grid
+computed here (no force simulation, no random seed, no clock), repeats of one label and caption
+drawn as one group box; :func:`render` writes that as inline SVG with a legend and a property
+table (a group's members in an expandable ``<details>``); a few lines of inline JS only highlight
+the table row of a clicked box. No external resource is referenced: the page opens
 offline. PII properties are never written (the same rule as pattern rows).
 """
 
@@ -14,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -172,65 +174,230 @@ def _group_rank(label: str) -> tuple[int, str]:
     return (len(GROUP_ORDER) + 1, label)
 
 
-# ---- rendering --------------------------------------------------------------------------------
-W, H = 1200, 860
-CX, CY = 600, 420
+# ---- layout: stages as columns, left to right ---------------------------------------------------
+#: The stages an auditor reads, left to right: (key, heading).
+STAGES: tuple[tuple[str, str], ...] = (
+    ("request", "Request & goal"),
+    ("patterns", "Patterns"),
+    ("facts", "Facts"),
+    ("search", "Search"),
+    ("chunks", "Chunks"),
+    ("documents", "Documents"),
+    ("precedent", "Precedent"),
+    ("procedure", "Procedure"),
+    ("context", "Assembled context"),
+)
+#: Labels of the base schema's procedural memory (the procedure stage).
+PROCEDURE_LABELS = frozenset({"Rule", "Heuristic", "Workflow", "CaseType", "CaseState", "Step", "TraceStep"})
+#: Trace properties shown on the search node and on the assembled-context node instead of the trace.
+SEARCH_KEYS = ("search_query", "ranking_profile", "filter_json")
+CONTEXT_KEYS = ("context_text", "context_skeleton", "context_hash", "tokens", "confidence")
+#: A column holding at least this many nodes of one label and caption draws them as one group node.
+GROUP_MIN = 3
+MARGIN, HEAD_H = 20, 40
+COL_W, COL_GAP = 196, 36
+BOX_H, ROW_GAP = 34, 10
+#: Characters that fit a box at 11 px (caption) and 9 px (subtitle) in a sans-serif font.
+CAPTION_CHARS, SUB_CHARS = 26, 32
 
 
-def layout(graph: TraceGraph) -> dict[str, tuple[float, float]]:
-    """Deterministic positions: the trace in the centre, the others on one or two rings in
-    group order (then id order)."""
-    pos = {graph.trace.id: (float(CX), float(CY))}
-    n = len(graph.nodes)
-    rings = 1 if n <= 28 else 2
-    for i, node in enumerate(graph.nodes):
-        ring = i % rings
-        radius = 330.0 if ring == 0 else 215.0
-        angle = -math.pi / 2 + 2 * math.pi * i / max(n, 1)
-        pos[node.id] = (
-            round(CX + radius * math.cos(angle), 1),
-            round(CY + radius * 0.95 * math.sin(angle), 1),
-        )
-    return pos
+@dataclass(frozen=True)
+class Box:
+    """One drawn node: what it stands for (``members``: one node, or a group of repeats), its
+    column and its rectangle (x, y = top left, in SVG units)."""
+
+    id: str
+    label: str
+    caption: str
+    subtitle: str
+    stage: str
+    members: tuple[GNode, ...]
+    x: float
+    y: float
+    w: float
+    h: float
+
+    @property
+    def grouped(self) -> bool:
+        return len(self.members) > 1
+
+
+@dataclass(frozen=True)
+class Column:
+    """A stage's column: its heading box and the node boxes in it, top to bottom."""
+
+    stage: str
+    heading: str
+    x: float
+    boxes: tuple[Box, ...]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The whole picture: columns left to right and the SVG size."""
+
+    columns: tuple[Column, ...]
+    width: float
+    height: float
+
+    @property
+    def boxes(self) -> list[Box]:
+        return [b for c in self.columns for b in c.boxes]
+
+
+def stage_of(node: GNode, rels: set[str]) -> str:
+    """The stage a node of the trace's subgraph belongs to, from its label and the relationship
+    types linking it to the trace (``rels``)."""
+    if node.label in ("GoalType",) or "FOR_CUSTOMER" in rels or "FOR_GOAL" in rels:
+        return "request"
+    if node.label == "TraversalPattern":
+        return "patterns"
+    if node.label == "Chunk":
+        return "chunks"
+    if node.label == "Document":
+        return "documents"
+    if node.label == "DecisionTrace" or rels & {"RESULTED_IN", "DECIDES", "HAS_VERSION"}:
+        return "precedent"
+    if node.label in PROCEDURE_LABELS:
+        return "procedure"
+    return "facts"
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _plural(caption: str, count: int) -> str:
+    if caption.isalpha() and caption[:1].isupper() and not caption.endswith("s"):
+        return f"{count} {caption}s"
+    return f"{count} × {caption}"
+
+
+def _synthetic(trace: GNode) -> tuple[GNode, dict[str, list[GNode]]]:
+    """The trace without its search and context properties, and the search and assembled-context
+    nodes that hold them (only when the trace has them)."""
+    props = dict(trace.props)
+    extra: dict[str, list[GNode]] = {}
+    for stage, keys in (("search", SEARCH_KEYS), ("context", CONTEXT_KEYS)):
+        moved = {k: props.pop(k) for k in keys if props.get(k) not in (None, "", {}, [])}
+        if moved:
+            caption = "vector search" if stage == "search" else f"{moved.get('tokens', '?')} tokens"
+            extra[stage] = [GNode(f"{stage}:{trace.id}", stage.capitalize(), {"name": caption, **moved})]
+    return GNode(trace.id, trace.label, props), extra
+
+
+def layout(graph: TraceGraph) -> Layout:
+    """Deterministic layered layout: one column per stage (``STAGES`` order, empty stages left
+    out, the trace first in the request column); in a column, nodes by label group then id, with
+    ``GROUP_MIN`` or more nodes of one label and caption drawn as one group box. Boxes sit on a
+    fixed grid (rows of ``BOX_H`` + ``ROW_GAP``, columns of ``COL_W`` + ``COL_GAP``), so no two
+    boxes overlap; captions are clipped to what fits a box."""
+    trace, extra = _synthetic(graph.trace)
+    rels: dict[str, set[str]] = {}
+    for e in graph.edges:
+        other = e.dst if e.src == trace.id else e.src
+        rels.setdefault(other, set()).add(e.type)
+    by_stage: dict[str, list[GNode]] = {key: list(extra.get(key, [])) for key, _ in STAGES}
+    by_stage["request"].insert(0, trace)
+    for node in sorted(graph.nodes, key=lambda n: (_group_rank(n.label), n.id)):
+        by_stage[stage_of(node, rels.get(node.id, set()))].append(node)
+    columns: list[Column] = []
+    tallest = 0
+    for key, heading in STAGES:
+        nodes = by_stage[key]
+        if not nodes:
+            continue
+        x = MARGIN + len(columns) * (COL_W + COL_GAP)
+        groups: dict[tuple[str, str], list[GNode]] = {}
+        for n in nodes:
+            groups.setdefault((n.label, n.caption), []).append(n)
+        boxes: list[Box] = []
+        placed: set[tuple[str, str]] = set()
+        for n in nodes:
+            k = (n.label, n.caption)
+            if k in placed:
+                continue
+            members = groups[k] if len(groups[k]) >= GROUP_MIN else [n]
+            if len(members) > 1:
+                placed.add(k)
+                box_id, caption = f"group:{key}:{n.label}:{n.caption}", _plural(n.caption, len(members))
+            else:
+                box_id, caption = n.id, n.caption
+            types = sorted({t for m in members for t in rels.get(m.id, set())})
+            parts = [n.label, *types] if n is not trace else ["this trace"]
+            while len(parts) > 1 and len(" · ".join(parts)) > SUB_CHARS:
+                parts.pop()  # the relationship types that do not fit are in the property table
+            subtitle = " · ".join(parts)
+            y = MARGIN + HEAD_H + len(boxes) * (BOX_H + ROW_GAP)
+            boxes.append(Box(box_id, n.label, _clip(caption, CAPTION_CHARS), _clip(subtitle, SUB_CHARS), key,
+                             tuple(members), float(x), float(y), float(COL_W), float(BOX_H)))
+        tallest = max(tallest, len(boxes))
+        heading_text = f"{heading} ({sum(len(b.members) for b in boxes)})"
+        columns.append(Column(key, heading_text, float(x), tuple(boxes)))
+    width = MARGIN * 2 + len(columns) * COL_W + max(len(columns) - 1, 0) * COL_GAP
+    height = MARGIN * 2 + HEAD_H + tallest * (BOX_H + ROW_GAP)
+    return Layout(tuple(columns), float(width), float(height))
 
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def render(graph: TraceGraph, styles: Mapping[str, str] | None = None) -> str:
-    """The complete HTML document (str); ``styles`` are the domain's label colours (neutral
-    ones otherwise). Same graph and styles => byte-identical page."""
-    palette = colors(styles)
-    pos = layout(graph)
-    all_nodes = [graph.trace, *graph.nodes]
+def _svg(lay: Layout, palette: Mapping[str, str]) -> tuple[str, list[Box]]:
     parts: list[str] = []
-    for e in graph.edges:
-        (x1, y1), (x2, y2) = pos[e.src], pos[e.dst]
-        parts.append(
-            f'<g class="edge" data-type="{_e(e.type)}"><line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}"/>'
-            f'<text x="{round((x1 + x2) / 2, 1)}" y="{round((y1 + y2) / 2, 1)}">{_e(e.caption)}</text></g>'
-        )
-    for i, node in enumerate(all_nodes):
-        x, y = pos[node.id]
-        r = 46 if i == 0 else 30
-        color = color_of(node.label, palette)
-        parts.append(
-            f'<g class="node" data-id="{_e(node.id)}" data-label="{_e(node.label)}" data-row="row{i}" tabindex="0">'
-            f'<circle cx="{x}" cy="{y}" r="{r}" fill="{color}"/>'
-            f'<text x="{x}" y="{y + 4}" class="cap">{_e(node.caption)}</text>'
-            f'<text x="{x}" y="{y + r + 13}" class="lab">{_e(node.label)}</text></g>'
-        )
-    legend_labels = sorted({n.label for n in all_nodes}, key=lambda lab: (_group_rank(lab), lab))
+    drawn: list[Box] = []
+    for ci, col in enumerate(lay.columns):
+        hx, hy = col.x, float(MARGIN)
+        parts.append(f'<g class="stage" data-stage="{col.stage}" data-x="{hx}" data-y="{hy}" data-w="{COL_W}"'
+                     f' data-h="{HEAD_H - 12}"><rect x="{hx}" y="{hy}" width="{COL_W}" height="{HEAD_H - 12}"/>'
+                     f'<text x="{hx + COL_W / 2}" y="{hy + 18}">{_e(col.heading)}</text></g>')
+        if ci:  # the stage order: an arrow from the previous heading
+            x1, y1 = col.x - COL_GAP + 4, hy + (HEAD_H - 12) / 2
+            parts.append(f'<path class="flow" d="M{x1} {y1} H{col.x - 6} m-6 -4 l6 4 l-6 4"/>')
+        if col.boxes:  # the column's spine: every box hangs off it
+            sx, last = col.x - 8, col.boxes[-1].y + BOX_H / 2
+            ticks = "".join(f" M{sx} {b.y + BOX_H / 2} H{b.x}" for b in col.boxes)
+            parts.append(f'<path class="spine" d="M{sx} {MARGIN + HEAD_H - 12} V{last}{ticks}"/>')
+        for b in col.boxes:
+            i = len(drawn)
+            drawn.append(b)
+            kind = "node group" if b.grouped else "node"
+            parts.append(
+                f'<g class="{kind}" data-id="{_e(b.id)}" data-label="{_e(b.label)}" data-stage="{b.stage}"'
+                f' data-count="{len(b.members)}" data-row="row{i}" data-x="{b.x}" data-y="{b.y}" data-w="{b.w}"'
+                f' data-h="{b.h}" tabindex="0"><rect x="{b.x}" y="{b.y}" width="{b.w}" height="{b.h}" rx="5"'
+                f' fill="{color_of(b.label, palette)}"/>'
+                f'<text x="{b.x + 8}" y="{b.y + 14}" class="cap">{_e(b.caption)}</text>'
+                f'<text x="{b.x + 8}" y="{b.y + 27}" class="lab">{_e(b.subtitle)}</text></g>'
+            )
+    return "\n".join(parts), drawn
+
+
+def _props(n: GNode) -> str:
+    return "<dl>" + "".join(f"<dt>{_e(k)}</dt><dd>{_e(_short(v))}</dd>" for k, v in sorted(n.props.items())) + "</dl>"
+
+
+def render(graph: TraceGraph, styles: Mapping[str, str] | None = None) -> str:
+    """The complete HTML document (str) of ``graph`` in the layered layout of :func:`layout`;
+    ``styles`` are the domain's label colours (neutral ones otherwise). Below the picture, one row
+    per box with its properties (a group's members inside an expandable ``<details>``). Same
+    graph and styles => byte-identical page."""
+    palette = colors(styles)
+    lay = layout(graph)
+    svg, drawn = _svg(lay, palette)
+    rows = []
+    for i, b in enumerate(drawn):
+        if b.grouped:
+            inner = "".join(f"<h4>{_e(m.id)}</h4>{_props(m)}" for m in b.members)
+            body = f"<details><summary>{_e(b.caption)} ({len(b.members)} nodes)</summary>{inner}</details>"
+        else:
+            body = _props(b.members[0])
+        rows.append(f'<tr id="row{i}"><td><b>{_e(b.id)}</b><br><small>{_e(b.label)} · {_e(b.stage)}</small>'
+                    f"</td><td>{body}</td></tr>")
+    legend_labels = sorted({b.label for b in drawn}, key=lambda lab: (_group_rank(lab), lab))
     legend = "".join(
         f'<span class="sw"><i style="background:{color_of(lab, palette)}"></i>{_e(lab)}</span>'
         for lab in legend_labels
-    )
-    rows = "".join(
-        f'<tr id="row{i}"><td><b>{_e(n.id)}</b><br><small>{_e(n.label)}</small></td><td><dl>'
-        + "".join(f"<dt>{_e(k)}</dt><dd>{_e(_short(v))}</dd>" for k, v in sorted(n.props.items()))
-        + "</dl></td></tr>"
-        for i, n in enumerate(all_nodes)
     )
     counts = {lab: sum(1 for n in graph.nodes if n.label == lab) for lab in legend_labels}
     summary = ", ".join(f"{c} {lab}" for lab, c in counts.items() if c)
@@ -238,12 +405,11 @@ def render(graph: TraceGraph, styles: Mapping[str, str] | None = None) -> str:
         title=_e(f"hopweave trace {graph.trace.id}"),
         trace=_e(graph.trace.id),
         summary=_e(summary or "no links"),
-        w=W,
-        h=H,
-        svg="\n".join(parts),
+        w=round(lay.width), h=round(lay.height),
+        svg=svg,
         legend=legend,
-        rows=rows,
-        n=len(all_nodes),
+        rows="".join(rows),
+        n=len(drawn),
     )
 
 
@@ -259,25 +425,28 @@ _PAGE = """<!DOCTYPE html>
 <style>
 body{{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:16px;color:#222;background:#fafafa}}
 h1{{font-size:18px;margin:0 0 4px}} p.sum{{margin:0 0 8px;color:#555}}
-svg{{background:#fff;border:1px solid #ddd;max-width:100%;height:auto}}
-.edge line{{stroke:#9aa1ac;stroke-width:1.4}} .edge text{{font-size:9px;fill:#777;text-anchor:middle}}
-.node circle{{stroke:#555;stroke-width:1.5;cursor:pointer}} .node.sel circle{{stroke:#000;stroke-width:4}}
-.node text.cap{{font-size:10px;text-anchor:middle;fill:#111;pointer-events:none}}
-.node text.lab{{font-size:9px;text-anchor:middle;fill:#666;pointer-events:none}}
+.pic{{overflow-x:auto;background:#fff;border:1px solid #ddd}}
+.stage rect{{fill:#f0f1f4;stroke:#c9ccd3}} .stage text{{font-size:12px;font-weight:600;text-anchor:middle;fill:#333}}
+.flow,.spine{{fill:none;stroke:#9aa1ac;stroke-width:1.4}}
+.node rect{{stroke:#555;stroke-width:1.2;cursor:pointer}} .node.group rect{{stroke-width:2.6;stroke-dasharray:5 2}}
+.node.sel rect{{stroke:#000;stroke-width:3}}
+.node text.cap{{font-size:11px;fill:#111;pointer-events:none}}
+.node text.lab{{font-size:9px;fill:#444;pointer-events:none}}
 .legend{{margin:8px 0}} .sw{{margin-right:12px;font-size:12px}}
 .sw i{{display:inline-block;width:12px;height:12px;border-radius:6px;margin-right:4px;vertical-align:middle}}
 table{{border-collapse:collapse;width:100%;background:#fff;font-size:12px}}
-td{{border:1px solid #ddd;padding:4px 8px;vertical-align:top}} tr.sel{{background:#fff6d5}}
+td{{border:1px solid #ddd;padding:4px 8px;vertical-align:top}} tr.sel{{background:#fff6d5}} h4{{margin:6px 0 2px}}
 dl{{margin:0;display:grid;grid-template-columns:max-content 1fr;gap:0 10px}} dt{{color:#666}} dd{{margin:0;word-break:break-word}}
 </style></head>
 <body data-nodes="{n}">
 <h1>Decision trace {trace}</h1>
-<p class="sum">{summary}. Click a node to see its properties. (Generated by hopweave; works offline.)</p>
+<p class="sum">{summary}. Read left to right, one column per stage; a dashed box groups repeats (its members are
+listed below). Click a box to see its properties. (Generated by hopweave; works offline.)</p>
 <div class="legend">{legend}</div>
-<svg id="graph" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img"
- aria-label="{title}">
+<div class="pic"><svg id="graph" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}"
+ role="img" aria-label="{title}">
 {svg}
-</svg>
+</svg></div>
 <h2 style="font-size:15px">Nodes</h2>
 <table id="props">{rows}</table>
 <script>
@@ -288,7 +457,11 @@ dl{{margin:0;display:grid;grid-template-columns:max-content 1fr;gap:0 10px}} dt{
       document.querySelectorAll(".sel").forEach(function (x) {{ x.classList.remove("sel"); }});
       g.classList.add("sel");
       var row = document.getElementById(g.getAttribute("data-row"));
-      if (row) {{ row.classList.add("sel"); row.scrollIntoView({{block: "nearest"}}); }}
+      if (row) {{
+        row.classList.add("sel");
+        var d = row.querySelector("details"); if (d) {{ d.open = true; }}
+        row.scrollIntoView({{block: "nearest"}});
+      }}
     }});
   }});
   var shown = 0;

@@ -3,6 +3,7 @@ deterministic, PII-free) and that page rendered in headless Chromium (screenshot
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 import struct
@@ -33,6 +34,12 @@ COLORS = colors(DELTABANK.styles)
 ROOT = Path(__file__).resolve().parents[3]
 TRACE = "RT_test_maria"
 UTTERANCE = "I want to dispute this $39 late fee, my SSN is 123-45-6789"
+#: Maria's 24 monthly payments (Transaction events of the generated pack): one group box.
+PAYMENTS = [f"EVT_4421_PAY_{y}{m:02d}" for y, ms in ((2024, range(6, 13)), (2025, range(1, 13)),
+                                                     (2026, range(1, 6))) for m in ms]
+#: What the agent saw: the customer's name, email and phone (pii: true in the pack's schema).
+CUSTOMER_PII = ("Maria Lopez", "maria.lopez@example.com", "+1-555-0142")
+CONTEXT = "[Customer]\nMaria Lopez, maria.lopez@example.com, +1-555-0142  (src: CUST_4421)\n"
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +68,11 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                         {"name": "comparable_precedent", "version": 1},
                     ],
                     "summary": "retrieval for LateFeeDispute",
+                    "fact_ids": ["CUST_4421", "ACCT_99812"],
+                    "search_query": "dispute late fee 123-45-6789",
+                    "ranking_profile": "policy@1",
+                    "tokens": 42,
+                    "context_text": CONTEXT,
                 },
             )
         ],
@@ -72,6 +84,8 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             Edge(TRACE, "TIER_Platinum", "SAW_FACT"),
             Edge(TRACE, "ACCT_99812", "SAW_FACT"),
             Edge(TRACE, "TRACE_8514", "SAW_FACT"),
+            Edge(TRACE, "WF_LateFeeDispute_v2", "SAW_FACT"),
+            *(Edge(TRACE, eid, "SAW_FACT") for eid in PAYMENTS),
         ],
     )
     store.close()
@@ -118,7 +132,87 @@ def test_page_is_self_contained_deterministic_and_pii_free(store_dir: Path) -> N
     assert UTTERANCE not in page and "123-45-6789" not in page
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "no external resources"
     assert "@import" not in page and "url(" not in page
-    assert page.count('class="node"') == 1 + len(_graph(store_dir).nodes)
+    # one box per node, the 24 payments as one group box, plus the search and context nodes
+    drawn = re.findall(r'<g class="node( group)?" [^>]*data-count="(\d+)"', page)
+    assert sum(int(c) for _, c in drawn) == 1 + len(_graph(store_dir).nodes) + 2
+    assert [int(c) for g, c in drawn if g] == [len(PAYMENTS)]
+
+
+def _boxes(page: str, kind: str) -> list[dict[str, str]]:
+    return [dict(re.findall(r'data-(\w+)="([^"]*)"', m)) for m in re.findall(rf'<g class="{kind}"([^>]*)>', page)]
+
+
+def test_columns_follow_the_stages_left_to_right(store_dir: Path) -> None:
+    page = render(_graph(store_dir), DELTABANK.styles)
+    stages = _boxes(page, "stage")
+    assert [s["stage"] for s in stages] == ["request", "patterns", "facts", "search", "chunks", "precedent",
+                                            "procedure", "context"]
+    xs = [float(s["x"]) for s in stages]
+    assert xs == sorted(xs) and len(set(xs)) == len(xs)
+    col = {s["stage"]: float(s["x"]) for s in stages}
+    nodes = _boxes(page, "node") + _boxes(page, "node group")
+    where = {n["id"]: n["stage"] for n in nodes}
+    assert where[TRACE] == where["GOAL_LateFeeDispute"] == where["CUST_4421"] == "request"
+    assert where["PATTERN_customer_tier"] == "patterns" and where["ACCT_99812"] == "facts"
+    assert where["TRACE_8514"] == "precedent" and where["WF_LateFeeDispute_v2"] == "procedure"
+    assert where["chunk:fee-schedule_v7#1"] == "chunks" and where[f"context:{TRACE}"] == "context"
+    for n in nodes:  # every box sits in its stage's column
+        assert float(n["x"]) == col[n["stage"]], n
+    first = min((n for n in nodes if n["stage"] == "request"), key=lambda n: float(n["y"]))
+    assert first["id"] == TRACE  # the trace heads the first column
+
+
+def test_repeats_are_one_expandable_group(store_dir: Path) -> None:
+    page = render(_graph(store_dir), DELTABANK.styles)
+    (group,) = _boxes(page, "node group")
+    assert group["count"] == "24" and group["label"] == "Event" and group["stage"] == "facts"
+    assert ">24 Transactions<" in page
+    row = page[page.index(f'<tr id="{group["row"]}">'):]
+    row = row[: row.index("</tr>")]
+    assert "<details><summary>24 Transactions (24 nodes)</summary>" in row
+    assert all(f"<h4>{eid}</h4>" in row for eid in PAYMENTS)
+    assert not any(f'data-id="{eid}"' in page for eid in PAYMENTS)  # not drawn one by one
+
+
+def test_no_two_boxes_overlap_and_captions_fit(store_dir: Path) -> None:
+    from hopweave.cli.trace_html import CAPTION_CHARS, SUB_CHARS
+
+    page = render(_graph(store_dir), DELTABANK.styles)
+    boxes = _boxes(page, "stage") + _boxes(page, "node") + _boxes(page, "node group")
+    rects = [(float(b["x"]), float(b["y"]), float(b["x"]) + float(b["w"]), float(b["y"]) + float(b["h"]))
+             for b in boxes]
+    w, h = map(float, re.search(r'viewBox="0 0 (\S+) (\S+)"', page).groups())  # type: ignore[union-attr]
+    for i, a in enumerate(rects):
+        assert 0 <= a[0] < a[2] <= w and 0 <= a[1] < a[3] <= h, a
+        for b in rects[i + 1 :]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)
+    for cap in re.findall(r'class="cap">([^<]*)<', page):
+        assert len(html.unescape(cap)) <= CAPTION_CHARS, cap
+    for sub in re.findall(r'class="lab">([^<]*)<', page):
+        assert len(html.unescape(sub)) <= SUB_CHARS, sub
+
+
+def test_page_without_pii_names_no_customer(store_dir: Path) -> None:
+    store = open_graph_store(store_dir, read_only=True)
+    try:
+        customer = store.get_node("deltabank", "CUST_4421")
+    finally:
+        store.close()
+    assert customer is not None and all(v in customer.props.values() for v in CUSTOMER_PII)
+    page = render(_graph(store_dir), DELTABANK.styles)
+    for leaked in (*CUSTOMER_PII, html.escape(CUSTOMER_PII[2]), UTTERANCE, "123-45-6789"):
+        assert leaked not in page, leaked
+    assert "&lt;redacted: pii&gt;" in page  # the context keeps its shape, the values are gone
+
+
+def test_layout_is_deterministic(store_dir: Path) -> None:
+    from hopweave.cli.trace_html import layout
+
+    a, b = _graph(store_dir), _graph(store_dir)
+    b.nodes.reverse()
+    b.edges.reverse()  # the page does not depend on the order the store returned things in
+    assert layout(a) == layout(b)
+    assert render(a, DELTABANK.styles) == render(b, DELTABANK.styles)
 
 
 def test_cli_writes_the_page(store_dir: Path, tmp_path: Path) -> None:
@@ -222,7 +316,8 @@ def test_page_renders_nodes_in_headless_chromium(store_dir: Path, tmp_path: Path
     ).stdout
     # the inline script ran and measured every node with a non-empty box
     m = re.search(r'data-rendered="(\d+)"', dom)
-    assert m and int(m.group(1)) == 1 + len(graph.nodes)
+    drawn = re.search(r'data-nodes="(\d+)"', dom)
+    assert m and drawn and int(m.group(1)) == int(drawn.group(1)) > 10
     width, bpp, rows = _png_pixels(shot)
     seen = {row[i : i + 3] for row in rows for i in range(0, width * bpp, bpp)}
     for label in ("DecisionTrace", "TraversalPattern", "Customer", "Chunk"):
