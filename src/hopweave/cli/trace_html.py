@@ -245,10 +245,11 @@ class Layout:
         return [b for c in self.columns for b in c.boxes]
 
 
-def stage_of(node: GNode, rels: set[str]) -> str:
-    """The stage a node of the trace's subgraph belongs to, from its label and the relationship
-    types linking it to the trace (``rels``)."""
-    if node.label in ("GoalType",) or "FOR_CUSTOMER" in rels or "FOR_GOAL" in rels:
+def stage_of(node: GNode, rels: set[str], *, customer: bool = False, incoming: bool = False) -> str:
+    """The stage a node of the trace's subgraph belongs to, from its label, the relationship types
+    linking it to the trace (``rels``), whether it is the trace's customer (``customer``) and
+    whether it links into the trace (``incoming``, e.g. the profile a precedent came from)."""
+    if node.label == "GoalType" or customer or "FOR_GOAL" in rels:
         return "request"
     if node.label == "TraversalPattern":
         return "patterns"
@@ -256,7 +257,7 @@ def stage_of(node: GNode, rels: set[str]) -> str:
         return "chunks"
     if node.label == "Document":
         return "documents"
-    if node.label == "DecisionTrace" or rels & {"RESULTED_IN", "DECIDES", "HAS_VERSION"}:
+    if node.label == "DecisionTrace" or incoming or rels & {"DECIDES", "HAS_VERSION"}:
         return "precedent"
     if node.label in PROCEDURE_LABELS:
         return "procedure"
@@ -294,13 +295,18 @@ def layout(graph: TraceGraph) -> Layout:
     boxes overlap; captions are clipped to what fits a box."""
     trace, extra = _synthetic(graph.trace)
     rels: dict[str, set[str]] = {}
+    incoming: set[str] = set()
     for e in graph.edges:
         other = e.dst if e.src == trace.id else e.src
         rels.setdefault(other, set()).add(e.type)
+        if e.dst == trace.id:
+            incoming.add(e.src)
+    customer = str(trace.props.get("customer_id") or "")
     by_stage: dict[str, list[GNode]] = {key: list(extra.get(key, [])) for key, _ in STAGES}
     by_stage["request"].insert(0, trace)
     for node in sorted(graph.nodes, key=lambda n: (_group_rank(n.label), n.id)):
-        by_stage[stage_of(node, rels.get(node.id, set()))].append(node)
+        stage = stage_of(node, rels.get(node.id, set()), customer=node.id == customer, incoming=node.id in incoming)
+        by_stage[stage].append(node)
     columns: list[Column] = []
     tallest = 0
     for key, heading in STAGES:

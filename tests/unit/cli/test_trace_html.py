@@ -118,6 +118,11 @@ def test_precedent_trace_shows_its_profile(store_dir: Path) -> None:
     try:
         g = collect(store, "deltabank", "TRACE_8514")
         assert any(e.type == "RESULTED_IN" and e.dst == "TRACE_8514" for e in g.edges)
+        profiles = [e.src for e in g.edges if e.dst == "TRACE_8514"]
+        page = render(g, DELTABANK.styles)
+        stages = {b["id"]: b["stage"] for b in _boxes(page, "node")}
+        assert profiles and all(stages[p] == "precedent" for p in profiles)  # what led to it
+        assert stages["TRACE_8514"] == "request"
         from hopweave.errors import NotFoundError
 
         with pytest.raises(NotFoundError):
