@@ -147,12 +147,33 @@ def collect(store: GraphStore, tenant: str, trace_id: str) -> TraceGraph:
             for g in _walk(store, tenant, trace_id, rel, "in", source):
                 nodes.setdefault(g.id, g)
                 edges.append(GEdge(g.id, trace.id, rel, rel))
+    pinned = _pinned_chunks(trace.props.get("pins_json"))
     for cid in trace.props.get("chunk_ids") or []:
-        nodes.setdefault(f"chunk:{cid}", GNode(f"chunk:{cid}", "Chunk", {"chunk_id": cid, "name": cid}))
+        props = {"chunk_id": cid, "name": cid, **pinned.get(str(cid), {})}
+        if "document_id" in props:
+            section = f" §{props['section']}" if props.get("section") else ""
+            props["name"] = f"{props['document_id']}{section}"
+        nodes.setdefault(f"chunk:{cid}", GNode(f"chunk:{cid}", "Chunk", props))
         edges.append(GEdge(trace.id, f"chunk:{cid}", "SAW_CHUNK", "SAW_CHUNK"))
     nodes.pop(trace.id, None)
     ordered = sorted(nodes.values(), key=lambda n: (_group_rank(n.label), n.id))
     return TraceGraph(trace, ordered, sorted(edges, key=lambda e: (e.src, e.type, e.dst)))
+
+
+def _pinned_chunks(raw: Any) -> dict[str, dict[str, Any]]:
+    """Chunk id -> the document id, revision and section the trace's pins name for it ({} when
+    the trace pinned none)."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return {}
+    chunks = raw.get("chunks") if isinstance(raw, dict) else None
+    if not isinstance(chunks, list):
+        return {}
+    keys = ("document_id", "revision", "section")
+    return {str(c["chunk_id"]): {k: c[k] for k in keys if c.get(k) not in (None, "")}
+            for c in chunks if isinstance(c, dict) and c.get("chunk_id")}
 
 
 def _pattern_versions(raw: Any) -> dict[str, Any]:
@@ -283,13 +304,20 @@ def _synthetic(trace: GNode) -> tuple[GNode, dict[str, list[GNode]]]:
         moved = {k: props.pop(k) for k in keys if props.get(k) not in (None, "", {}, [])}
         if moved:
             caption = "vector search" if stage == "search" else f"{moved.get('tokens', '?')} tokens"
+            if stage == "context" and isinstance(moved.get("context_skeleton") or moved.get("context_text"), str):
+                text = moved.get("context_skeleton") or moved.get("context_text")
+                moved["sections"] = [line[1:-1] for line in str(text).splitlines()
+                                     if line.startswith("[") and line.endswith("]")]
+                count = len(moved["sections"])
+                caption = f"{caption}, {count} section{'' if count == 1 else 's'}"
             extra[stage] = [GNode(f"{stage}:{trace.id}", stage.capitalize(), {"name": caption, **moved})]
     return GNode(trace.id, trace.label, props), extra
 
 
 def layout(graph: TraceGraph) -> Layout:
     """Deterministic layered layout: one column per stage (``STAGES`` order, empty stages left
-    out, the trace first in the request column); in a column, nodes by label group then id, with
+    out, the trace first in the request column); in a column, nodes by label group, caption and id (so a document's chunks are
+    neighbours), with
     ``GROUP_MIN`` or more nodes of one label and caption drawn as one group box. Boxes sit on a
     fixed grid (rows of ``BOX_H`` + ``ROW_GAP``, columns of ``COL_W`` + ``COL_GAP``), so no two
     boxes overlap; captions are clipped to what fits a box."""
@@ -304,7 +332,7 @@ def layout(graph: TraceGraph) -> Layout:
     customer = str(trace.props.get("customer_id") or "")
     by_stage: dict[str, list[GNode]] = {key: list(extra.get(key, [])) for key, _ in STAGES}
     by_stage["request"].insert(0, trace)
-    for node in sorted(graph.nodes, key=lambda n: (_group_rank(n.label), n.id)):
+    for node in sorted(graph.nodes, key=lambda n: (_group_rank(n.label), n.caption, n.id)):
         stage = stage_of(node, rels.get(node.id, set()), customer=node.id == customer, incoming=node.id in incoming)
         by_stage[stage].append(node)
     columns: list[Column] = []
@@ -364,6 +392,8 @@ def _svg(lay: Layout, palette: Mapping[str, str]) -> tuple[str, list[Box]]:
             sx, last = col.x - 8, col.boxes[-1].y + BOX_H / 2
             ticks = "".join(f" M{sx} {b.y + BOX_H / 2} H{b.x}" for b in col.boxes)
             parts.append(f'<path class="spine" d="M{sx} {MARGIN + HEAD_H - 12} V{last}{ticks}"/>')
+        if ci and lay.columns[ci - 1].stage == "chunks" and col.stage == "documents":
+            parts.extend(_chunk_links(lay.columns[ci - 1].boxes, col.boxes))
         for b in col.boxes:
             i = len(drawn)
             drawn.append(b)
@@ -377,6 +407,27 @@ def _svg(lay: Layout, palette: Mapping[str, str]) -> tuple[str, list[Box]]:
                 f'<text x="{b.x + 8}" y="{b.y + 27}" class="lab">{_e(b.subtitle)}</text></g>'
             )
     return "\n".join(parts), drawn
+
+
+def _chunk_links(chunks: tuple[Box, ...], documents: tuple[Box, ...]) -> list[str]:
+    """A curve from each chunk box to the box of the document (and revision) it came from, across
+    the gap between the two adjacent columns."""
+    def key(props: Mapping[str, Any]) -> tuple[str, str]:
+        return (str(props.get("document_id", "")), str(props.get("revision", "")))
+
+    out = []
+    for c in chunks:
+        for d in documents:
+            cp, dp = c.members[0].props, d.members[0].props
+            if not cp.get("document_id") or cp.get("document_id") != dp.get("document_id"):
+                continue
+            if cp.get("revision") and dp.get("revision") and key(cp) != key(dp):
+                continue
+            x1, y1, x2, y2 = c.x + c.w, c.y + c.h / 2, d.x, d.y + d.h / 2
+            mid = round((x1 + x2) / 2, 1)
+            out.append(f'<path class="link" data-from="{_e(c.id)}" data-to="{_e(d.id)}"'
+                       f' d="M{x1} {y1} C{mid} {y1} {mid} {y2} {x2} {y2}"/>')
+    return out
 
 
 def _props(n: GNode) -> str:
@@ -433,7 +484,7 @@ body{{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:16px;colo
 h1{{font-size:18px;margin:0 0 4px}} p.sum{{margin:0 0 8px;color:#555}}
 .pic{{overflow-x:auto;background:#fff;border:1px solid #ddd}}
 .stage rect{{fill:#f0f1f4;stroke:#c9ccd3}} .stage text{{font-size:12px;font-weight:600;text-anchor:middle;fill:#333}}
-.flow,.spine{{fill:none;stroke:#9aa1ac;stroke-width:1.4}}
+.flow,.spine,.link{{fill:none;stroke:#9aa1ac;stroke-width:1.4}}
 .node rect{{stroke:#555;stroke-width:1.2;cursor:pointer}} .node.group rect{{stroke-width:2.6;stroke-dasharray:5 2}}
 .node.sel rect{{stroke:#000;stroke-width:3}}
 .node text.cap{{font-size:11px;fill:#111;pointer-events:none}}

@@ -73,6 +73,8 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     "ranking_profile": "policy@1",
                     "tokens": 42,
                     "context_text": CONTEXT,
+                    "pins_json": {"chunks": [{"chunk_id": "waiver-policy_v3#3.2", "document_id": "waiver-policy",
+                                              "revision": "v3", "section": "3.2"}]},
                 },
             )
         ],
@@ -85,6 +87,7 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             Edge(TRACE, "ACCT_99812", "SAW_FACT"),
             Edge(TRACE, "TRACE_8514", "SAW_FACT"),
             Edge(TRACE, "WF_LateFeeDispute_v2", "SAW_FACT"),
+            Edge(TRACE, "DOC_waiver-policy_v3", "CITES"),
             *(Edge(TRACE, eid, "SAW_FACT") for eid in PAYMENTS),
         ],
     )
@@ -150,7 +153,8 @@ def _boxes(page: str, kind: str) -> list[dict[str, str]]:
 def test_columns_follow_the_stages_left_to_right(store_dir: Path) -> None:
     page = render(_graph(store_dir), DELTABANK.styles)
     stages = _boxes(page, "stage")
-    assert [s["stage"] for s in stages] == ["request", "patterns", "facts", "search", "chunks", "precedent",
+    assert [s["stage"] for s in stages] == ["request", "patterns", "facts", "search", "chunks", "documents",
+                                            "precedent",
                                             "procedure", "context"]
     xs = [float(s["x"]) for s in stages]
     assert xs == sorted(xs) and len(set(xs)) == len(xs)
@@ -161,6 +165,12 @@ def test_columns_follow_the_stages_left_to_right(store_dir: Path) -> None:
     assert where["PATTERN_customer_tier"] == "patterns" and where["ACCT_99812"] == "facts"
     assert where["TRACE_8514"] == "precedent" and where["WF_LateFeeDispute_v2"] == "procedure"
     assert where["chunk:fee-schedule_v7#1"] == "chunks" and where[f"context:{TRACE}"] == "context"
+    assert where["DOC_waiver-policy_v3"] == "documents"
+    # the pinned chunk is captioned and linked by the document it came from; the other has no pin
+    assert re.search(r'<path class="link" data-from="chunk:waiver-policy_v3#3.2" data-to="DOC_waiver-policy_v3"',
+                     page)
+    assert page.count('class="link"') == 1 and ">waiver-policy §3.2<" in page
+    assert ">42 tokens, 1 section<" in page
     for n in nodes:  # every box sits in its stage's column
         assert float(n["x"]) == col[n["stage"]], n
     first = min((n for n in nodes if n["stage"] == "request"), key=lambda n: float(n["y"]))
