@@ -18,8 +18,8 @@ from datetime import date, datetime, timezone
 from typing import Any, Mapping
 
 from hopweave.errors import InputError, UnknownProfileError
-from hopweave.models.common import Scalar, Session, parse_session, to_datetime
-from hopweave.models.domain import DomainSettings
+from hopweave.models.common import Session, parse_session, to_datetime
+from hopweave.models.domain import check_session_attributes
 from hopweave.understand.text import MAX_CHARS as MAX_UTTERANCE_CHARS
 from hopweave.understand.text import check_utterance
 
@@ -66,46 +66,6 @@ def check_session(session: object, source: str = "session") -> Session:
     """A Session from a Session or a mapping. Raises InputError (not a mapping, bad fields,
     wrong types) or TenantError (missing/malformed tenant)."""
     return parse_session(session, source)
-
-
-def check_session_attributes(session: Session, settings: DomainSettings) -> Session:
-    """``session.attributes`` checked against the domain's ``session_attributes`` (declared
-    names, types, required ones present). Returns the session. Raises InputError."""
-    declared = {a.name: a for a in settings.session_attributes}
-    unknown = sorted(set(session.attributes) - set(declared))
-    if unknown:
-        raise InputError(f"session attribute(s) {unknown} are not declared by domain {settings.name!r}; "
-                         f"declared: {sorted(declared) or 'none'}")
-    for name, attr in declared.items():
-        value = session.attributes.get(name)
-        if value is None:
-            if attr.required:
-                raise InputError(f"session attribute {name!r} is required by domain {settings.name!r}")
-            continue
-        if not _type_ok(value, attr.type):
-            raise InputError(f"session attribute {name!r} must be a {attr.type}, not {type(value).__name__} "
-                             f"({value!r:.40})")
-    return session
-
-
-def _type_ok(value: Scalar, kind: str) -> bool:
-    if kind == "bool":
-        return isinstance(value, bool)
-    if isinstance(value, bool):
-        return False
-    if kind == "int":
-        return isinstance(value, int)
-    if kind == "float":
-        return isinstance(value, (int, float))
-    if kind == "date":
-        if not isinstance(value, str):
-            return False
-        try:
-            date.fromisoformat(value)
-        except ValueError:
-            return False
-        return True
-    return isinstance(value, str)
 
 
 def check_as_of(as_of: object) -> tuple[datetime, bool]:

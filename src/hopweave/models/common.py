@@ -21,6 +21,10 @@ from hopweave.models.limits import (
 )
 
 Scalar = Union[str, int, float, bool]
+#: A session attribute's value: one scalar, or several (a customer in two programs), a set.
+AttributeValue = Union[Scalar, tuple[Scalar, ...]]
+#: The most values one list-valued session attribute may hold.
+MAX_SESSION_ATTRIBUTE_VALUES = 64
 
 _TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -61,8 +65,9 @@ class Session(BaseModel):
     locale: str = "en"
     #: Attributes a domain pack declares beyond the built-in ones (a US state, a contract
     #: number): checked against the pack's ``session_attributes`` at the engine's boundary and
-    #: usable in always-on filter clauses (``{field: state, session: state}``).
-    attributes: dict[str, Scalar] = Field(default_factory=dict)
+    #: usable in always-on filter clauses (``{field: state, session: state}``). A list value
+    #: (an attribute declared ``many: true``) is a set: matched as ``field in [...]``.
+    attributes: dict[str, AttributeValue] = Field(default_factory=dict)
 
     @field_validator("tenant_id")
     @classmethod
@@ -76,23 +81,44 @@ class Session(BaseModel):
 
     @field_validator("attributes")
     @classmethod
-    def _attributes(cls, v: dict[str, Scalar]) -> dict[str, Scalar]:
+    def _attributes(cls, v: dict[str, AttributeValue]) -> dict[str, AttributeValue]:
         if len(v) > MAX_SESSION_ATTRIBUTES:
             raise LimitError("session.attributes", f"session.attributes holds {len(v):,} attributes; at most "
                                                    f"{MAX_SESSION_ATTRIBUTES} are accepted")
         for name, value in v.items():
             check_text("session attribute name", name, MAX_SESSION_ATTRIBUTE_CHARS)
-            if isinstance(value, str):
-                check_text(f"session.attributes[{name[:40]!r}]", value, MAX_SESSION_ATTRIBUTE_CHARS)
-            check_finite(f"session.attributes[{name[:40]!r}]", value)
+            where = f"session.attributes[{name[:40]!r}]"
+            items = value if isinstance(value, tuple) else (value,)
+            if len(items) > MAX_SESSION_ATTRIBUTE_VALUES:
+                raise LimitError(where, f"{where} holds {len(items):,} values; at most "
+                                        f"{MAX_SESSION_ATTRIBUTE_VALUES} are accepted")
+            for item in items:
+                if isinstance(item, str):
+                    check_text(where, item, MAX_SESSION_ATTRIBUTE_CHARS)
+                check_finite(where, item)
         return v
 
-    def attribute(self, name: str) -> Scalar | None:
-        """A built-in attribute (``region``, ``channel``, ...) or a pack-declared one; None if unset."""
+    def attribute(self, name: str) -> AttributeValue | None:
+        """A built-in attribute (``region``, ``channel``, ...) or a pack-declared one (a tuple
+        for a list-valued one); None if unset."""
         if name in _BUILT_IN:
             value = getattr(self, name)
             return value if isinstance(value, (str, int, float, bool)) else None
         return self.attributes.get(name)
+
+    def attribute_values(self, name: str) -> tuple[Scalar, ...]:
+        """The attribute's values as a set: de-duplicated, sorted (by type, then text), empty
+        strings dropped; ``()`` when unset or empty."""
+        return set_values(self.attribute(name))
+
+
+def set_values(value: Any) -> tuple[Scalar, ...]:
+    """A scalar or a list of scalars (a session attribute, a record property) as a set:
+    the scalars, de-duplicated and sorted by (type name, text) so [A, B] and [B, A] are one set;
+    empty strings and non-scalars dropped."""
+    items = value if isinstance(value, (list, tuple)) else (value,)
+    kept = {(type(v).__name__, str(v)): v for v in items if isinstance(v, (str, int, float, bool)) and v != ""}
+    return tuple(kept[k] for k in sorted(kept))
 
 
 _BUILT_IN = ("tenant_id", "customer_id", "region", "channel", "agent_id", "locale")

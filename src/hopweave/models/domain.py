@@ -15,12 +15,16 @@ See docs/packs.md ("Bring your own domain") for the file format.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from datetime import date
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hopweave.models.metagraph import EdgeStep
 from hopweave.models.schema import check_identifier
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.models.common import Scalar, Session
 
 SessionAttrType = Literal["str", "int", "float", "bool", "date"]
 
@@ -142,6 +146,9 @@ class SessionAttribute(_Frozen):
     name: str
     type: SessionAttrType = "str"
     required: bool = False
+    #: The session may give a list of values of ``type`` (a customer in two programs): a set,
+    #: matched as ``field in [...]``; without it a list is refused.
+    many: bool = False
     description: str = ""
 
     @field_validator("name")
@@ -219,3 +226,52 @@ class DomainRegistry:
 
     def domains(self) -> list[DomainSettings]:
         return [self._by_name[n] for n in sorted(self._by_name)]
+
+
+def check_session_attributes(session: Session, settings: DomainSettings) -> Session:
+    """``session.attributes`` checked against the domain's ``session_attributes`` (declared
+    names, types, required ones present; a list only for a ``many`` attribute). Returns the
+    session. Raises InputError."""
+    from hopweave.errors import InputError
+
+    declared = {a.name: a for a in settings.session_attributes}
+    unknown = sorted(set(session.attributes) - set(declared))
+    if unknown:
+        raise InputError(f"session attribute(s) {unknown} are not declared by domain {settings.name!r}; "
+                         f"declared: {sorted(declared) or 'none'}")
+    for name, attr in declared.items():
+        value = session.attributes.get(name)
+        if value is None:
+            if attr.required:
+                raise InputError(f"session attribute {name!r} is required by domain {settings.name!r}")
+            continue
+        if isinstance(value, tuple) and not attr.many:
+            raise InputError(f"session attribute {name!r} is a list ({list(value)!r:.60}), but domain "
+                             f"{settings.name!r} declares one {attr.type}: give one value, or declare it "
+                             "`many: true` in session_attributes to match the list as a set")
+        for item in value if isinstance(value, tuple) else (value,):
+            if not _type_ok(item, attr.type):
+                raise InputError(f"session attribute {name!r} must be a {attr.type}"
+                                 f"{' (or a list of them)' if attr.many else ''}, not {type(item).__name__} "
+                                 f"({item!r:.40})")
+    return session
+
+
+def _type_ok(value: Scalar, kind: str) -> bool:
+    if kind == "bool":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if kind == "int":
+        return isinstance(value, int)
+    if kind == "float":
+        return isinstance(value, (int, float))
+    if kind == "date":
+        if not isinstance(value, str):
+            return False
+        try:
+            date.fromisoformat(value)
+        except ValueError:
+            return False
+        return True
+    return isinstance(value, str)

@@ -408,6 +408,7 @@ def check_examples(d: Path, m: PackManifest, goals: set[str] | None, files: Pack
     """Sessions and scenarios parse with the models replay uses, name the pack's tenants and
     goals (``goals`` None: not checked; ``goals_complete`` False: a goal file is unreadable, which
     the fix mentions); a scenario's session file exists inside the pack."""
+    from hopweave.models.domain import check_session_attributes
     from hopweave.models.common import parse_session
     from hopweave.models.scenario import UNSET, parse_scenario
 
@@ -423,6 +424,11 @@ def check_examples(d: Path, m: PackManifest, goals: set[str] | None, files: Pack
         if s.tenant_id not in m.tenants:
             return [Problem(file=rel, record=record, message=f"tenant_id {s.tenant_id!r} is not a tenant of the pack",
                             fix=tenants_fix)]
+        try:  # declared names and types; a list only for a `many` attribute (never read as "no value")
+            check_session_attributes(s, m.domain_settings())
+        except HopweaveError as exc:
+            return [Problem(file=rel, record=record, message=_err(exc),
+                            fix="see session_attributes in docs/packs.md")]
         return []
 
     sdir = _safe_path(pf, m.sessions, "sessions") if m.sessions else None

@@ -233,7 +233,8 @@ def always_on_clauses(mapping: FilterMapping, session: Session,
                       as_of: datetime | date | str | None = None) -> list[FilterTree]:
     """The mapping's always-on clauses for ``session``, in declared order: the one place they are
     computed, for the engine's filter and for every other entry point (agent tool, agentic
-    rounds). A ``session`` clause whose attribute is empty is skipped unless required. The
+    rounds). A ``session`` clause whose attribute is empty is skipped unless required; a
+    list-valued attribute is a set (``field in [...]``, sorted). The
     ``in_force`` clause is evaluated at ``as_of``; without one it keeps today's documents:
     ``status = active`` (and the index adds ``version = current``).
 
@@ -246,12 +247,14 @@ def always_on_clauses(mapping: FilterMapping, session: Session,
             elif a.in_force.status:
                 clauses.append(Eq(field=a.in_force.status, value=a.in_force.active))
             continue
-        given: Scalar | None = a.value if a.value is not None else session.attribute(a.session or "")
-        if given is None or given == "":
+        given = (a.value,) if a.value is not None else session.attribute_values(a.session or "")
+        if not given:
             if a.required:
                 raise TenantError(f"the session has no {a.session}; the {a.field} filter clause is required")
             continue
-        clauses.append(any_if_absent(mapping, Eq(field=str(a.field), value=given)))
+        leaf: Eq | In = (Eq(field=str(a.field), value=given[0]) if len(given) == 1
+                         else In(field=str(a.field), values=given))
+        clauses.append(any_if_absent(mapping, leaf))
     return clauses
 
 

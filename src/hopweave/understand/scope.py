@@ -26,7 +26,7 @@ from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, Any, Mapping, TypeGuard
 
 from hopweave.errors import ScopeFilterError
-from hopweave.models.common import Bindings, Scalar, Session, to_datetime
+from hopweave.models.common import Bindings, Scalar, Session, set_values, to_datetime
 from hopweave.models.domain import AuthoritativeAttribute, DomainSettings
 from hopweave.models.filters import And, Eq, FilterTree, In, IsEmpty, Not, Or, Range, and_
 from hopweave.models.internal_patterns import internal_pattern
@@ -60,8 +60,9 @@ def read_record(graph: "GraphStore", settings: DomainSettings, session: Session,
     """The authoritative attributes' values on record for ``session``: session attributes, the
     subject node's properties, and properties of the nodes reached ``via`` edges from the subject
     (a tenant-scoped walk through the store, so another tenant's nodes never count; it sees the
-    nodes and edges in force at ``as_of``, default now). Values are
-    de-duplicated and sorted (deterministic). ``vocabulary`` (node id -> node; default: read the
+    nodes and edges in force at ``as_of``, default now). A list value (a session attribute
+    declared ``many``, a ``list[str]`` property: a customer in two programs) is a set of values.
+    Values are de-duplicated and sorted (deterministic). ``vocabulary`` (node id -> node; default: read the
     entity labels' nodes) maps a value to its vocabulary name. Reads only; raises what the store's
     reads raise."""
     subject: dict[str, Any] | None = None
@@ -88,12 +89,10 @@ def _scalar(v: Any) -> TypeGuard[Scalar]:
 def _values(graph: "GraphStore", settings: DomainSettings, attr: AuthoritativeAttribute, session: Session,
             subject: dict[str, Any] | None, as_of: datetime | date | str | None) -> tuple[Scalar, ...]:
     if attr.session is not None:
-        v = session.attribute(attr.session)
-        return (v,) if _scalar(v) else ()
+        return session.attribute_values(attr.session)
     prop = attr.subject_property or ""
     if not attr.via:
-        v = (subject or {}).get(prop)
-        return (v,) if _scalar(v) else ()
+        return set_values((subject or {}).get(prop))  # a list property (two programs) is a set
     if session.customer_id is None or attr.via_label is None:
         return ()
     pattern = internal_pattern(
@@ -104,9 +103,7 @@ def _values(graph: "GraphStore", settings: DomainSettings, attr: AuthoritativeAt
         returns=(prop,), limit=1000, budget_ms=500)
     when = to_datetime(as_of) if as_of is not None else datetime.now(timezone.utc).replace(tzinfo=None)
     rows = graph.run_pattern(session.tenant_id, pattern, Bindings(session=session, as_of=when)).rows
-    found: list[Scalar] = [v for r in rows if r.label == attr.via_label
-                           for v in (r.properties.get(prop),) if _scalar(v)]
-    return tuple(sorted(set(found), key=lambda v: (type(v).__name__, str(v))))
+    return set_values([v for r in rows if r.label == attr.via_label for v in set_values(r.properties.get(prop))])
 
 
 def _name(graph: "GraphStore", session: Session, attr: AuthoritativeAttribute, value: Scalar,
@@ -258,9 +255,9 @@ def session_scope(mapping: FilterMapping, settings: DomainSettings, record: Subj
         if a.in_force is not None or a.session is None or a.session in IDENTITY_FIELDS or a.field in IDENTITY_FIELDS:
             locked.update(a.fields)  # validity, status, tenant, literal values: the scope's alone
             continue
-        given = session.attribute(a.session)
-        if _scalar(given) and a.field is not None:
-            allowed[a.field] = (given,)
+        given = session.attribute_values(a.session)
+        if given and a.field is not None:
+            allowed[a.field] = given
             origins[a.field] = f"session.{a.session}"
     for attr in settings.authoritative:
         names = record.names.get(attr.entity, ())
