@@ -130,6 +130,7 @@ def build(
         "fact_ids": sorted(set(fact_ids) | set(agg_ids)),
         "precedent_ids": prec_ids,
         "patterns_json": [{"name": n, "version": v} for n, v in patterns],
+        "pattern_rows_json": {f.pattern: [r.node_id for r in f.rows] for f in sorted(result.facts, key=lambda f: f.pattern)},
         "ranking_profile": (
             f"{result.ranking_profile}@{result.ranking_profile_version}" if result.ranking_profile else None
         ),
