@@ -118,6 +118,7 @@ class Played:
     outcome: str
     noisy: bool
     cited: tuple[str, ...]
+    #: The outcomes of the top-3 ranked precedent traces the retrieval offered.
     precedent_outcomes: tuple[str, ...] = ()
     decided_id: str = ""
 
@@ -164,8 +165,10 @@ def cases(n: int, seed: int = 4421, *, days: int = 180) -> list[Case]:
     return out
 
 
-def case_items(case: Case, rng: random.Random, profiles: dict[str, list[str]]) -> Iterator[Node | Edge]:
-    """The graph items of one case's customer (``rng`` draws the payments' on-time flags)."""
+def case_items(case: Case, rng: random.Random, profiles: dict[str, list[str]], *,
+               pool: bool = True) -> Iterator[Node | Edge]:
+    """The graph items of one case's customer (``rng`` draws the payments' on-time flags); its
+    profile joins the tier's pool of profiles later cases are similar to when ``pool``."""
     i, cid, f, at = case.index, case.customer_id, case.facts, case.as_of
     tier = f["tier"]
     yield Node(cid, "Customer", {"name": f"Sim Customer {i}", "tier": tier, "tier_since": "2024-01-15",
@@ -217,12 +220,15 @@ def case_items(case: Case, rng: random.Random, profiles: dict[str, list[str]]) -
     yield Edge(cid, pid, "HAS_PROFILE")
     for other in profiles[tier][-3:]:
         yield Edge(pid, other, "SIMILAR_TO")
-    profiles[tier].append(pid)
+    if pool:
+        profiles[tier].append(pid)
 
 
-def write_cases(graph: Any, all_cases: Sequence[Case], seed: int = 4421, batch: int = 200) -> int:
+def write_cases(graph: Any, all_cases: Sequence[Case], seed: int = 4421, batch: int = 200,
+                held_from: int | None = None) -> int:
     """Write every case's customer into ``graph`` (tenant deltabank), ``batch`` customers per
-    write. Returns the number of nodes written."""
+    write. Cases from index ``held_from`` on are held back: their profiles are similar to earlier
+    (decided) cases' profiles and never join the pool. Returns the number of nodes written."""
     rng = random.Random(seed + 7)
     profiles: dict[str, list[str]] = {t: [] for t, _ in _TIERS}
     written = 0
@@ -230,7 +236,7 @@ def write_cases(graph: Any, all_cases: Sequence[Case], seed: int = 4421, batch: 
         nodes: list[Node] = []
         edges: list[Edge] = []
         for c in all_cases[start:start + batch]:
-            for it in case_items(c, rng, profiles):
+            for it in case_items(c, rng, profiles, pool=held_from is None or c.index < held_from):
                 (nodes if isinstance(it, Node) else edges).append(it)  # type: ignore[arg-type]
         graph.write(TENANT, nodes, edges)
         written += len(nodes)
@@ -288,7 +294,7 @@ def play(engine: Any, all_cases: Sequence[Case], *, seed: int = 4421, noise: flo
         noisy = rng.random() < noise
         outcome = rng.choice([o for o in OUTCOMES if o != truth]) if noisy else truth
         cited = citations(res, c, rule, outcome)
-        prec = tuple(str(r.properties.get("outcome")) for r in _rows(res, "comparable_precedent")[:3])
+        prec = tuple(str(p.properties.get("outcome")) for p in sorted(res.precedent, key=lambda p: p.rank)[:3])
         played = Played(c, res.trace_id, facts, rule, truth, outcome, noisy, cited, prec)
         if decide and res.recorded:
             rec = engine.record_outcome(res.trace_id, session=session, outcome=outcome,
@@ -299,3 +305,31 @@ def play(engine: Any, all_cases: Sequence[Case], *, seed: int = 4421, noise: flo
         if progress is not None:
             progress(k + 1)
     return sim
+
+
+def recovery(mined: Sequence[Any], played: Sequence[Played], share: float = 0.9) -> dict[str, Any]:
+    """How well ``mined`` heuristics (objects with ``covers(facts)`` and ``outcome``) recover
+    :data:`RULES` over the ``played`` cases' facts, judged on the noise-free rule outcome:
+
+    - a heuristic is **correct** when at least ``share`` of the cases it covers have its outcome
+      as their rule outcome; precision = correct / mined;
+    - a rule is **recovered** when the correct heuristics with its outcome cover at least
+      ``share`` of the cases the rule decides; recall = recovered / rules (those deciding a case).
+    """
+    facts = [(p.case_facts, p.truth, rule_decision(p.case_facts)[0], i) for i, p in enumerate(played)]
+    correct = []
+    for h in mined:
+        cov = [t for f, t, _, _ in facts if h.covers(f)]
+        if cov and sum(t == h.outcome for t in cov) / len(cov) >= share:
+            correct.append(h)
+    recovered, rules = [], 0
+    for rule, _conds, outcome in RULES:
+        mine_ = [i for f, _t, r, i in facts if (r, rule_decision(f)[1]) == (rule, outcome)]
+        if not mine_:
+            continue
+        rules += 1
+        hit = [i for i in mine_ if any(h.outcome == outcome and h.covers(played[i].case_facts) for h in correct)]
+        if len(hit) / len(mine_) >= share:
+            recovered.append(rule or f"default ({outcome})")
+    return {"mined": len(mined), "correct": len(correct), "precision": len(correct) / len(mined) if mined else 0.0,
+            "rules": rules, "recovered": recovered, "recall": len(recovered) / rules if rules else 0.0}

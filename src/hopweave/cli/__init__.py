@@ -28,6 +28,7 @@ _COMMAND_MODULES = (
     "hopweave.cli.doctor_cmds",
     "hopweave.cli.compact_cmds",
     "hopweave.cli.memory_cmds",
+    "hopweave.cli.learn_cmds",
 )
 
 for _mod in _COMMAND_MODULES:

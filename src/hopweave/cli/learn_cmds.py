@@ -1,0 +1,221 @@
+"""Learning from decided cases: ``consolidate`` (mine heuristics), ``review`` (approve or reject
+them) and ``pattern-report`` (how decisions cite the goal's patterns, and pattern proposals)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Optional
+
+import typer
+
+from hopweave.cli import app
+from hopweave.cli.common import GraphOpt, emit_json, handle_errors, open_cli_stores
+from hopweave.errors import InputError, NotFoundError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.engine.engine import Engine
+    from hopweave.models.metagraph import GoalType
+
+
+def _engine(store: Optional[str]) -> "Engine":
+    from hopweave.engine.engine import Engine
+
+    stores = open_cli_stores(store, graph_only=True)
+    return Engine(stores.graph, None, domains=stores.domains(), settings=stores.settings, store_dir=stores.store_dir)
+
+
+def _goal(engine: "Engine", tenant: str, name: str) -> "GoalType":
+    domain = engine.settings_for(tenant).name
+    goals = {g.name: g for g in engine.graph.domain_goal_types(domain)}
+    if name not in goals:
+        raise NotFoundError(f"goal {name!r} is not a goal of tenant {tenant!r}'s domain; goals: {sorted(goals)}")
+    return goals[name]
+
+
+def _instant(as_of: Optional[str], default: Optional[datetime]) -> datetime:
+    from hopweave.engine.boundary import check_as_of
+
+    if as_of is None and default is not None:
+        return default
+    return check_as_of(as_of)[0]
+
+
+def _writer(engine: "Engine") -> Any:
+    from hopweave.engine.outcomes import commit
+
+    return lambda tenant, nodes, edges: commit(engine.trace_writer, tenant, nodes, edges)
+
+
+@app.command()
+@handle_errors
+def consolidate(
+    goal: str = typer.Option(..., "--goal", help="The goal whose decided cases are mined."),
+    tenant: str = typer.Option(..., "--tenant", help="The tenant whose decided cases are mined."),
+    min_support: int = typer.Option(20, "--min-support", help="Fewest cases a heuristic rests on."),
+    min_confidence: float = typer.Option(0.8, "--min-confidence", help="Lowest share with the outcome."),
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="The proposals' instant (default: the latest "
+                                                              "decision mined)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Mine and print; write nothing."),
+    store: Optional[str] = GraphOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print the proposals as JSON."),
+) -> None:
+    """Mine heuristics (conditions over the kept case facts -> an outcome, with support,
+    confidence and evidence) from the goal's decided traces and write them as proposed
+    :Heuristic nodes (deterministic: the same traces give the same proposals)."""
+    from hopweave.engine import consolidate as C
+
+    engine = _engine(store)
+    try:
+        g = _goal(engine, tenant, goal)
+        if g.outcomes is None:
+            raise InputError(f"goal {goal} declares no outcomes; add `outcomes:` to the goal in its pack")
+        cases = C.decided_cases(engine.graph, tenant, g)
+        mined = C.mine(cases, g.name, list(g.outcomes.keep), min_support=min_support, min_confidence=min_confidence)
+        latest = max((c.decided_at for c in cases if c.decided_at is not None), default=None)
+        at = _instant(as_of, latest)
+        if dry_run:
+            out = [{"id": h.id, "status": "mined", "text": h.text(), "outcome": h.outcome, "support": h.support,
+                    "confidence": h.confidence, "evidence": len(h.evidence)} for h in mined]
+        else:
+            out = C.propose(engine.graph, _writer(engine), tenant, mined, at=at)
+    finally:
+        engine.close()
+    if as_json:
+        emit_json({"goal": goal, "tenant": tenant, "cases": len(cases), "proposals": out})
+        return
+    typer.echo(f"{len(cases)} decided cases of {goal}; {len(out)} heuristic(s)")
+    for p in out:
+        typer.echo(f"  {p['id']} [{p['status']}] {p['text']}  (support {p['support']}, "
+                   f"confidence {p['confidence']:.2f}, {p['evidence']} traces)")
+
+
+@app.command()
+@handle_errors
+def review(
+    tenant: str = typer.Option(..., "--tenant", help="The tenant whose proposals are listed or reviewed."),
+    goal: Optional[str] = typer.Option(None, "--goal", help="Only this goal's proposals."),
+    status: Optional[str] = typer.Option(None, "--status", help="Only proposals with this status "
+                                                                "(proposed, approved, rejected)."),
+    approve: Optional[str] = typer.Option(None, "--approve", help="Approve this heuristic id."),
+    reject: Optional[str] = typer.Option(None, "--reject", help="Reject this heuristic id."),
+    by: Optional[str] = typer.Option(None, "--by", help="Who reviews (required with --approve/--reject)."),
+    note: Optional[str] = typer.Option(None, "--note", help="Why."),
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="The review's ISO instant (default now)."),
+    store: Optional[str] = GraphOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """List mined heuristics, or approve / reject one (who and when are recorded). Only approved
+    heuristics reach the Procedure section, from the approval instant on."""
+    from hopweave.engine import consolidate as C
+
+    if approve and reject:
+        raise InputError("give --approve or --reject, not both")
+    engine = _engine(store)
+    try:
+        if approve or reject:
+            if not by:
+                raise InputError("--by is required to approve or reject: name the reviewer")
+            goals = {g.name: g for g in engine.graph.domain_goal_types(engine.settings_for(tenant).name)}
+            hid = approve or reject
+            assert hid is not None
+            done = C.review(engine.graph, _writer(engine), tenant, goals, hid,
+                            decision="approve" if approve else "reject", by=by, at=_instant(as_of, None), note=note)
+            rows = [done]
+        else:
+            rows = C.proposals(engine.graph, tenant, goal, status)
+    finally:
+        engine.close()
+    if as_json:
+        emit_json({"tenant": tenant, "heuristics": rows})
+        return
+    if not rows:
+        typer.echo("no mined heuristics (run `hopweave consolidate --goal G --tenant T`)")
+    for p in rows:
+        who = f", {p['status']} by {p['reviewed_by']} at {p['reviewed_at']}" if p.get("reviewed_by") else ""
+        typer.echo(f"{p['id']} [{p['status']}] {p['text']}{who}")
+
+
+@app.command("pattern-report")
+@handle_errors
+def pattern_report(
+    goal: str = typer.Option(..., "--goal", help="The goal whose decided cases are read."),
+    tenant: str = typer.Option(..., "--tenant", help="The tenant whose decided cases are read."),
+    min_cases: int = typer.Option(20, "--min-cases", help="Fewest cases a flag or a new pattern rests on."),
+    propose: bool = typer.Option(False, "--propose", help="Write the proposals (PatternProposal nodes)."),
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="The proposals' instant (default: the latest "
+                                                              "decision read)."),
+    store: Optional[str] = GraphOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """How often each of the goal's patterns had its rows cited by decided cases (per outcome),
+    the patterns never cited, and a candidate pattern for cited nodes no pattern retrieved."""
+    from hopweave.engine import consolidate as C
+    from hopweave.engine import pattern_learning as PL
+
+    engine = _engine(store)
+    try:
+        g = _goal(engine, tenant, goal)
+        domain = engine.settings_for(tenant).name
+        cases = C.decided_cases(engine.graph, tenant, g)
+        latest = max((c.decided_at for c in cases if c.decided_at is not None), default=None)
+        out = PL.propose_patterns(engine.graph, _writer(engine), tenant, g, engine.graph.domain_patterns(domain, goal),
+                                  at=_instant(as_of, latest), domain=domain, min_cases=min_cases, dry_run=not propose)
+    finally:
+        engine.close()
+    if as_json:
+        emit_json(out)
+        return
+    rep = out["report"]
+    typer.echo(f"{rep['cases']} decided cases of {goal}: {rep['outcomes']}")
+    for p in rep["patterns"]:
+        flag = "  NEVER CITED" if p["never_cited"] else ""
+        typer.echo(f"  {p['name']} v{p['version']}: rows in {p['retrieved_in']}, cited in {p['cited_in']} "
+                   f"{p['cited_by_outcome']}{flag}")
+    typer.echo(f"cases citing ids no pattern retrieved: {rep['unretrieved']['cases']}")
+    for pr in out["proposals"]:
+        typer.echo(f"proposal {pr['id']} [{pr['status']}] {pr['kind']} {pr['pattern']}: {pr['reason']}")
+
+
+@app.command("review-pattern")
+@handle_errors
+def review_pattern(
+    tenant: str = typer.Option(..., "--tenant", help="The tenant whose pattern proposals are listed or reviewed."),
+    goal: Optional[str] = typer.Option(None, "--goal", help="Only this goal's proposals."),
+    approve: Optional[str] = typer.Option(None, "--approve", help="Approve this proposal id (a new pattern "
+                                                                  "is written and runs from then on)."),
+    reject: Optional[str] = typer.Option(None, "--reject", help="Reject this proposal id."),
+    by: Optional[str] = typer.Option(None, "--by", help="Who reviews (required with --approve/--reject)."),
+    note: Optional[str] = typer.Option(None, "--note", help="Why."),
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="The review's ISO instant (default now)."),
+    store: Optional[str] = GraphOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """List pattern proposals, or approve / reject one (who and when are recorded)."""
+    from hopweave.engine import pattern_learning as PL
+
+    if approve and reject:
+        raise InputError("give --approve or --reject, not both")
+    engine = _engine(store)
+    try:
+        if approve or reject:
+            if not by:
+                raise InputError("--by is required to approve or reject: name the reviewer")
+            at = _instant(as_of, None)
+            if approve:
+                rows = [PL.approve_pattern(engine.graph, _writer(engine), tenant, approve, by=by, at=at, note=note,
+                                           domain=engine.settings_for(tenant).name)]
+            else:
+                assert reject is not None
+                rows = [PL.reject_pattern(engine.graph, _writer(engine), tenant, reject, by=by, at=at, note=note)]
+        else:
+            rows = PL.pattern_proposals(engine.graph, tenant, goal)
+    finally:
+        engine.close()
+    if as_json:
+        emit_json({"tenant": tenant, "proposals": rows})
+        return
+    if not rows:
+        typer.echo("no pattern proposals (run `hopweave pattern-report --goal G --tenant T --propose`)")
+    for p in rows:
+        who = f", {p['status']} by {p['reviewed_by']}" if p.get("reviewed_by") else ""
+        typer.echo(f"{p['id']} [{p['status']}] {p['kind']} {p['pattern']}: {p.get('reason', '')}{who}")
