@@ -74,6 +74,12 @@ CREATE CONSTRAINT rule_id_unique IF NOT EXISTS FOR (n:Rule) REQUIRE n.id IS UNIQ
 CREATE INDEX rule_tenant_id_index IF NOT EXISTS FOR (n:Rule) ON (n.tenant_id);
 CREATE CONSTRAINT heuristic_id_unique IF NOT EXISTS FOR (n:Heuristic) REQUIRE n.id IS UNIQUE;
 CREATE INDEX heuristic_tenant_id_index IF NOT EXISTS FOR (n:Heuristic) ON (n.tenant_id);
+CREATE INDEX heuristic_status_index IF NOT EXISTS FOR (n:Heuristic) ON (n.status);
+CREATE INDEX heuristic_goal_index IF NOT EXISTS FOR (n:Heuristic) ON (n.goal);
+CREATE CONSTRAINT patternproposal_id_unique IF NOT EXISTS FOR (n:PatternProposal) REQUIRE n.id IS UNIQUE;
+CREATE INDEX patternproposal_tenant_id_index IF NOT EXISTS FOR (n:PatternProposal) ON (n.tenant_id);
+CREATE INDEX patternproposal_goal_index IF NOT EXISTS FOR (n:PatternProposal) ON (n.goal);
+CREATE INDEX patternproposal_status_index IF NOT EXISTS FOR (n:PatternProposal) ON (n.status);
 CREATE CONSTRAINT goaltype_id_unique IF NOT EXISTS FOR (n:GoalType) REQUIRE n.id IS UNIQUE;
 CREATE INDEX goaltype_tenant_id_index IF NOT EXISTS FOR (n:GoalType) ON (n.tenant_id);
 CREATE INDEX goaltype_name_index IF NOT EXISTS FOR (n:GoalType) ON (n.name);
