@@ -120,7 +120,7 @@ def test_patterns_using_and_schema_co_evolution(meta_store):
     # removing a label breaks every pattern that targets it
     data = deltabank_schema().model_dump(mode="json")
     data["labels"] = [lab for lab in data["labels"] if lab["name"] != "Heuristic"]
-    data["relationships"] = [r for r in data["relationships"] if r["name"] != "HAS_HEURISTIC"]
+    data["relationships"] = [r for r in data["relationships"] if r["name"] not in ("HAS_HEURISTIC", "MINED_FROM")]
     for r in data["relationships"]:
         r["to_labels"] = [x for x in r["to_labels"] if x != "Heuristic"]
     assert sorted(validate_all(meta_store, GraphSchema.from_dict(data))) == ["applicable_heuristics"]
