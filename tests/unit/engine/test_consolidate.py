@@ -11,19 +11,23 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from conftest import DELTABANK_REGISTRY
 from typer.testing import CliRunner
 
-from generator import simulate as S
-from hopweave.cli import app
-from hopweave.engine import consolidate as C
-from hopweave.engine.engine import Engine
-from hopweave.engine.replay import REPLAY_CONFIG
-from hopweave.errors import InputError, NotFoundError
+_ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(_ROOT / "examples" / "deltabank"))  # the pack's generator
+sys.path.insert(0, str(_ROOT / "tests" / "shared"))
+from domains import DELTABANK_REGISTRY  # noqa: E402
+from generator import simulate as S  # noqa: E402
+from hopweave.cli import app  # noqa: E402
+from hopweave.engine import consolidate as C  # noqa: E402
+from hopweave.engine.engine import Engine  # noqa: E402
+from hopweave.engine.replay import REPLAY_CONFIG  # noqa: E402
+from hopweave.errors import InputError, NotFoundError  # noqa: E402
 
 CASES = int(os.environ.get("HOPWEAVE_SIM_CASES", "200"))
 SUPPORT = 10  # the default (20) is for thousands of cases; a few hundred split into smaller leaves
