@@ -190,7 +190,7 @@ def test_repeats_are_one_expandable_group(store_dir: Path) -> None:
 
 
 def test_no_two_boxes_overlap_and_captions_fit(store_dir: Path) -> None:
-    from hopweave.cli.trace_html import CAPTION_CHARS, SUB_CHARS
+    from hopweave.cli.trace_html import CAPTION_PX, PAD, SUB_PX, text_width
 
     page = render(_graph(store_dir), DELTABANK.styles)
     boxes = _boxes(page, "stage") + _boxes(page, "node") + _boxes(page, "node group")
@@ -201,10 +201,16 @@ def test_no_two_boxes_overlap_and_captions_fit(store_dir: Path) -> None:
         assert 0 <= a[0] < a[2] <= w and 0 <= a[1] < a[3] <= h, a
         for b in rects[i + 1 :]:
             assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)
-    for cap in re.findall(r'class="cap">([^<]*)<', page):
-        assert len(html.unescape(cap)) <= CAPTION_CHARS, cap
-    for sub in re.findall(r'class="lab">([^<]*)<', page):
-        assert len(html.unescape(sub)) <= SUB_CHARS, sub
+    # each box is its own clipping viewport, and its text is clipped to fit inside it
+    inner = re.findall(r'<svg x="([^"]+)" y="([^"]+)" width="([^"]+)" height="([^"]+)">'
+                       r'<rect [^>]*/><text [^>]*class="cap">([^<]*)</text><text [^>]*class="lab">([^<]*)</text></svg>',
+                       page)
+    nodes = _boxes(page, "node") + _boxes(page, "node group")
+    assert sorted(i[:4] for i in inner) == sorted((n["x"], n["y"], n["w"], n["h"]) for n in nodes)
+    for _x, _y, w, _h, cap, sub in inner:
+        room = float(w) - 2 * PAD
+        assert text_width(html.unescape(cap), CAPTION_PX) <= room, cap
+        assert text_width(html.unescape(sub), SUB_PX) <= room, sub
 
 
 def test_page_without_pii_names_no_customer(store_dir: Path) -> None:
@@ -333,6 +339,7 @@ def test_page_renders_nodes_in_headless_chromium(store_dir: Path, tmp_path: Path
     m = re.search(r'data-rendered="(\d+)"', dom)
     drawn = re.search(r'data-nodes="(\d+)"', dom)
     assert m and drawn and int(m.group(1)) == int(drawn.group(1)) > 10
+    assert 'data-overlaps="0"' in dom  # the browser's own boxes: none overlaps another
     width, bpp, rows = _png_pixels(shot)
     seen = {row[i : i + 3] for row in rows for i in range(0, width * bpp, bpp)}
     for label in ("DecisionTrace", "TraversalPattern", "Customer", "Chunk"):
