@@ -25,6 +25,7 @@ from hopweave.engine.result import ChannelView, PrecedentItem
 from hopweave.search.text_vectors import NOT_PRECEDENT_KINDS, TextVectorCache
 from hopweave.models.common import PatternResult, Row
 from hopweave.models.instants import format_datetime
+from hopweave.models.fusion_methods import FUSION_METHODS
 from hopweave.models.ranking import RankingProfile
 from hopweave.search.embedder import Embedder
 from hopweave.search.fusion import fuse
@@ -128,8 +129,8 @@ def rank(
         vecs = (cache if cache is not None else TraceVectorCache()).vectors(embedder, texts)
         q = query_vector if query_vector is not None else embedder.embed([case_text])[0]
         semantic = [(i, float(s)) for i, s in zip(ids, vecs @ q)]
-    elif profile.method == "convex":
-        profile = profile.model_copy(update={"alpha": 0.0})
+    elif FUSION_METHODS[profile.method].lexical_only:
+        profile = profile.model_copy(update=FUSION_METHODS[profile.method].lexical_only)
     fused = {f.chunk_id: f for f in fuse(profile, lexical, semantic)}
     by_id = {c.row.node_id: c for c in cands}
     order = sorted(ids, key=lambda i: (-(fused[i].score if i in fused else 0.0), i))

@@ -6,7 +6,7 @@ Profiles are published in ``hopweave/search/profiles.yaml`` and selected by name
 published profile never changes (a change is a new name). Every response echoes the exact
 profile it was ranked with.
 
-Fusion methods:
+Fusion methods (each one row of :data:`~hopweave.models.fusion_methods.FUSION_METHODS`):
 
 * ``rrf`` / ``weighted_rrf``: ``contribution = weight / (rank_constant + rank)``, ranks from 1, an
   absent candidate contributes 0, weights are not renormalised when a channel is empty.
@@ -26,8 +26,9 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hopweave.models.embedding import EmbeddingSpace
+from hopweave.models.fusion_methods import FUSION_METHODS
+from hopweave.models.fusion_methods import Method as Method  # re-exported: the names live with their rows
 
-Method = Literal["rrf", "weighted_rrf", "convex", "dense", "lexical"]
 Normalisation = Literal["none", "minmax", "zscore"]
 
 #: Fields added to RankingProfile after profiles were first published: left out of the
@@ -96,40 +97,21 @@ class RankingProfile(BaseModel):
 
     @model_validator(mode="after")
     def _coherent(self) -> "RankingProfile":
-        if self.method == "convex":
-            if self.alpha is None:
-                raise ValueError("a convex profile needs alpha (weight of the semantic channel)")
-            if self.normalisation == "none":
-                raise ValueError("a convex profile needs a score normalisation (minmax)")
-        elif self.alpha is not None:
+        method = FUSION_METHODS[self.method]
+        if self.alpha is not None and not method.takes_alpha:
             raise ValueError(f"alpha only applies to convex profiles, not {self.method}")
-        if self.method == "rrf" and self.lexical_weight != self.semantic_weight:
-            raise ValueError("rrf uses equal weights; use weighted_rrf for unequal weights")
-        if self.method in ("rrf", "weighted_rrf") and self.rank_constant == 0 and (
-            self.lexical_weight == 0 and self.semantic_weight == 0
-        ):
-            raise ValueError("at least one channel weight must be positive")
+        method.check(self)
         return self
 
     @property
     def uses_lexical(self) -> bool:
-        if self.method == "dense":
-            return False
-        if self.method == "convex":
-            return (self.alpha or 0.0) < 1.0
-        if self.method in ("rrf", "weighted_rrf"):
-            return self.lexical_weight > 0
-        return True
+        """The lexical channel contributes to this profile's fused score."""
+        return FUSION_METHODS[self.method].uses_lexical(self)
 
     @property
     def uses_semantic(self) -> bool:
-        if self.method == "lexical":
-            return False
-        if self.method == "convex":
-            return (self.alpha or 0.0) > 0.0
-        if self.method in ("rrf", "weighted_rrf"):
-            return self.semantic_weight > 0
-        return True
+        """The semantic channel contributes to this profile's fused score."""
+        return FUSION_METHODS[self.method].uses_semantic(self)
 
     def fingerprint(self) -> str:
         """sha256 of the canonical JSON definition (detects an edit of a published profile)."""

@@ -3,7 +3,9 @@
 Input lists are ``[(chunk_id, raw_score), ...]``; :func:`rank_channel` sorts them by descending
 score then ascending chunk id, so ranks are deterministic even when scores tie. The output is a
 list of :class:`Fused` (chunk id, fused score, per-channel ChannelScore or None) sorted by
-descending fused score then ascending chunk id.
+descending fused score then ascending chunk id. How each method scores a channel's candidate (and
+whether it normalises the channel first) is its row of
+:data:`~hopweave.models.fusion_methods.FUSION_METHODS`.
 
 Why in Python and not with Qdrant's ``Fusion.Rrf``: the contract reports, for every hit, each
 channel's rank, raw score and weighted contribution, which a fused Qdrant response does not carry;
@@ -18,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from hopweave.models.ranking import ChannelScore, FeatureScore, Method, RankingProfile
+from hopweave.models.fusion_methods import FUSION_METHODS, FusionChannel
+from hopweave.models.ranking import ChannelScore, FeatureScore, RankingProfile
 
 Candidates = Sequence[tuple[str, float]]
 
@@ -71,42 +74,9 @@ NORMALISERS: dict[str, Callable[[list[tuple[str, float]]], dict[str, float]]] = 
 }
 
 
-@dataclass(frozen=True)
-class _Channel:
-    """One channel's ranked candidates and what the profile gives it."""
-
-    used: bool
-    weight: float  # RRF weight
-    share: float  # convex share (alpha for semantic, 1 - alpha for lexical)
-    ranked: dict[str, tuple[int, float]]  # chunk id -> (rank from 1, raw score)
-    norm: dict[str, float]  # chunk id -> min-max normalised score
-
-
-def _rrf(profile: RankingProfile, ch: _Channel, cid: str) -> float:
-    return ch.weight / (profile.rank_constant + ch.ranked[cid][0])
-
-
-def _convex(profile: RankingProfile, ch: _Channel, cid: str) -> float:
-    return ch.share * ch.norm[cid]
-
-
-def _raw(profile: RankingProfile, ch: _Channel, cid: str) -> float:
-    return ch.ranked[cid][1]
-
-
-#: A channel's contribution for a candidate, by fusion method.
-SCORERS: dict[Method, Callable[[RankingProfile, _Channel, str], float]] = {
-    "rrf": _rrf,
-    "weighted_rrf": _rrf,
-    "convex": _convex,
-    "dense": _raw,
-    "lexical": _raw,
-}
-
-
-def _channel(cands: Candidates, cap: int, used: bool, weight: float, share: float, norm: str | None) -> _Channel:
+def _channel(cands: Candidates, cap: int, used: bool, weight: float, share: float, norm: str | None) -> FusionChannel:
     ranked = rank_channel(cands, cap)
-    return _Channel(
+    return FusionChannel(
         used=used,
         weight=weight,
         share=share,
@@ -152,12 +122,13 @@ def fuse_raw(profile: RankingProfile, lexical: Candidates, semantic: Candidates)
     if profile.fill_channels or (feats is not None and feats.authority_candidates):
         # lists hold filled scores / authority prefetches beyond the cap: keep them all
         cap = max(cap, len(lexical), len(semantic))
-    norm = profile.normalisation if profile.method == "convex" else None
+    method = FUSION_METHODS[profile.method]
+    norm = profile.normalisation if method.normalised else None
     channels = (
         _channel(lexical, cap, profile.uses_lexical, profile.lexical_weight, 1.0 - alpha, norm),
         _channel(semantic, cap, profile.uses_semantic, profile.semantic_weight, alpha, norm),
     )
-    scorer = SCORERS[profile.method]
+    scorer = method.score
     out: list[RawFused] = []
     for cid in set(channels[0].ranked) | set(channels[1].ranked):
         total = 0.0

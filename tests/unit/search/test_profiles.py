@@ -138,6 +138,7 @@ def test_every_fusion_method_has_a_channel_scorer():
     from typing import get_args
 
     from hopweave.models.ranking import Method
-    from hopweave.search.fusion import SCORERS
+    from hopweave.models.fusion_methods import FUSION_METHODS
 
-    assert set(SCORERS) == set(get_args(Method))
+    assert set(FUSION_METHODS) == set(get_args(Method))
+    assert all(name == row.name for name, row in FUSION_METHODS.items())

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from hopweave.models.documents import CURRENT, content_hash
+from hopweave.models.fusion_methods import FUSION_METHODS
 from hopweave.models.ranking import RankingProfile
 from hopweave.models.schema import GraphSchema
 from hopweave.search.edge_index import EdgeIndex
@@ -216,7 +217,7 @@ def compare(runs: Sequence[EvalRun], metric: str = "ndcg@10") -> dict[str, Any]:
     Returns:
         {"baseline": name, "intervals": {run name: Interval dict}}.
     """
-    singles = [r for r in runs if r.profile.method in ("dense", "lexical") and r.reranker is None]
+    singles = [r for r in runs if FUSION_METHODS[r.profile.method].single_channel and r.reranker is None]
     if not singles:
         return {"baseline": None, "intervals": {}}
     base = max(singles, key=lambda r: (r.metrics[metric], r.name))
