@@ -199,18 +199,23 @@ def replay(
         None, "--as-of-now", help="Re-run trace T's request on today's store, at --as-of (default: now)."),
     as_of: Optional[str] = typer.Option(None, "--as-of", help="With --as-of-now: the as_of to run at."),
     tenant: Optional[str] = typer.Option(None, "--tenant", help="Tenant of the trace (or $HOPWEAVE_TENANT)."),
+    budget_ms: Optional[int] = typer.Option(
+        None, "--budget-ms", help="Replay scenarios at this wall-clock budget with served timings (default: the "
+                                  "audit budgets, 60 s and pattern budgets x100); a scenario's options.budget_ms wins."),
 ) -> None:
     """Re-run scenarios at their recorded as_of and check their expectations (exit 1 on failure);
     or, for one recorded trace, rebuild what the agent saw (--as-recorded) or re-run it on
     today's store (--as-of-now), exit 1 when the context differs from the recording."""
     if as_recorded or as_of_now:
+        if budget_ms is not None:
+            raise InputError("--budget-ms replays scenarios; --as-recorded / --as-of-now take none")
         if paths or (as_recorded and as_of_now):
             raise InputError("give scenario paths, or one of --as-recorded TRACE / --as-of-now TRACE")
         _replay_trace_cmd(store, vectors, _tenant(tenant), as_recorded, as_of_now, as_of, no_record, as_json)
         return
     if not paths:
         raise InputError("give scenario files or folders (or --as-recorded / --as-of-now TRACE)")
-    _replay_scenarios(paths, store, vectors, twice, no_record, as_json)
+    _replay_scenarios(paths, store, vectors, twice, no_record, as_json, budget_ms)
 
 
 def _replay_trace_cmd(store: Optional[str], vectors: Optional[str], tenant: str, recorded: Optional[str], now: Optional[str],
@@ -242,14 +247,16 @@ def _replay_trace_cmd(store: Optional[str], vectors: Optional[str], tenant: str,
 
 
 def _replay_scenarios(paths: list[Path], store: Optional[str], vectors: Optional[str], twice: bool, no_record: bool,
-                      as_json: bool) -> None:
-    from hopweave.engine.replay import REPLAY_CONFIG, replay as run
+                      as_json: bool, budget_ms: Optional[int] = None) -> None:
+    from hopweave.engine.replay import REPLAY_CONFIG, budget_config, replay as run
 
+    if budget_ms is not None:
+        budget_config(budget_ms)  # a bad --budget-ms is refused before the store opens
     engine = _open_engine(store, vectors, **REPLAY_CONFIG.__dict__)
     try:
-        outcomes = run(engine, paths, record=not no_record)
+        outcomes = run(engine, paths, record=not no_record, budget_ms=budget_ms)
         if twice:
-            again = run(engine, paths, record=False)
+            again = run(engine, paths, record=False, budget_ms=budget_ms)
             outcomes = [
                 o if o.context_hash == a.context_hash and o.trace_id == a.trace_id else o.model_copy(update={
                     "passed": False,
@@ -270,6 +277,7 @@ def _replay_scenarios(paths: list[Path], store: Optional[str], vectors: Optional
             for f in o.failures:
                 typer.echo(f"      - {f}")
         typer.echo(f"\n{len(outcomes) - len(failed)}/{len(outcomes)} scenarios passed"
+                   + (f" at --budget-ms {budget_ms}" if budget_ms is not None else "")
                    + (" (each replayed twice, byte-identical)" if twice and not failed else ""))
         if not no_record and outcomes:
             typer.echo("what a run saw, rebuilt from its trace: hopweave replay --as-recorded TRACE --tenant TENANT"

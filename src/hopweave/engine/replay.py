@@ -33,6 +33,7 @@ expectation and what was found instead. Same store + same as_of -> byte-identica
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence
@@ -58,6 +59,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Replays are audits: wall-clock budgets are relaxed so timing never changes what is seen.
 REPLAY_CONFIG = EngineConfig(budget_ms=60_000, pattern_budget_scale=100.0, round_latency_scale=100.0)
+
+
+def budget_config(budget_ms: int) -> EngineConfig:
+    """The budgets of a replay at ``budget_ms`` (``replay --budget-ms``, a scenario's
+    ``options.budget_ms``): a request budget of ``budget_ms`` and every other budget as served
+    (pattern budgets and round latencies unscaled), so the replay measures what a request at
+    that budget sees. Raises InputError when ``budget_ms`` < 1."""
+    if isinstance(budget_ms, bool) or not isinstance(budget_ms, int) or budget_ms < 1:
+        raise InputError(f"a replay budget must be an int >= 1 ms, not {budget_ms!r}")
+    return dataclasses.replace(EngineConfig(), budget_ms=budget_ms)
 
 
 def scenario_paths(paths: Iterable[str | Path]) -> list[Path]:
@@ -119,22 +130,26 @@ class _DownUnderstander:
         pass
 
 
-def _engine_for(engine: Engine, faults: Sequence[str]) -> Engine:
-    if not faults:
+def _engine_for(engine: Engine, faults: Sequence[str], budget_ms: int | None = None) -> Engine:
+    if not faults and budget_ms is None:
         return engine
     return engine.sibling(index=_DownIndex() if "search_unavailable" in faults else engine.index,
-                          understander=_DownUnderstander() if "understand_unavailable" in faults else None)
+                          understander=_DownUnderstander() if "understand_unavailable" in faults else None,
+                          config=budget_config(budget_ms) if budget_ms is not None else None)
 
 
-def run_scenario(engine: Engine, sc: Scenario, *, record: bool = True) -> RetrievalResult:
-    """Run one scenario at its as_of (faults injected as declared)."""
-    eng = _engine_for(engine, sc.options.faults)
+def run_scenario(engine: Engine, sc: Scenario, *, record: bool = True, budget_ms: int | None = None) -> RetrievalResult:
+    """Run one scenario at its as_of (faults injected as declared). Its ``options.budget_ms``,
+    else ``budget_ms``, replays it at that budget with served timings (:func:`budget_config`);
+    with neither, at the engine's budgets (:data:`REPLAY_CONFIG` for ``hopweave replay``)."""
+    budget = sc.options.budget_ms if sc.options.budget_ms is not None else budget_ms
+    eng = _engine_for(engine, sc.options.faults, budget)
     try:
         return eng.retrieve(
             sc.utterance,
             session=sc.resolved_session(),
             as_of=sc.as_of,
-            budget_ms=sc.options.budget_ms,
+            budget_ms=budget,
             profile=sc.options.profile,
             token_budget=sc.options.token_budget,
             record=record,
@@ -259,12 +274,16 @@ def _check_rounds(e: Expect, r: RetrievalResult) -> list[str]:
     return f
 
 
-def replay(engine: Engine, paths: Iterable[str | Path], *, record: bool = True) -> list[Outcome]:
-    """Run and check every scenario under ``paths`` (files or folders)."""
+def replay(engine: Engine, paths: Iterable[str | Path], *, record: bool = True,
+           budget_ms: int | None = None) -> list[Outcome]:
+    """Run and check every scenario under ``paths`` (files or folders); ``budget_ms``: replay
+    those without their own ``options.budget_ms`` at that budget (:func:`run_scenario`)."""
+    if budget_ms is not None:
+        budget_config(budget_ms)  # refuse a bad budget before the first scenario
     out: list[Outcome] = []
     for p in scenario_paths(paths):
         sc = load_scenario(p)
-        r = run_scenario(engine, sc, record=record)
+        r = run_scenario(engine, sc, record=record, budget_ms=budget_ms)
         fails = check(sc, r)
         out.append(Outcome(
             scenario=sc.name, path=str(p), passed=not fails, failures=tuple(fails), trace_id=r.trace_id,

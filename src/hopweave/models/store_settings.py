@@ -41,6 +41,9 @@ class DomainRecord(BaseModel):
     pack_schema: dict[str, Any] = Field(default_factory=dict)
     classifier: dict[str, Any] | None = None
     calibration: dict[str, Any] | None = None
+    #: The calibration file the load read (absolute path; "" without one): ``hopweave doctor``
+    #: warns when it no longer equals ``calibration`` (refitted after the load).
+    calibration_file: str = ""
     revision: str = ""
     description: str = ""
 

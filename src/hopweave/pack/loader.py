@@ -379,11 +379,20 @@ def _ingest(uri: Any, p: LoadedPack, docs: list[Any], index: Any = None) -> dict
     return {"documents": r.documents, "chunks": r.chunks_written}
 
 
+def _calibration_file(p: LoadedPack) -> str:
+    """The absolute path of the calibration file the pack's classifier settings name ("" without one)."""
+    name = (p.classifier or {}).get("calibration_file")
+    if p.calibration is None or not name or not p.manifest.classifier:
+        return ""
+    return str(((Path(p.directory) / p.manifest.classifier).parent / str(name)).resolve())
+
+
 def _settings(existing: StoreSettings | None, p: LoadedPack) -> StoreSettings:
     s = existing or StoreSettings()
     m = p.manifest
     rec = DomainRecord(settings=p.settings, tenants=list(m.tenants), default_tenant=m.default_tenant,
                        pack_schema=p.pack_schema, classifier=p.classifier, calibration=p.calibration,
-                       revision=pack_revision(p.directory), description=m.description)
+                       calibration_file=_calibration_file(p), revision=pack_revision(p.directory),
+                       description=m.description)
     domains = {**s.domains, m.name: rec}
     return StoreSettings(store_schema=p.schema.model_dump(mode="json"), domains=domains)

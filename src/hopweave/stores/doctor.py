@@ -150,6 +150,7 @@ def _check_domains(stores: "Stores", add: Any) -> None:
             continue
         add(f"domain {name}", "ok", f"tenants {list(rec.tenants)}: {len(mine)} goal types, {len(pats)} patterns"
             + (f", pack revision {rec.revision[:12]}" if rec.revision else ""))
+        _check_calibration(name, rec, add)
         seps = (rec.classifier or {}).get("clause_separators")
         problem = regex_problem(seps) if seps is not None else None
         if problem:
@@ -167,6 +168,29 @@ def _check_domains(stores: "Stores", add: Any) -> None:
         shown = "; ".join(f"{name}: {errs[0]}" for name, errs in sorted(failing.items())[:3])
         add("pattern gates", "error", f"{len(failing)} stored pattern(s) fail the gates of their goal: {shown}",
             "fix the pack's goal files, then " + load_fix(stores.graph_uri))
+
+
+def _check_calibration(name: str, rec: Any, add: Any) -> None:
+    """A warning when the pack's calibration file (as named at load) differs from the store's
+    copy (the engine uses the copy: a refit has no effect until the pack is loaded again) or
+    can no longer be read; nothing when the load read no calibration file."""
+    import json
+
+    path = Path(rec.calibration_file) if rec.calibration_file else None
+    if path is None or rec.calibration is None:
+        return
+    fix = f"hopweave load <the {name} pack> (the engine uses the store's copy until then)"
+    try:
+        on_disk = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        add(f"domain {name} calibration", "warning", f"the calibration file read at load, {path}, cannot be read "
+            f"now ({type(exc).__name__}): the store's copy is used", fix)
+        return
+    if on_disk != rec.calibration:
+        add(f"domain {name} calibration", "warning", f"{path} differs from the store's copy (refitted after the "
+            "load?): the engine still uses the copy loaded last", fix)
+    else:
+        add(f"domain {name} calibration", "ok", f"the store's calibration equals {path.name}")
 
 
 def _check_indexes(stores: "Stores", add: Any) -> None:

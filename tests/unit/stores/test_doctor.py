@@ -240,3 +240,20 @@ def test_explosive_separators_forged_into_the_settings_are_an_error(copy: Path) 
     report = doctor(copy)
     f = _by_check(report)[f"graph.domain {name} classifier"]
     assert not report.ok and f.severity == "error" and "nested repetition" in f.detail and "hopweave load" in f.fix
+
+
+def test_a_calibration_refitted_after_the_load_is_a_warning(healthy: Path, copy: Path) -> None:
+    from hopweave.models.store_settings import SETTINGS_FILE
+
+    ok = _by_check(doctor(healthy))["graph.domain telecom calibration"]
+    assert ok.severity == "ok" and "classifier_calibration.json" in ok.detail
+    settings = copy / SETTINGS_FILE
+    data = json.loads(settings.read_text(encoding="utf-8"))
+    rec = data["domains"]["telecom"]
+    assert Path(rec["calibration_file"]) == (PACK / "classifier_calibration.json").resolve()
+    rec["calibration"] = {**rec["calibration"], "fitted_at": "an older fit"}  # the pack's file moved on
+    settings.write_text(json.dumps(data), encoding="utf-8")
+    report = doctor(copy)
+    warn = _by_check(report)["graph.domain telecom calibration"]
+    assert warn.severity == "warning" and "differs from the store's copy" in warn.detail
+    assert "hopweave load" in warn.fix and report.ok  # the engine still runs, on the stored copy
