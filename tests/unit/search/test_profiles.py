@@ -142,3 +142,7 @@ def test_every_fusion_method_has_a_channel_scorer():
 
     assert set(FUSION_METHODS) == set(get_args(Method))
     assert all(name == row.name for name, row in FUSION_METHODS.items())
+    assert sorted(m for m, row in FUSION_METHODS.items() if row.single_channel) == ["dense", "lexical"]
+    assert [m for m, row in FUSION_METHODS.items() if row.normalised] == ["convex"]
+    assert [m for m, row in FUSION_METHODS.items() if row.takes_alpha] == ["convex"]
+    assert {m: row.lexical_only for m, row in FUSION_METHODS.items() if row.lexical_only} == {"convex": {"alpha": 0.0}}
