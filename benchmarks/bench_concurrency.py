@@ -192,6 +192,62 @@ def tool_burst(engine: Any, reqs: list[dict[str, Any]]) -> dict[str, Any]:
     return plain_stats(*burst(one, reqs))
 
 
+def tool_answered(results: list[tuple[float, Any]], wall: float) -> dict[str, Any]:
+    """A tool burst: answered and refused (OverloadedError) counts, latency of the answered."""
+    from hopweave.errors import OverloadedError
+
+    ok = [ms for ms, r in results if not isinstance(r, BaseException)]
+    return {"answered": len(ok), "refused": sum(1 for _, r in results if isinstance(r, OverloadedError)),
+            "errors": sum(1 for _, r in results if isinstance(r, BaseException) and not isinstance(r, OverloadedError)),
+            "answered_latency": mm.summary(ok) if ok else {}, "wall_s": round(wall, 2)}
+
+
+def tool_lanes(engine: Any, db: list[Any], n: int, rounds: int, log: Callable[[str], None]) -> dict[str, Any]:
+    """Agent-tool calls before and after their own slots, in the same run and engine, alternating
+    the order per round: ``shared`` (the tool calls take the engine's request slots, as with
+    ``tool_max_active`` 0) and ``own`` (``tool_max_active`` slots of their own). Each round: a
+    burst of ``n`` tool calls alone, then ``n`` tool calls released together with ``n``
+    retrievals (``mixed``). Medians over the rounds."""
+    lane = engine.admission.tool_slots
+    out: dict[str, Any] = {"rounds": rounds, "tool_max_active": engine.config.tool_max_active,
+                           "max_active": engine.config.max_active}
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for r in range(rounds):
+        for mode in (("shared", "own") if r % 2 == 0 else ("own", "shared")):
+            engine.admission.tool_slots = lane if mode == "own" else None
+            log(f"tool calls round {r + 1}/{rounds}: {mode} slots ...")
+            alone = tool_answered(*burst(lambda q: _tool_call(engine, q), requests(db, n, f"k{r}{mode}")))
+            alone["load_avg"] = round(os.getloadavg()[0], 2)
+            runs.setdefault(f"{mode}_alone", []).append(alone)
+            items = [("tool", q) for q in requests(db, n, f"m{r}{mode}")] + \
+                    [("retrieve", q) for q in requests(db, n, f"r{r}{mode}")]
+            res, wall = burst(lambda it: _tool_call(engine, it[1]) if it[0] == "tool" else call(engine, it[1]), items)
+            tools = [x for x, it in zip(res, items) if it[0] == "tool"]
+            rets = [x for x, it in zip(res, items) if it[0] == "retrieve"]
+            mixed = tool_answered(tools, wall)
+            mixed["retrievals_intact"] = sum(1 for _, x in rets if not isinstance(x, BaseException) and not any(
+                d.stage in ("understand", "search") or d.what == "request capacity" for d in x.degraded))
+            mixed["retrievals_p99_ms"] = mm.pct([ms for ms, _ in rets], 0.99)
+            runs.setdefault(f"{mode}_mixed", []).append(mixed)
+    engine.admission.tool_slots = lane
+    for key, rs in runs.items():
+        out[key] = {"answered_median": statistics.median(x["answered"] for x in rs),
+                    "answered": [x["answered"] for x in rs],
+                    "answered_p50_ms_median": statistics.median(x["answered_latency"].get("p50_ms", 0) for x in rs),
+                    "answered_p99_ms_median": statistics.median(x["answered_latency"].get("p99_ms", 0) for x in rs),
+                    "runs": rs}
+    return out
+
+
+def _tool_call(engine: Any, req: dict[str, Any]) -> Any:
+    from hopweave.adapters.agent_tool import RetrieveTool
+
+    s = req["session"]
+    region = getattr(s, "region", None)
+    return RetrieveTool(engine, s)(req["utterance"], mode="hybrid", filters={"region": region} if region else None,
+                                   top_k=10)
+
+
 def naive_burst(engine: Any, reqs: list[dict[str, Any]]) -> dict[str, Any]:
     """The naive baseline: embed the query, dense top-10 over the tenant's whole collection."""
     from hopweave.search.profiles import get_profile
@@ -448,6 +504,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             res[f"pool_{w}"] = pool_run(store, w, db, args, log)
         res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
         return res
+    if args.tool_rounds:
+        engine = Engine.open(store)
+        try:
+            res["warmup_ms"] = engine.warmup()
+            res["tool_lanes"] = tool_lanes(engine, db, n, args.tool_rounds, log)
+        finally:
+            engine.close()
+        res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
+        return res
     if args.http_only:
         http_runs(args, res, store, db, n)
         res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
@@ -628,6 +693,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="with --bursts-only: EngineConfig.max_active (default: as shipped)")
     ap.add_argument("--bursts-only", action="store_true",
                     help="only the thread and aretrieve bursts (and --overload, --sustained), plain engine then pools")
+    ap.add_argument("--tool-rounds", type=int, default=0,
+                    help="only the agent-tool calls, this many rounds: their own slots vs the request slots, "
+                         "alone and among as many retrievals (e.g. 3)")
     ap.add_argument("--json", default=None, help="write the result here")
     args = ap.parse_args(argv)
     res = run(args)

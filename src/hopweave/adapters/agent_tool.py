@@ -98,8 +98,9 @@ class RetrieveTool:
                  budget_ms: int | None = None) -> None:
         """``as_of`` (optional): search the documents in force then, not today's current revisions.
         ``budget_ms``: a call's wall-clock budget (default the engine's ``tool_budget_ms``, 200):
-        calls go through the same request slots as ``Engine.retrieve`` and one that cannot get
-        a slot in time to finish within it is shed (OverloadedError), never answered late.
+        calls take the engine's agent-tool slots (``tool_max_active``, apart from the request
+        slots of ``Engine.retrieve``) and one that cannot get a slot in time to finish within it
+        is shed (OverloadedError), never answered late.
         Raises InputError / TenantError for a malformed session or as_of (the engine's boundary)."""
         from hopweave.models.common import to_datetime
 
@@ -119,7 +120,7 @@ class RetrieveTool:
         unknown field, ScopeFilterError for a filter that would widen the session's scope (a
         clause on tenant, customer, status or validity; an authoritative value the record does not
         have), StoreError when the index is unavailable, OverloadedError when the engine had no
-        free request slot in time to answer within the budget (retry)."""
+        free tool slot in time to answer within the budget (retry)."""
         from hopweave.search.profiles import get_profile
 
         check_utterance_input(query)
@@ -138,7 +139,7 @@ class RetrieveTool:
         where = scoped(self.engine.graph, settings, self.session, tree, self.as_of)
         prof = get_profile(MODE_PROFILES[mode])
         budget = self.budget_ms or self.engine.config.tool_budget_ms
-        with self.engine.admitted(budget, arrived=arrived, kind="tool"):  # the engine's request slots
+        with self.engine.admitted(budget, arrived=arrived, kind="tool"):  # the engine's tool slots
             vec = space = None
             if prof.uses_semantic:
                 vec = self.engine.embedder.embed([query])[0]

@@ -232,6 +232,11 @@ class Admission:
         self.hold_clock = HoldClock()
         #: The request slots: first come, first served, handed over only to work that can finish.
         self.slots = Slots(config.max_active, lambda: self.hold_clock.expected_ms() / 1000.0, clock)
+        #: The agent-tool calls' own slots (``config.tool_max_active``; None when 0: they share
+        #: the request slots). A tool call is one encoder pass and one filtered search, so it
+        #: neither takes a retrieval's slot nor waits behind retrievals holding them.
+        # (a tool call waits without an ``end``: no hand-off refuses it early, so no expected hold)
+        self.tool_slots = Slots(config.tool_max_active, lambda: 0.0, clock) if config.tool_max_active > 0 else None
         self._finish_clock = RecentTimes()
         self._block_clocks: dict[str, RecentTimes] = {}
         self._lock = threading.Lock()
@@ -355,11 +360,13 @@ class Admission:
     @contextmanager
     def admitted(self, budget_ms: int | None = None, *, arrived: float | None = None,
                  kind: str = "call") -> Iterator[float]:
-        """One request slot for work outside the pipeline (the agent tool's search), under the
-        same admission: wait for a slot until the budget (from ``arrived``, default now) less
-        what the work is expected to take once it has the slot (the 90th percentile of the last
-        blocks of the same ``kind``, at least ``deadline_reserve_ms``, at most half the budget),
-        then hold it for the block.
+        """One slot for work outside the pipeline, then hold it for the block: wait for a slot
+        until the budget (from ``arrived``, default now) less what the work is expected to take
+        once it has the slot (the 90th percentile of the last blocks of the same ``kind``, at
+        least ``deadline_reserve_ms``, at most half the budget); a free slot nobody waits for is
+        taken at once. ``kind="tool"`` (an agent-tool call) takes one of the tool calls' own
+        slots (:attr:`tool_slots`) when ``config.tool_max_active`` > 0, any other kind a
+        request slot.
 
         Yields:
             The call's deadline (an instant of :attr:`clock`).
@@ -370,10 +377,16 @@ class Admission:
         """
         t0 = self.clock() if arrived is None else arrived
         budget = (budget_ms or self.config.budget_ms) / 1000.0
+        lane = self.tool_slots if kind == "tool" else None
+        slots = lane if lane is not None else self.slots
         clock = self._block_clocks.setdefault(kind, RecentTimes())
         keep = min(max(clock.quantile_ms(0.9), self.config.reserve_ms(budget * 1000)) / 1000.0, budget * 0.5)
         wait = budget - keep - (self.clock() - t0)
-        if wait <= 0 or not self.slots.acquire(wait):
+        if not slots.acquire(max(wait, 0.0)):  # a free slot with nobody waiting is taken at once
+            if lane is not None:
+                raise OverloadedError(f"the agent-tool calls' {self.config.tool_max_active} slots were taken for "
+                                      f"the call's budget ({round(budget * 1000)} ms, {round(keep * 1000)} ms of it "
+                                      "kept for the work itself); retry shortly")
             raise OverloadedError(f"the engine was at capacity ({self.config.max_active} requests in progress) "
                                   f"for the call's budget ({round(budget * 1000)} ms, {round(keep * 1000)} ms of "
                                   "it kept for the work itself); retry shortly")
@@ -381,7 +394,7 @@ class Admission:
         try:
             yield t0 + budget
         finally:
-            self.slots.release()
+            slots.release()
             clock.add(round((self.clock() - t) * 1000, 3))
 
 

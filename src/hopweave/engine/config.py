@@ -64,9 +64,13 @@ class EngineConfig:
     #: Added to that reserve per request in flight (a burst wakes together near its deadline).
     reserve_per_request_ms: float = 1.5
     #: Wall-clock budget of one agent-tool call (a hybrid search: one encoder pass + the search;
-    #: a 200 ms p99 is what a tool agents call in a loop can live with). A call that cannot get a request
+    #: a 200 ms p99 is what a tool agents call in a loop can live with). A call that cannot get a tool
     #: slot in time to finish within it is shed (OverloadedError / HTTP 503 + Retry-After).
     tool_budget_ms: int = 200
+    #: Agent-tool calls working at once, in slots of their own (a call is one encoder pass and
+    #: one filtered hybrid search, so it neither takes one of the ``max_active`` request slots
+    #: nor waits behind retrievals holding them); 0: tool calls share the request slots.
+    tool_max_active: int = 4
     #: Serve an embedded vector shard from a child process (``Engine.open`` on a store
     #: directory): qdrant-edge holds the GIL for a whole query, so in one process every search
     #: stops every other request's Python work (:mod:`hopweave.search.search_process`).

@@ -67,21 +67,29 @@ def test_agent_tool_rejects_bad_input(engine) -> None:
     assert filters_to_tree({"tier": ["Gold", "Platinum"]}).op == "in"
 
 
-def test_agent_tool_goes_through_the_engines_request_slots(engine) -> None:
-    """The tool waits for one of the engine's request slots within its budget, then sheds."""
+def test_agent_tool_takes_the_engines_tool_slots_not_its_request_slots(engine) -> None:
+    """With every request slot taken a tool call is still answered (its own slots); with every
+    tool slot taken it waits within its budget, then sheds."""
     import time
 
     tool = RetrieveTool(engine, MARIA, budget_ms=60)
     held = [engine.admission.slots.acquire(5) for _ in range(engine.config.max_active)]
     try:
+        assert all(held) and tool("courtesy waiver")
+    finally:
+        for _ in held:
+            engine.admission.slots.release()
+    lane = engine.admission.tool_slots
+    held = [lane.acquire(5) for _ in range(engine.config.tool_max_active)]
+    try:
         assert all(held)
         t = time.perf_counter()
-        with pytest.raises(OverloadedError, match="capacity"):
+        with pytest.raises(OverloadedError, match="agent-tool calls"):
             tool("courtesy waiver")
         assert time.perf_counter() - t < 5  # shed within about its budget, not queued forever
     finally:
         for _ in held:
-            engine.admission.slots.release()
+            lane.release()
     assert tool("courtesy waiver")  # a slot is free again
     with pytest.raises(InputError, match="budget_ms"):
         RetrieveTool(engine, MARIA, budget_ms=0)

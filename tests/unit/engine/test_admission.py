@@ -219,6 +219,48 @@ def test_admission_refuses_work_that_cannot_end_in_time_and_sheds_on_request() -
     adm.release(held)
 
 
+def _tool_admission(tool_max_active: int):  # type: ignore[no-untyped-def]
+    from hopweave.engine.admission import Admission
+    from hopweave.engine.config import EngineConfig
+
+    now = [50.0]
+    return Admission(EngineConfig(max_active=1, tool_max_active=tool_max_active, deadline_reserve_ms=40),
+                     clock=lambda: now[0]), now
+
+
+def test_tool_calls_take_their_own_slots_not_a_retrievals() -> None:
+    from hopweave.errors import OverloadedError
+
+    adm, now = _tool_admission(2)
+    held = adm.take(now[0] + 5.0)  # the only request slot is taken by a retrieval
+    assert held.granted and adm.slots.full
+    with adm.admitted(200, kind="tool") as deadline:
+        assert deadline == 50.2 and adm.tool_slots is not None and not adm.tool_slots.full
+        with adm.admitted(200, kind="tool"):
+            assert adm.tool_slots.full and adm.slots.waiting == 0
+            with pytest.raises(OverloadedError, match="agent-tool calls' 2 slots"):  # a third waits, then gives up
+                with adm.admitted(1, kind="tool"):
+                    pass
+            assert adm.tool_slots.waiting == 0
+    assert not adm.tool_slots.full
+    adm.release(held)
+    assert not adm.slots.full
+
+
+def test_tool_calls_share_the_request_slots_with_no_tool_slots() -> None:
+    from hopweave.errors import OverloadedError
+
+    adm, now = _tool_admission(0)
+    assert adm.tool_slots is None
+    held = adm.take(now[0] + 5.0)
+    with pytest.raises(OverloadedError, match="at capacity"):  # waits its budget less the work, then gives up
+        with adm.admitted(50, kind="tool"):
+            pass
+    adm.release(held)
+    with adm.admitted(50, kind="tool"):
+        assert adm.slots.full
+
+
 def test_admission_reserves_grow_with_the_requests_in_flight() -> None:
     adm, _ = _admission(max_active=4)
     assert adm.reserve_ms(800) == 40.0 and adm.load_reserve_ms(800) == 0.0
