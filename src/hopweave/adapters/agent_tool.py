@@ -1,4 +1,4 @@
-"""The agent's retrieval tool (seed 003): ``retrieve(query, mode, filters, top_k)``.
+"""The agent's retrieval tool: ``retrieve(query, mode, filters, top_k)``.
 
 The agent chooses the mode (``keyword`` for exact identifiers, ``semantic`` for concepts,
 ``hybrid`` when unsure) and may narrow the scope with filters in the shared vocabulary; it can
