@@ -33,6 +33,7 @@ from hopweave.fileio import read_yaml
 from hopweave.graph.base import Edge, GraphStore, Node
 from hopweave.graph.gates import gate_write, labels_used
 from hopweave.graph.write_rules import GatedNode
+from hopweave.models.keys import with_key_hints
 from hopweave.models.common import to_datetime
 from hopweave.models.instants import format_datetime
 from hopweave.models.metagraph import (
@@ -106,7 +107,7 @@ def parse_goal_doc(doc: Any, p: str | Path) -> tuple[GoalType, list[dict[str, An
         raise PatternValidationError(
             str(doc["goal"].get("name", Path(p).stem)),
             "goal",
-            f"invalid GoalType in {p}: {exc}",
+            f"invalid GoalType in {p}: {with_key_hints(exc, GoalType)}",
             "fix the goal mapping",
         ) from None
     defaults = doc.get("defaults") or {}

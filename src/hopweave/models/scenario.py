@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from hopweave.errors import InputError
 from hopweave.fileio import read_yaml
 from hopweave.models.common import Session, parse_session, read_session_file
+from hopweave.models.keys import with_key_hints
 
 Fault = Literal["search_unavailable", "understand_unavailable"]
 #: ``Expect.goal`` when the scenario does not name one (``goal: null`` expects no goal).
@@ -101,6 +102,6 @@ def parse_scenario(data: Any, p: str | Path) -> Scenario:
     try:
         return Scenario.model_validate({**data, "path": str(p)})
     except ValidationError as exc:
-        raise InputError(f"scenario {p} is invalid: {exc}") from exc
+        raise InputError(f"scenario {p} is invalid: {with_key_hints(exc, Scenario)}") from exc
 
 

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from hopweave.errors import HopweaveError, PackError, PatternValidationError
+from hopweave.models.keys import error_message
 from hopweave.models.schema import GraphSchema
 from hopweave.pack.files import PackFileError, PackFiles
 from hopweave.pack.manifest import MANIFEST, SHARED, PackManifest, expand_globs, manifest_problems
@@ -71,7 +72,7 @@ def check_manifest(d: Path, files: PackFiles | None = None) -> tuple[PackManifes
                                   fix="write name, tenants, schema, goals, domain, ... (docs/packs.md)")]
         m = PackManifest.model_validate(raw)
     except ValidationError as exc:
-        return None, [Problem(file=MANIFEST, record=".".join(map(str, e["loc"])), message=e["msg"],
+        return None, [Problem(file=MANIFEST, record=".".join(map(str, e["loc"])), message=error_message(e, PackManifest),
                               fix="see the manifest reference in docs/packs.md") for e in exc.errors()]
     except PackFileError as exc:
         return None, [_file_problem(exc)]
@@ -322,7 +323,8 @@ def check_classifier(d: Path, m: PackManifest, files: PackFiles | None = None) -
         try:
             ClassifierConfig.model_validate(cfg)
         except ValidationError as exc:
-            return [Problem(file=m.classifier, record=".".join(map(str, e["loc"])), message=e["msg"], fix=fix)
+            return [Problem(file=m.classifier, record=".".join(map(str, e["loc"])),
+                            message=error_message(e, ClassifierConfig), fix=fix)
                     for e in exc.errors()]
         settings, _ = classifier_settings(cfg, cal)
         if settings is not None:

@@ -27,6 +27,7 @@ from hopweave.bounded import DataRegex, compile_data_regex, regex_problem
 
 from hopweave.errors import ConfigError, InputError
 from hopweave.fileio import read_yaml
+from hopweave.models.keys import with_key_hints
 from hopweave.understand.calibration import (
     DEFAULT_CALIBRATION,
     Calibration,
@@ -126,7 +127,7 @@ def load_classifier_config(path: str | Path) -> ClassifierConfig:
     try:
         return ClassifierConfig.model_validate({**data, "base_dir": str(p.parent)})
     except ValueError as exc:
-        raise ConfigError(f"classifier settings {p} are invalid: {exc}") from exc
+        raise ConfigError(f"classifier settings {p} are invalid: {with_key_hints(exc, ClassifierConfig)}") from exc
 
 
 #: Example-text embeddings by (embedding space key, text), shared by classifiers in the process.

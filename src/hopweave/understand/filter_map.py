@@ -24,6 +24,7 @@ from hopweave.fileio import read_yaml
 from hopweave.models.common import Session, to_datetime
 from hopweave.models.filters import And, Eq, FilterTree, In, IsEmpty, Or, Range, and_, check_fields
 from hopweave.models.instants import format_utc
+from hopweave.models.keys import with_key_hints
 from hopweave.models.schema import GLOBAL_TENANT, GraphSchema
 from hopweave.understand.models import Entity
 
@@ -189,7 +190,7 @@ def parse_mapping(data: Any, source: str | Path) -> FilterMapping:
     try:
         return FilterMapping.model_validate(data)
     except Exception as exc:
-        raise ConfigError(f"filter mapping {source} is invalid: {exc}") from exc
+        raise ConfigError(f"filter mapping {source} is invalid: {with_key_hints(exc, FilterMapping)}") from exc
 
 
 def filter_mapping_id(domain: str | None = None) -> str:
