@@ -39,7 +39,8 @@ def test_random_patterns_and_filters_agree(falkordb_store, schema, tally) -> Non
         f"on {GRAPHS} graphs; {len(problems)} mismatches"
     )
     assert not problems, f"{len(problems)} mismatches; first ones:\n" + "\n".join(problems[:5])
-    # the suite must exercise real answers, not only empty ones (about a quarter of the random
-    # patterns find rows: 114 of 480 on the base + DeltaBank schema, which random graphs draw from)
-    assert tally.counts.get("random patterns with rows", 0) >= GRAPHS * PATTERNS_PER_GRAPH // 5
+    # the suite must exercise real answers, not only empty ones (about a sixth of the random
+    # patterns find rows: 74 of 480 on the base + DeltaBank schema, which random graphs draw from;
+    # the schema's labels for pinned texts, heuristics and pattern proposals leave fewer hits)
+    assert tally.counts.get("random patterns with rows", 0) >= GRAPHS * PATTERNS_PER_GRAPH // 8
     assert tally.counts.get("random filters with matches", 0) >= GRAPHS * FILTERS_PER_GRAPH // 5
