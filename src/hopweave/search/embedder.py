@@ -24,6 +24,7 @@ constructors). Query embeddings go through a small LRU cache.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import threading
@@ -492,7 +493,18 @@ def prefetch_default_encoder() -> None:
         except Exception:  # noqa: BLE001 - reported by the first embed
             pass
 
-    threading.Thread(target=load, name="hopweave-encoder-load", daemon=True).start()
+    t = threading.Thread(target=load, name="hopweave-encoder-load", daemon=True)
+    t.start()
+    atexit.register(_join_prefetch, t)
 
 
+def _join_prefetch(t: threading.Thread) -> None:
+    """At interpreter exit, wait (at most :data:`PREFETCH_JOIN_S`) for a prefetch still building
+    the ONNX session: exiting under it destroys onnxruntime's native threads while they are
+    joinable, which aborts the process ("terminate called without an active exception")."""
+    t.join(PREFETCH_JOIN_S)
+
+
+#: The longest an exiting process waits for an encoder prefetch still loading, in seconds.
+PREFETCH_JOIN_S = 60.0
 _PREFETCHED = False
