@@ -125,7 +125,7 @@ def read_manifest(pack_dir: str | Path) -> PackManifest:
             f"{d} is not a hopweave domain pack: it has no {MANIFEST}. Create one with "
             f"`hopweave init {d}` or see docs/packs.md for the format"
         )
-    raw = PackFiles(d).read_yaml(path, "manifest", "pack manifest")
+    raw = PackFiles(d).read_yaml(MANIFEST, "manifest", "pack manifest")  # relative to the pack root
     if not isinstance(raw, dict):
         raise PackError(f"{path}: the manifest must be a mapping (name, tenants, schema, goals, domain, ...)")
     try:
