@@ -14,7 +14,7 @@ from hopweave.paths import base_schema_path
 PACK = Path(__file__).resolve().parents[3] / "examples" / "deltabank" / "schema.yaml"
 
 ENGINE_LABELS = {"GoalType", "TraversalPattern", "FilterMapping", "Document", "DecisionTrace", "TraceStep",
-                 "PinnedText", "CaseType", "CaseState", "Workflow", "Step", "Rule", "Heuristic"}
+                 "PinnedText", "CaseType", "CaseState", "Workflow", "Step", "Rule", "Heuristic", "PatternProposal"}
 
 
 def _pack(**parts) -> dict:
