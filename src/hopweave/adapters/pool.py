@@ -1,5 +1,5 @@
 """An engine pool: one :class:`~hopweave.engine.engine.Engine` per worker process, for in-process
-callers that want more than one core (issue 13).
+callers that want more than one core.
 
 A retrieval holds the GIL for nearly all of its CPU (the engine's Python, and qdrant-edge's
 ``EdgeShard.query``), so one process uses one core however many threads call it.

@@ -348,7 +348,7 @@ class SentenceTransformerEmbedder(CachingEmbedder):
             # 120-180 ms p50 at load 7 on 2 cores), while on an idle machine two threads win
             # (12 vs 16 ms). Large batches always keep torch's default.
             # No lock: torch's thread count is a per-thread OpenMP setting once a thread has
-            # run torch, so concurrent small calls each run on their own core (issue 7: a
+            # run torch, so concurrent small calls each run on their own core (a
             # process-wide lock here halved the throughput of 30 concurrent retrievals).
             before = torch.get_num_threads()
             if small and before != 1:

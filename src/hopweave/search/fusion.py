@@ -9,7 +9,7 @@ whether it normalises the channel first) is its row of
 
 Why in Python and not with Qdrant's ``Fusion.Rrf``: the contract reports, for every hit, each
 channel's rank, raw score and weighted contribution, which a fused Qdrant response does not carry;
-Qdrant's weighted RRF is ``1 / (rank / w + k - 1)`` rather than seed 002's ``w / (k + rank)``;
+Qdrant's weighted RRF is ``1 / (rank / w + k - 1)`` rather than the contract's ``w / (k + rank)``;
 and Qdrant breaks score ties by internal order, not by chunk id. For the equal-weight profile the
 two agree (``Fusion.Rrf(k + 1)``): ``tests/unit/search/test_profiles.py``
 (``test_rrf_k60_equals_qdrant_fusion_rrf_k61``) checks that.
