@@ -15,7 +15,7 @@ from typing import Any
 
 from hopweave.errors import HopweaveError
 
-__version__ = "0.1.0"
+__version__ = "0.3.0.dev0"
 
 _LAZY = {
     "Engine": "hopweave.engine.engine",
