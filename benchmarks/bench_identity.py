@@ -200,7 +200,8 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def phase_flood(engine: Engine, secret: Path, rate: float, flood_n: int, steady_n: int) -> dict[str, Any]:
+def phase_flood(engine: Engine, secret: Path, rate: float, flood_n: int, steady_n: int,
+                tenant_concurrency: int = 0) -> dict[str, Any]:
     import httpx
     import uvicorn
 
@@ -208,7 +209,7 @@ def phase_flood(engine: Engine, secret: Path, rate: float, flood_n: int, steady_
     flooder = json.loads((PACKS[0] / "sessions" / "maria.json").read_text())
     sib = engine.sibling(index=engine.index, understander=None)
     app = create_app(sib, warm=False, close=False, identity=IdentityConfig(
-        jwt_secret_file=str(secret), jwt_audience=AUD, rate_per_tenant=rate))
+        jwt_secret_file=str(secret), jwt_audience=AUD, rate_per_tenant=rate, tenant_concurrency=tenant_concurrency))
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -262,7 +263,7 @@ def phase_flood(engine: Engine, secret: Path, rate: float, flood_n: int, steady_
     def p99(xs: list[float]) -> float:
         return round(sorted(xs)[max(0, int(len(xs) * 0.99) - 1)], 1)
 
-    return {"rate_per_tenant": rate, "flood_requests": flood_n, "flood_codes": dict(out["codes"]),
+    return {"rate_per_tenant": rate, "tenant_concurrency": tenant_concurrency, "flood_requests": flood_n, "flood_codes": dict(out["codes"]),
             "victim_quiet_p50_ms": round(statistics.median(out["quiet"]), 1), "victim_quiet_p99_ms": p99(out["quiet"]),
             "victim_flood_p50_ms": round(statistics.median(out["during"]), 1), "victim_flood_p99_ms": p99(out["during"]),
             "p99_ratio": round(p99(out["during"]) / p99(out["quiet"]), 2),
@@ -276,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--rate", type=float, default=20.0, help="per-tenant rate limit of phase 2 (requests/s)")
     ap.add_argument("--flood-n", type=int, default=600)
+    ap.add_argument("--tenant-concurrency", type=int, default=0, help="serve --tenant-concurrency of phase 2")
     ap.add_argument("--steady-n", type=int, default=60)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
@@ -296,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
                   "isolation": phase_isolation(engine, args.n, random.Random(args.seed), keyfile, secret)}
         if args.out:
             args.out.write_text(json.dumps(report, indent=2) + "\n")
-        report["flood"] = phase_flood(engine, secret, args.rate, args.flood_n, args.steady_n)
+        report["flood"] = phase_flood(engine, secret, args.rate, args.flood_n, args.steady_n, args.tenant_concurrency)
     finally:
         engine.close()
     text = json.dumps(report, indent=2)
