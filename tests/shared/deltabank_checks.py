@@ -156,6 +156,17 @@ def write_retrieval_trace(store: GraphStore) -> str:
             Edge(trace.id, "ACCT_99812", "SAW_FACT"),
         ],
     )
+    # what `hopweave consolidate` and `pattern-report --propose` write, so their saved queries have data
+    heuristic = Node("HEURISTIC_PROPOSED_1", "Heuristic", {
+        "goal": "LateFeeDispute", "status": "proposed", "enabled": False, "outcome": "fee_waived",
+        "text": "tier = Platinum and waivers_this_year <= 0 -> fee_waived", "support": 25, "confidence": 0.96,
+        "conditions_json": [{"field": "tier", "op": "eq", "value": "Platinum"}], "evidence": [trace.id],
+        "proposed_by": "hopweave consolidate", "proposed_at": "2026-05-13T00:00:00"})
+    proposal = Node("PROPOSAL_retire_waiver_history", "PatternProposal", {
+        "kind": "retire", "goal": "LateFeeDispute", "pattern": "waiver_history", "status": "proposed",
+        "reason": "its rows were cited in 0 of 25 decided cases", "proposed_by": "hopweave pattern-report",
+        "proposed_at": "2026-05-13T00:00:00"})
+    store.write(TENANT, [heuristic, proposal], [Edge(heuristic.id, trace.id, "MINED_FROM")])
     return trace.id
 
 
