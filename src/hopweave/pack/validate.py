@@ -426,8 +426,12 @@ def check_examples(d: Path, m: PackManifest, goals: set[str] | None, files: Pack
         if s.tenant_id not in m.tenants:
             return [Problem(file=rel, record=record, message=f"tenant_id {s.tenant_id!r} is not a tenant of the pack",
                             fix=tenants_fix)]
+        try:
+            settings = m.domain_settings()
+        except (HopweaveError, ValueError):  # a malformed domain: section is reported by its own check
+            return []
         try:  # declared names and types; a list only for a `many` attribute (never read as "no value")
-            check_session_attributes(s, m.domain_settings())
+            check_session_attributes(s, settings)
         except HopweaveError as exc:
             return [Problem(file=rel, record=record, message=_err(exc),
                             fix="see session_attributes in docs/packs.md")]

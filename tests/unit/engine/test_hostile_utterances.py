@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import time
 from typing import Iterator
 
@@ -79,25 +80,28 @@ def engine(store_dir) -> Iterator[Engine]:  # type: ignore[no-untyped-def]
     eng.close()
 
 
+#: A degradation caused by time (a stage past its deadline, no slot in time), not by the input.
+_TIME_CUT = re.compile(r"deadline|budget|capacity|timed out|timeout|in time", re.I)
+
+
 def test_every_hostile_utterance_answers_within_budget_and_identically_twice(engine: Engine) -> None:
     slow, differ, cut = [], [], []
     for i, text in enumerate(utterances(CASES)):
-        outs, degraded = [], False
+        outs, timed_out = [], False
         for _ in range(2):
             t = time.perf_counter()
             r = engine.retrieve(text, session=MARIA, as_of=AS_OF, record=False)
             ms = (time.perf_counter() - t) * 1000
             if ms > BUDGET_MS + MARGIN_MS:
                 slow.append((i, text[:40], round(ms)))
-            degraded = degraded or bool(r.degraded)
+            timed_out = timed_out or any(_TIME_CUT.search(f"{d.reason} {d.what}") for d in r.degraded)
             outs.append((r.goal, r.context.text, repr(r.filter_display), [e.model_dump_json() for e in r.entities]))
-        if degraded:  # a stage cut at its deadline by a busy machine: the two answers need not match
-            cut.append((i, text[:40]))
-        elif outs[0] != outs[1]:
-            differ.append((i, text[:40]))
+        if outs[0] != outs[1]:
+            # a stage cut at its deadline by a busy machine may answer differently; anything else may not
+            (cut if timed_out else differ).append((i, text[:40]))
     assert not slow, f"answers past {BUDGET_MS} + {MARGIN_MS} ms: {slow[:5]}"
     assert not differ, f"outputs that differ between two runs: {differ[:5]}"
-    assert len(cut) <= CASES // 4, f"{len(cut)} of {CASES} cases degraded (too few compared): {cut[:5]}"
+    assert len(cut) <= CASES // 4, f"{len(cut)} of {CASES} cases cut by their deadline and different: {cut[:5]}"
 
 
 def patterns(n: int, seed: int = 34) -> list[str]:
