@@ -35,6 +35,7 @@ from collections import Counter
 from datetime import datetime
 from typing import Any, Mapping, Sequence
 
+from hopweave.engine.record import json_prop
 from hopweave.errors import HopweaveError, InputError, NotFoundError
 from hopweave.graph.base import GraphStore, Node
 from hopweave.models.common import Bindings, Session, check_tenant, to_datetime
@@ -50,15 +51,6 @@ DEFAULT_SAMPLE = 100
 PROPOSER = "hopweave pattern-report"
 _SKIP_LABELS = frozenset({"DecisionTrace", "PinnedText", "TraceStep", "GoalType", "TraversalPattern",
                           "FilterMapping", "PatternProposal", "Heuristic"})
-
-
-def _json(v: Any, default: Any) -> Any:
-    if isinstance(v, str):
-        try:
-            return json.loads(v)
-        except ValueError:
-            return default
-    return default if v is None else v
 
 
 def _decided(graph: GraphStore, tenant_id: str, goal: str) -> list[tuple[Node, Node]]:
@@ -93,7 +85,7 @@ def pattern_report(graph: GraphStore, tenant_id: str, goal: GoalType, patterns: 
         outcome = str(dec.props.get("outcome"))
         outcomes[outcome] += 1
         cited = set(dec.props.get("cited") or ())
-        rows = _json(ret.props.get("pattern_rows_json"), {})
+        rows = json_prop(ret.props.get("pattern_rows_json"), {})
         seen: set[str] = set(ret.props.get("chunk_ids") or ()) | set(ret.props.get("precedent_ids") or ())
         for name in names:
             ids = set(rows.get(name) or ())
@@ -259,7 +251,7 @@ def propose_patterns(graph: GraphStore, write: Any, tenant_id: str, goal: GoalTy
         pairs = _decided(graph, tenant_id, goal.name)
         missing: dict[str, set[str]] = {}
         for dec, ret in pairs:
-            rows = _json(ret.props.get("pattern_rows_json"), {})
+            rows = json_prop(ret.props.get("pattern_rows_json"), {})
             seen = set(ret.props.get("chunk_ids") or ()) | set(ret.props.get("precedent_ids") or ())
             for ids in rows.values():
                 seen |= set(ids or ())

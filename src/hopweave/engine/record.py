@@ -253,7 +253,7 @@ def redact_props(props: dict[str, Any], pii_values: Sequence[str] = ()) -> dict[
         if out.get(key):
             out[key] = REDACTED
     if out.get("entities_json") is not None:
-        out["entities_json"] = redact_entities(_json(out["entities_json"], []))
+        out["entities_json"] = redact_entities(json_prop(out["entities_json"], []))
     for key in ("context_text", "context_skeleton"):
         if isinstance(out.get(key), str):
             out[key] = redact_context(out[key], pii_values)
@@ -308,7 +308,9 @@ class RecordedTrace(BaseModel):
         })
 
 
-def _json(v: Any, default: Any) -> Any:
+def json_prop(v: Any, default: Any) -> Any:
+    """A stored JSON property as data: a JSON string parsed (``default`` when it does not parse),
+    None as ``default``, anything else as it is."""
     if isinstance(v, str):
         try:
             return json.loads(v)
@@ -333,23 +335,23 @@ def load(store: GraphStore, tenant_id: str, trace_id: str) -> RecordedTrace:
         customer_id=p.get("customer_id"),
         caller=p.get("caller"),
         utterance=p.get("utterance"),
-        session=_json(p.get("session_json"), {}),
-        entities=_json(p.get("entities_json"), []),
-        filter=_json(p.get("filter_json"), {}),
+        session=json_prop(p.get("session_json"), {}),
+        entities=json_prop(p.get("entities_json"), []),
+        filter=json_prop(p.get("filter_json"), {}),
         search_query=p.get("search_query"),
         chunk_ids=list(p.get("chunk_ids") or []),
         fact_ids=list(p.get("fact_ids") or []),
         precedent_ids=list(p.get("precedent_ids") or []),
-        patterns=_json(p.get("patterns_json"), []),
+        patterns=json_prop(p.get("patterns_json"), []),
         ranking_profile=p.get("ranking_profile"),
-        timings_ms=_json(p.get("timings_json"), {}),
-        degraded=_json(p.get("degraded_json"), []),
+        timings_ms=json_prop(p.get("timings_json"), {}),
+        degraded=json_prop(p.get("degraded_json"), []),
         context_hash=p.get("context_hash"),
         context_text=p.get("context_text") or "",
         tokens=p.get("tokens"),
         store_revision=p.get("store_revision"),
         metagraph_revision=p.get("metagraph_revision"),
-        pins=_json(p.get("pins_json"), {}),
+        pins=json_prop(p.get("pins_json"), {}),
         context_skeleton=p.get("context_skeleton"),
     )
 
