@@ -215,8 +215,9 @@ def write_snapshot(directory: Path, node: dict[str, Any], succ: dict[str, Any], 
     Raises StoreIOError (the old snapshot is then untouched)."""
     with io_guard(directory, "creating"):
         directory.mkdir(parents=True, exist_ok=True)
-        for stale in directory.glob(f".{SNAPSHOT}.*.tmp"):  # left by a killed writer (we hold the lock)
-            stale.unlink(missing_ok=True)
+        for name in (SNAPSHOT, JOURNAL):  # temporaries left by a killed writer (we hold the lock)
+            for stale in directory.glob(f".{name}.*.tmp"):
+                stale.unlink(missing_ok=True)
     if fmt in COLUMNS_FORMATS:
         chunks, sections, digest = encode(node, succ, base, edited, by_id=fmt == FORMAT)
         head = dict(header, magic=MAGIC, format=fmt, payload_len=sum(map(len, chunks)),
