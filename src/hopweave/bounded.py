@@ -102,9 +102,17 @@ def _repeats(tree: Any, inside: bool) -> str | None:
 
 def regex_problem(pattern: object) -> str | None:
     """Why ``pattern`` may not be used as a data regex, or None when it may (see the module
-    docstring for the rules)."""
+    docstring for the rules). A pure function of the text, so the verdict on a string is kept
+    (:func:`_string_problem`, an LRU of 256): the stages check the same few pack patterns on
+    every request."""
     if not isinstance(pattern, str):
         return f"it must be a string, not {type(pattern).__name__}"
+    return _string_problem(pattern)
+
+
+@lru_cache(maxsize=256)
+def _string_problem(pattern: str) -> str | None:
+    """:func:`regex_problem` of a string."""
     if len(pattern) > MAX_PATTERN_CHARS:
         return f"it is {len(pattern):,} characters long; the limit is {MAX_PATTERN_CHARS}"
     try:
