@@ -139,6 +139,17 @@ def violations(pack: str, session: Mapping[str, Any], document: str, as_of: str 
     return bad
 
 
+def out_of_scope(pack: str, session: Mapping[str, Any], documents: list[str], as_of: str | None) -> list[str]:
+    """Every :func:`violations` reason of every one of ``documents`` (empty: all in scope)."""
+    return [v for d in documents for v in violations(pack, session, d, as_of)]
+
+
+def foreign(pack: str, documents: list[str], region: str) -> list[str]:
+    """Those of ``documents`` whose front matter names a region other than ``region``."""
+    regions = {d: f.get("region") for d, f in fronts(pack).items()}
+    return [d for d in documents if regions.get(d) not in (None, region)]
+
+
 @cache
 def _authoritative(pack: str) -> frozenset[str]:
     settings = _manifest(pack).domain_settings()

@@ -21,20 +21,19 @@ from hopweave.models.common import Session, to_datetime
 from hopweave.models.filters import Eq, In, parse_filter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
-from scope_checks import fronts, violations  # noqa: E402
+from scope_checks import foreign, out_of_scope  # noqa: E402
 
 QUESTIONS = ["What is the Canadian late fee waiver policy for Platinum cardholders in Canada?",
              "waiver-policy-ca Platinum courtesy waiver CAD", "late fee waiver per calendar year",
              "Gold customers in good standing fee waiver", "checking account overdraft fee waiver"]
-REGIONS = {d: f.get("region") for d, f in fronts("deltabank").items()}
 
 
 def _foreign(documents: list[str], region: str = "US") -> list[str]:
-    return [d for d in documents if REGIONS.get(d) not in (None, region)]
+    return foreign("deltabank", documents, region)
 
 
 def _bad(documents: list[str], session: dict = MARIA, as_of: str | None = AS_OF) -> list[str]:  # type: ignore[type-arg]
-    return [v for d in documents for v in violations("deltabank", session, d, as_of)]
+    return out_of_scope("deltabank", session, documents, as_of)
 
 
 def test_scope_for_maria_is_her_record_then_the_always_on_clauses(engine) -> None:  # noqa: ANN001

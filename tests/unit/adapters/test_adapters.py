@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import AS_OF, MARIA, UTTERANCE
+from domains import AS_OF, MARIA, UTTERANCE
 
 from hopweave.adapters.agent_tool import RetrieveTool, filters_to_tree
 from hopweave.adapters.langchain import HopweaveRetriever

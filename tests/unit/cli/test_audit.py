@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import SCENARIOS
+from engine_store import SCENARIOS
 from typer.testing import CliRunner
 
 from hopweave.cli import app

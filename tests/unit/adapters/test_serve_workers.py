@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import AS_OF, MARIA, UTTERANCE
+from domains import AS_OF, MARIA, UTTERANCE
 
 from hopweave.adapters.serve_workers import PREFIX, check_workers, private_vectors, remove_private, sweep_stale, worker_vectors
 from hopweave.errors import InputError, StoreUnavailableError

@@ -11,8 +11,8 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel  #
 
 from hopweave.adapters.langgraph import build_retrieval_graph  # noqa: E402
 
-from conftest import AS_OF, MARIA, UTTERANCE  # noqa: E402
-from test_scope_interfaces import _bad, _foreign  # noqa: E402
+from domains import AS_OF, MARIA, UTTERANCE  # noqa: E402
+from scope_checks import foreign, out_of_scope  # noqa: E402
 
 UNMET = "Someone used my savings account without permission"  # still unmet after the engine's rounds
 
@@ -33,7 +33,7 @@ def test_agent_rounds_with_a_scripted_chat_model_stay_in_scope(engine) -> None: 
                                   token_budget=2500)
     out = graph.invoke({"utterance": UNMET})
     assert out["unmet"] and out["agent_round"] == 2 and len(out["agent_queries"]) == 2
-    assert out["passages"] and not _foreign([p["document"] for p in out["passages"]])  # a US session, scoped
+    assert out["passages"] and not foreign("deltabank", [p["document"] for p in out["passages"]], "US")  # a US session, scoped
     assert "[Additional passages — agent rounds]" in out["context"] and out["tokens"] <= 2500
     assert "waiver-policy-ca" not in out["context"]
 
@@ -54,5 +54,5 @@ def test_follow_up_rounds_keep_as_of_tier_and_product(engine) -> None:  # noqa: 
                                   token_budget=4000, top_k=20)
     out = graph.invoke({"utterance": UNMET})
     docs = [p["document"] for p in out["passages"]]
-    assert out["agent_round"] == 2 and docs and not _bad(docs)
+    assert out["agent_round"] == 2 and docs and not out_of_scope("deltabank", MARIA, docs, AS_OF)
     assert "waiver-policy-v4.pdf" not in docs and "gold-waiver-policy-v3.pdf" not in docs

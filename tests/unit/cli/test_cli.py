@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE, SCENARIOS
+from engine_store import EXAMPLE, SCENARIOS
 from typer.testing import CliRunner
 
 from hopweave.cli import app
@@ -81,7 +81,7 @@ def test_retrieve_replay_and_trace_diff_after_a_pattern_edit(cli_store: Path) ->
 
 @pytest.mark.slow  # several seconds (processes, CLI runs): the slow suite, which CI also runs
 def test_demo_loads_a_fresh_store_and_prints_the_block(tmp_path: Path) -> None:
-    from generator.build import sized_pack  # the pack's generator step (conftest puts it on sys.path)
+    from generator.build import sized_pack  # the pack's generator step (engine_store puts it on sys.path)
 
     pack = sized_pack(tmp_path, nodes=1500, seed=4421)  # a small copy of the example pack
     res = _ok(["demo", str(pack), "--store", str(tmp_path / "store")])

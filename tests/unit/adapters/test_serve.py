@@ -7,7 +7,7 @@ import json
 from typing import Any, Iterator
 
 import pytest
-from conftest import AS_OF, MARIA, UTTERANCE
+from domains import AS_OF, MARIA, UTTERANCE
 
 from hopweave.engine.engine import Engine
 from hopweave.engine.result import RetrievalResult
