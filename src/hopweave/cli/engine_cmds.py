@@ -109,7 +109,8 @@ def demo(
     """
     import time
 
-    from hopweave.engine.replay import check, load_scenario, run_scenario
+    from hopweave.engine.replay import check, run_scenario
+    from hopweave.models.scenario import load_scenario
 
     from hopweave.stores.uri import default_graph_uri
 

@@ -643,7 +643,7 @@ def _render(secs: list[_Section], chosen: list[_Cand], counter: TokenCounter) ->
                 lines.append(ContextLine(section=s.tpl.name, kind="header", text=c.header,
                                          tokens=counter.count(c.header), sources=c.sources, citation=c.citation))
             out.append(c.text)
-            lines.append(ContextLine(section=s.tpl.name, kind=c.kind, text=c.text,  # type: ignore[arg-type]
+            lines.append(ContextLine(section=s.tpl.name, kind=c.kind, text=c.text,
                                      tokens=counter.count(c.text), sources=c.sources, citation=c.citation))
         blocks.append("\n".join(out))
     return "\n\n".join(blocks), lines

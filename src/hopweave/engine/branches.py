@@ -13,7 +13,7 @@ from typing import Any
 from hopweave.engine import precedent
 from hopweave.engine.plan import Plan, case_text_for, chunk_items, precedent_patterns
 from hopweave.engine.query_vectors import dense_vector, utterance_vector
-from hopweave.engine.result import ChunkItem, Degradation
+from hopweave.engine.result import ChunkItem, Degradation, PrecedentItem
 from hopweave.engine.stages import DocumentIndex, run_stage
 from hopweave.graph.base import GraphStore
 from hopweave.models.common import Bindings, PatternResult
@@ -39,7 +39,7 @@ class GraphOutcome:
     precedent ranking's elapsed ms."""
 
     facts: tuple[PatternResult, ...]
-    precedent: tuple[precedent.PrecedentItem, ...]
+    precedent: tuple[PrecedentItem, ...]
     degraded: tuple[Degradation, ...]
     precedent_ms: float
 
@@ -89,11 +89,11 @@ def graph_branch(
     t = time.perf_counter()
     degraded: list[Degradation] = []
     names = precedent_patterns(plan.sections, plan.patterns)
-    items: list[precedent.PrecedentItem] = []
+    items: list[PrecedentItem] = []
     if names:
         fetch = functools.partial(_props, graph, tenant_id)
 
-        def rank() -> list[precedent.PrecedentItem]:
+        def rank() -> list[PrecedentItem]:
             cands = precedent.candidates(facts, names, bindings.as_of, fetch=fetch)
             case_text = case_text_for(utterance, plan, facts, bindings.as_of)
             ranked = run_stage(degraded, "precedent", lambda: precedent.rank(

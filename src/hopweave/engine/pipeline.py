@@ -47,10 +47,9 @@ from hopweave.engine.branches import GraphOutcome, SearchOutcome, graph_branch, 
 from hopweave.engine.config import Run, make_result
 from hopweave.engine.deps import StageDeps
 from hopweave.engine.plan import NEUTRAL_NOTE, Plan, agent_notes, build_plan, neutral_filter
-from hopweave.engine.precedent import PrecedentItem
 from hopweave.engine.query_vectors import bound
 from hopweave.engine.rerank_stage import rerank_chunks
-from hopweave.engine.result import ChunkItem, Degradation, RetrievalResult
+from hopweave.engine.result import ChunkItem, Degradation, PrecedentItem, RetrievalResult
 from hopweave.engine.procedure import Case, case_for
 from hopweave.engine.stages import MIN_STAGE_S
 from hopweave.errors import HopweaveError, InputError, PatternValidationError

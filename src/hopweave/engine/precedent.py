@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -67,7 +67,7 @@ def candidates(
     facts: Sequence[PatternResult],
     patterns: set[str],
     as_of: datetime,
-    fetch: Callable[[str], dict | None] | None = None,
+    fetch: Callable[[str], dict[str, Any] | None] | None = None,
 ) -> list[Candidate]:
     """DecisionTrace rows of the precedent patterns, deduplicated by id (first pattern wins),
     without recorded retrievals and traces later than ``as_of``. ``fetch(node_id)`` supplies

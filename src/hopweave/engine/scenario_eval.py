@@ -18,8 +18,9 @@ from statistics import mean
 from typing import Any, Iterable
 
 from hopweave.engine.engine import Engine
-from hopweave.engine.replay import Scenario, chunk_matches, load_scenario, run_scenario, scenario_paths
+from hopweave.engine.replay import chunk_matches, run_scenario, scenario_paths
 from hopweave.engine.result import ChunkItem, RetrievalResult
+from hopweave.models.scenario import Scenario, load_scenario
 
 METRICS = ("goal_accuracy", "fact_recall", "chunk_recall", "forbidden_rate", "tokens", "latency_ms", "rounds")
 
