@@ -21,6 +21,12 @@ deadline (docs/BENCHMARKS.md "Admission that finishes what it starts"):
   even a slot handed over now would leave it too little time: answering early there only feeds
   callers that resend at once (measured: 100 closed-loop clients sent 13,669 requests in 30 s,
   2 answered in full).
+- **A cheaper answer before none** (:mod:`hopweave.engine.ladder`). A request that gets no
+  request slot in time (told at a hand-off, or at once when the expected wait is already past
+  its end) steps down the degradation ladder: it waits for one of the ladder's own
+  ``ladder_max_active`` slots (the same rules, with the ladder's own expected hold) and runs the
+  ``facts_and_lexical`` rung in it; only when none is handed over in time either does it answer
+  on the ``nothing`` rung (no stage started), or is shed.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
-from hopweave.engine.result import Degradation
+from hopweave.engine.ladder import LADDER
+from hopweave.engine.result import Degradation, Rung
 from hopweave.errors import OverloadedError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,7 +47,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 T = TypeVar("T")
 #: What a request that got no slot in time answers with (its stages are skipped).
-NO_SLOT_FALLBACK = "generic retrieval without patterns; clarify"
+NO_SLOT_FALLBACK = LADDER["nothing"].keeps
+#: The rung a ladder slot runs.
+LADDER_RUNG: Rung = "facts_and_lexical"
 
 
 class RecentTimes:
@@ -198,10 +207,13 @@ class Slots:
 
 @dataclass(frozen=True)
 class Grant:
-    """A request slot handed over (``held_since``: the ``Admission`` clock's instant it was
-    taken), or none handed over in time (``held_since`` None)."""
+    """A slot handed over (``held_since``: the ``Admission`` clock's instant it was taken), or
+    none handed over in time (``held_since`` None), and the rung of the degradation ladder the
+    request runs (:mod:`hopweave.engine.ladder`): ``full`` in a request slot,
+    ``facts_and_lexical`` in a ladder slot, ``nothing`` without a slot."""
 
     held_since: float | None
+    rung: Rung = "full"
 
     @property
     def granted(self) -> bool:
@@ -209,8 +221,8 @@ class Grant:
         return self.held_since is not None
 
 
-#: No slot was handed over in time.
-REFUSED = Grant(None)
+#: No slot was handed over in time: the ``nothing`` rung.
+REFUSED = Grant(None, "nothing")
 
 
 class Admission:
@@ -219,8 +231,8 @@ class Admission:
     at the end of a budget, and the requests in flight.
 
     Args:
-        config: the engine's budgets (``max_active``, ``deadline_reserve_ms``,
-            ``reserve_per_request_ms``, ``budget_ms``).
+        config: the engine's budgets (``max_active``, ``ladder_max_active``,
+            ``deadline_reserve_ms``, ``reserve_per_request_ms``, ``budget_ms``).
         clock: the clock of every instant it takes or returns (default ``time.perf_counter``,
             the clock of a request's deadline).
     """
@@ -237,6 +249,12 @@ class Admission:
         #: neither takes a retrieval's slot nor waits behind retrievals holding them.
         # (a tool call waits without an ``end``: no hand-off refuses it early, so no expected hold)
         self.tool_slots = Slots(config.tool_max_active, lambda: 0.0, clock) if config.tool_max_active > 0 else None
+        #: How long ladder slots are held, and the ladder's own slots (None when
+        #: ``config.ladder_max_active`` is 0: a request without a request slot answers on the
+        #: ``nothing`` rung).
+        self.ladder_hold = HoldClock()
+        self.ladder_slots = Slots(config.ladder_max_active, lambda: self.ladder_hold.expected_ms() / 1000.0,
+                                  clock) if config.ladder_max_active > 0 else None
         self._finish_clock = RecentTimes()
         self._block_clocks: dict[str, RecentTimes] = {}
         self._lock = threading.Lock()
@@ -301,50 +319,82 @@ class Admission:
         Args:
             end: when the work in the slot must be done.
             shed: raise rather than wait when the expected wait (:meth:`expected_wait_ms`) is
-                already past that point.
+                already past that point and there is no ladder to step down to.
             budget_ms: the request's budget, named in the error (None: the default).
 
         Returns:
-            The grant (:data:`REFUSED` when no slot was handed over in time).
+            The grant (:data:`REFUSED` when no slot was handed over in time, and at once when
+            the expected wait is already past ``end`` and the ladder has slots: the caller steps
+            down, :meth:`step_down`).
 
         Raises:
-            OverloadedError: with ``shed``, when the expected wait is past ``end``.
+            OverloadedError: with ``shed`` and no ladder slots, when the expected wait is past ``end``.
         """
         now = self.clock()
         if end <= now:  # no time left at all
             return REFUSED
         wait = end - self.hold_clock.expected_ms(self.slots.busy) / 1000.0 - now
-        if shed and self.slots.busy and self.expected_wait_ms() / 1000.0 > wait:
+        if (shed or self.ladder_slots is not None) and self.slots.busy and self.expected_wait_ms() / 1000.0 > wait:
+            if self.ladder_slots is not None:  # step down now, while the cheaper rung still has time
+                return REFUSED
             raise self.overloaded(budget_ms, f"the expected wait for a request slot ({self.expected_wait_ms():.0f} "
                                              "ms) is past the request's deadline")
         return Grant(self.clock()) if self.slots.acquire(wait, end) else REFUSED
 
     def release(self, grant: Grant) -> None:
-        """Give back a granted slot (its hold time feeds the expected hold); a refused grant
-        holds nothing and is ignored."""
+        """Give back a granted slot, a request slot or a ladder slot (its hold time feeds that
+        lane's expected hold); a refused grant holds nothing and is ignored."""
         if grant.held_since is None:
             return
-        self.hold_clock.add(round((self.clock() - grant.held_since) * 1000, 3), self.slots.full)
-        self.slots.release()
+        ms = round((self.clock() - grant.held_since) * 1000, 3)
+        if grant.rung == "full":
+            self.hold_clock.add(ms, self.slots.full)
+            self.slots.release()
+        elif self.ladder_slots is not None:
+            self.ladder_hold.add(ms, self.ladder_slots.full)
+            self.ladder_slots.release()
 
     def admit(self, run: "Run", shed: bool = False) -> Grant:
         """A slot for one run of the pipeline, handed over only while the expected slot hold
         still fits before the run's deadline less its reserve (:meth:`reserve_ms`). When none
-        was handed over in time the run is refused (:meth:`refuse`).
+        was handed over in time the run steps down the ladder (:meth:`step_down`).
+
+        Returns:
+            The grant, whose ``rung`` says what the run does.
 
         Raises:
-            OverloadedError: with ``shed``, when no slot can be handed over in time.
+            OverloadedError: with ``shed``, when no rung with stages can be handed over in time.
         """
         grant = self.take(run.deadline - self.reserve_ms(run.budget_ms) / 1000.0, shed=shed,
                           budget_ms=run.req.budget_ms)
-        if not grant.granted:
-            self.refuse(run, shed)
-        return grant
+        return grant if grant.granted else self.step_down(run, shed)
+
+    def step_down(self, run: "Run", shed: bool) -> Grant:
+        """A run that got no request slot in time: one of the ladder's slots for the
+        ``facts_and_lexical`` rung, handed over only while the ladder's expected hold still
+        fits before the run's deadline less its reserve; else the run is refused
+        (:meth:`refuse`, the ``nothing`` rung). The pipeline adds the rung's degradations
+        (:meth:`degradations`).
+
+        Returns:
+            The ladder grant, or :data:`REFUSED`.
+
+        Raises:
+            OverloadedError: with ``shed``, when no ladder slot was handed over in time.
+        """
+        lane = self.ladder_slots
+        if lane is not None:
+            end = run.deadline - self.reserve_ms(run.budget_ms) / 1000.0
+            wait = end - self.ladder_hold.expected_ms(lane.busy) / 1000.0 - self.clock()
+            if wait > 0 and lane.acquire(wait, end):
+                return Grant(self.clock(), LADDER_RUNG)
+        self.refuse(run, shed)
+        return REFUSED
 
     def refuse(self, run: "Run", shed: bool) -> None:
-        """A run that got no request slot in time: out of time (its budget ends now, so every
-        stage is skipped and flagged) with a ``request capacity`` degradation, so a burst far
-        beyond capacity gets degraded answers within budget instead of late ones.
+        """A run that got no slot in time: out of time (its budget ends now, so every stage is
+        skipped and flagged; the ``nothing`` rung), so a burst far beyond capacity gets degraded
+        answers within budget instead of late ones.
 
         Raises:
             OverloadedError: with ``shed`` (the request is refused instead).
@@ -352,10 +402,16 @@ class Admission:
         if shed:
             raise self.overloaded(run.req.budget_ms, "no request slot freed up in time to finish within the budget")
         run.budget_ms = max(int((self.clock() - run.t_start) * 1000), 0)
-        run.degraded.append(Degradation(
-            stage="engine", what="request capacity",
-            reason=f"the engine was at capacity ({self.config.max_active} requests in progress): no request slot "
-                   "freed up in time to finish within the budget", fallback=NO_SLOT_FALLBACK))
+
+    def degradations(self, rung: Rung) -> list[Degradation]:
+        """The degradation items of an answer on ``rung`` (none for ``full``): ``engine`` /
+        ``request capacity`` naming the rung, then one per part it leaves out
+        (:meth:`RungSpec.degradations <hopweave.engine.ladder.RungSpec.degradations>`); the
+        same for every answer on that rung of this engine."""
+        why = ("no request slot freed up in time to finish within the budget" if rung == "nothing" else
+               "no request slot freed up in time for the full pipeline")
+        return LADDER[rung].degradations(
+            f"the engine was at capacity ({self.config.max_active} requests in progress): {why}")
 
     @contextmanager
     def admitted(self, budget_ms: int | None = None, *, arrived: float | None = None,
@@ -424,4 +480,4 @@ class Ticket:
             return self._state == "abandoned"
 
 
-__all__ = ["REFUSED", "Admission", "Grant", "HoldClock", "RecentTimes", "Slots", "Ticket"]
+__all__ = ["LADDER_RUNG", "REFUSED", "Admission", "Grant", "HoldClock", "RecentTimes", "Slots", "Ticket"]

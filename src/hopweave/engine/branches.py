@@ -45,14 +45,18 @@ class GraphOutcome:
 
 
 def search_documents(index: DocumentIndex, embedder: Embedder, tenant_id: str, plan: Plan, limit: int,
-                     utterance: str | None = None) -> SearchOutcome:
+                     utterance: str | None = None, lexical_only: bool = False) -> SearchOutcome:
     """The plan's pre-filtered hybrid search; with ``utterance`` the dense channel reuses the
     request's one query vector (:func:`~hopweave.engine.query_vectors.dense_vector`), else it
-    embeds the plan's search text. Raises what the index raises (StoreError...)."""
+    embeds the plan's search text. ``lexical_only``: the same search over the same filter with
+    the lexical channel alone (:func:`lexical_profile`; nothing is embedded). Raises what the
+    index raises (StoreError...)."""
     from hopweave.search.profiles import get_profile
 
     t = time.perf_counter()
     profile = get_profile(plan.profile)
+    if lexical_only:
+        profile = lexical_profile(profile)
     vec = space = None
     if profile.uses_semantic:
         vec = dense_vector(embedder, utterance, plan.dense_query) if utterance is not None else \
@@ -69,6 +73,19 @@ def search_documents(index: DocumentIndex, embedder: Embedder, tenant_id: str, p
     if res.coverage.lexical_skipped_reason and profile.uses_lexical:
         skipped.append(("lexical channel", res.coverage.lexical_skipped_reason))
     return SearchOutcome(chunk_items(res.hits, plan.documents_at), profile, tuple(skipped), _ms(t))
+
+
+def lexical_profile(profile: RankingProfile) -> RankingProfile:
+    """``profile`` ranking with its lexical channel alone: unchanged when it uses no semantic
+    channel; its method's lexical-only variant (a convex profile with ``alpha`` 0, its features
+    kept) when the method has one; else the published ``lexical_only`` profile."""
+    from hopweave.models.fusion_methods import FUSION_METHODS
+    from hopweave.search.profiles import get_profile
+
+    row = FUSION_METHODS[profile.method]
+    if not profile.uses_semantic:
+        return profile
+    return profile.model_copy(update=row.lexical_only) if row.lexical_only else get_profile("lexical_only")
 
 
 def graph_branch(
@@ -124,4 +141,5 @@ def pattern_degradations(facts: list[PatternResult]) -> list[Degradation]:
             for f in facts if f.error or (f.truncated and f.truncated_reason != "limit")]
 
 
-__all__ = ["GraphOutcome", "SearchOutcome", "graph_branch", "pattern_degradations", "search_documents"]
+__all__ = ["GraphOutcome", "SearchOutcome", "graph_branch", "lexical_profile", "pattern_degradations",
+           "search_documents"]

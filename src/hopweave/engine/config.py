@@ -71,6 +71,11 @@ class EngineConfig:
     #: one filtered hybrid search, so it neither takes one of the ``max_active`` request slots
     #: nor waits behind retrievals holding them); 0: tool calls share the request slots.
     tool_max_active: int = 4
+    #: Requests answering on the degradation ladder's ``facts_and_lexical`` rung at once, in
+    #: slots of their own (:mod:`hopweave.engine.ladder`): a request that gets no request slot in
+    #: time takes one of these for understanding, the goal's facts and a lexical-only search
+    #: before it is answered with nothing; 0: no ladder (such a request answers with nothing).
+    ladder_max_active: int = 2
     #: Serve an embedded vector shard from a child process (``Engine.open`` on a store
     #: directory): qdrant-edge holds the GIL for a whole query, so in one process every search
     #: stops every other request's Python work (:mod:`hopweave.search.search_process`).

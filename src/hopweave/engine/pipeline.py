@@ -23,7 +23,14 @@ traverse      pattern over budget / max_visited / error,   the rows found so far
 precedent     error                                        no precedent section lines
 record        write failure or not done within the         result returned with ``recorded=False``
               request's remaining budget
+engine        no request slot in time (admission)          a lower rung of the degradation ladder
+                                                           (:mod:`~hopweave.engine.ladder`): the
+                                                           ``facts_and_lexical`` rung in a ladder
+                                                           slot, else the ``nothing`` rung
 ============  ==========================================  =========================================
+
+The rung (``result.rung``) comes with the request's grant and decides what runs: same input and
+same rung, the same output.
 
 Inputs are checked once, before the pipeline (:func:`hopweave.engine.boundary.check_request`; an
 omitted ``as_of`` is now, flagged ``as_of_defaulted``). Domain specifics (subject label,
@@ -33,6 +40,7 @@ identifiers, authoritative attributes...) come from the
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from dataclasses import dataclass
@@ -46,6 +54,7 @@ from hopweave.engine.boundary import Request, check_session_attributes
 from hopweave.engine.branches import GraphOutcome, SearchOutcome, graph_branch, pattern_degradations, search_documents
 from hopweave.engine.config import Run, make_result
 from hopweave.engine.deps import StageDeps
+from hopweave.engine.ladder import LADDER, RungSpec
 from hopweave.engine.plan import NEUTRAL_NOTE, Plan, agent_notes, build_plan, neutral_filter
 from hopweave.engine.query_vectors import bound
 from hopweave.engine.rerank_stage import rerank_chunks
@@ -126,6 +135,11 @@ class Pipeline:
         (plan, search || traverse with precedent) inside it, then the procedure, the later
         rounds, the rerank, the assembly, the result and its trace.
 
+        The grant's rung (:mod:`~hopweave.engine.ladder`) decides what runs: on
+        ``facts_and_lexical`` the document search ranks with its lexical channel alone and no
+        later round or rerank runs; on ``nothing`` no stage starts. The rung's note heads the
+        context block's ``[Note]`` section.
+
         Args:
             run: the request in flight (its budget, clock and degradations).
             grant: as :meth:`retrieve`.
@@ -143,19 +157,25 @@ class Pipeline:
             if grant is None:
                 grant = admission.admit(run, shed)
             elif not grant.granted:
-                admission.refuse(run, shed)
+                grant = admission.step_down(run, shed)
+            spec = LADDER[grant.rung]
+            run.degraded.extend(admission.degradations(spec.name))  # what a lower rung leaves out
             try:
                 plan = self.plan(run)
-                found = self.search_and_traverse(run, plan)
+                found = self.search_and_traverse(run, plan, lexical_only=not spec.semantic)
             finally:
                 admission.release(grant)
             t_finish = time.perf_counter()
             case = self.procedure(run, plan, found.facts)
-            rounds = self.rounds(run, plan, found.chunks, case.facts)
-            chunks = self.rerank(run, plan, rounds.chunks)
-            assembly = self.assemble(run, plan, case, chunks, found.precedent, rounds.notes)
+            rounds = self.rounds(run, plan, found.chunks, case.facts, spec)
+            chunks = self.rerank(run, plan, rounds.chunks) if spec.rerank else rounds.chunks
+            note = spec.note()
+            assembly = self.assemble(run, plan, case, chunks, found.precedent, rounds.notes,
+                                     (note,) if note else ())
             run.timings["assemble"] = _ms(t_finish)  # every stage after the slot up to here
             result = make_result(run, plan, found.profile, list(case.facts), assembly, self.deps.store_revision())
+            if spec.name != "full":  # the trace records the rung too
+                result = result.model_copy(update={"rung": spec.name})
             recorded = self.record_if_asked(run, result)
             run.timings["total"] = _ms(run.t_start)
             admission.finished(_ms(t_finish))
@@ -196,9 +216,10 @@ class Pipeline:
         run.timings["understand"] = _ms(t)
         return plan
 
-    def search_and_traverse(self, run: Run, plan: Plan) -> Found:
+    def search_and_traverse(self, run: Run, plan: Plan, lexical_only: bool = False) -> Found:
         """The document search and the graph branch (patterns, then precedent ranking over their
-        rows), concurrently on the stage pool, each within the budget.
+        rows), concurrently on the stage pool, each within the budget; ``lexical_only``: the
+        search ranks with its lexical channel alone, over the same filter.
 
         Returns:
             What they found (nothing, both flagged, when the budget was spent before they
@@ -210,8 +231,8 @@ class Pipeline:
         if run.remaining(deps.reserve_ms(run)) < MIN_STAGE_S:  # out of time: nothing is started
             return self._out_of_time(run, plan, t)
         f_search = None if deps.index is None else deps.pool.submit(bound(run.vectors, functools.partial(
-            search_documents, deps.index, deps.embedder, tenant, plan, deps.config.search_limit, run.req.utterance),
-            run.deadline))
+            search_documents, deps.index, deps.embedder, tenant, plan, deps.config.search_limit, run.req.utterance,
+            lexical_only), run.deadline))
         bindings = Bindings(session=run.req.session, as_of=run.req.as_of,
                             goal=plan.goal.name if plan.goal else None, entities=dict(plan.entity_values))
         f_graph = None if not plan.patterns else deps.pool.submit(bound(run.vectors, functools.partial(
@@ -251,10 +272,12 @@ class Pipeline:
         return case_for(self.deps, run, plan, list(facts))
 
     def rounds(self, run: Run, plan: Plan, chunks: tuple[ChunkItem, ...],
-               facts: tuple[PatternResult, ...]) -> Rounds:
-        """Later retrieval rounds under the goal's escalation policy (a single-pass goal: its
-        first pass as the only round, at no cost; :func:`~hopweave.engine.agentic.rounds_for`)."""
-        return rounds_for(self.deps, run, plan, chunks, facts)
+               facts: tuple[PatternResult, ...], spec: RungSpec = LADDER["full"]) -> Rounds:
+        """Later retrieval rounds under the goal's escalation policy (a single-pass goal, or a
+        rung without later rounds: its first pass as the only round, at no cost;
+        :func:`~hopweave.engine.agentic.rounds_for`)."""
+        deps = self.deps if spec.later_rounds else dataclasses.replace(self.deps, single_pass=True)
+        return rounds_for(deps, run, plan, chunks, facts)
 
     def rerank(self, run: Run, plan: Plan, chunks: tuple[ChunkItem, ...]) -> tuple[ChunkItem, ...]:
         """``chunks`` reranked when the engine or the goal asks for it
@@ -266,13 +289,15 @@ class Pipeline:
         return rerank_chunks(self.deps, run, plan, chunks)
 
     def assemble(self, run: Run, plan: Plan, case: Case, chunks: tuple[ChunkItem, ...],
-                 precedent: tuple[PrecedentItem, ...], round_notes: tuple[str, ...]) -> Assembly:
-        """The context block within the token budget (:func:`~hopweave.engine.assemble.assemble`)."""
+                 precedent: tuple[PrecedentItem, ...], round_notes: tuple[str, ...],
+                 rung_notes: tuple[str, ...] = ()) -> Assembly:
+        """The context block within the token budget (:func:`~hopweave.engine.assemble.assemble`);
+        ``rung_notes`` (what a lower rung left out) head its ``[Note]`` section."""
         deps, req = self.deps, run.req
         return assemble(
             plan.sections, list(case.facts), chunks, list(precedent), as_of=req.as_of, entities=dict(case.values),
             budget_tokens=req.token_budget or deps.config.token_budget, counter=deps.counter,
-            provenance=deps.config.provenance_inline, notes=agent_notes(plan) + list(round_notes),
+            provenance=deps.config.provenance_inline, notes=[*rung_notes, *agent_notes(plan), *round_notes],
         )
 
     def record_if_asked(self, run: Run, result: RetrievalResult) -> bool:

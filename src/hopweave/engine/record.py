@@ -136,6 +136,10 @@ def build(
         ),
         "timings_json": result.timings_ms,
         "degraded_json": [d.model_dump(mode="json") for d in result.degraded],
+        # the degradation ladder's rung, only below full (a full trace is as it always was) and on
+        # a store whose schema declares it (an older one has it in degraded_json alone)
+        "rung": None if result.rung == "full" or "rung" not in store.schema.label("DecisionTrace").props
+        else result.rung,
         "context_hash": result.context.hash,
         "context_text": result.context.text,
         "tokens": result.context.tokens,

@@ -11,12 +11,17 @@ import hashlib
 from datetime import datetime
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
 from hopweave.models.common import PatternResult
 from hopweave.understand.models import Mention
 
 Stage = Literal["understand", "search", "traverse", "precedent", "assemble", "record", "engine"]
+#: The rung of the degradation ladder a request was answered on (:mod:`hopweave.engine.ladder`):
+#: ``full`` every stage; ``facts_and_lexical`` understanding, the goal's facts and precedent, and a
+#: lexical-only (BM25) search over the same filtered set (no semantic channel, later rounds or
+#: rerank); ``nothing`` no stage started (a fallback plan without patterns, ``clarify``).
+Rung = Literal["full", "facts_and_lexical", "nothing"]
 
 
 class _Frozen(BaseModel):
@@ -228,6 +233,17 @@ class RetrievalResult(_Frozen):
     #: Clauses heard that carry a request no part answers (no goal matched), in utterance
     #: order; each is also named in the context's [Not handled] section.
     unhandled: tuple[UnhandledClause, ...] = ()
+    #: The degradation ladder's rung the request was answered on (``full`` unless the engine was
+    #: at capacity; ``degraded`` lists what a lower rung left out). Left out of the JSON when
+    #: ``full``, so a full answer's JSON is what it was before the ladder existed.
+    rung: Rung = "full"
+
+    @model_serializer(mode="wrap")
+    def _drop_full_rung(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("rung") == "full":
+            del data["rung"]
+        return data
 
     @property
     def tokens(self) -> int:

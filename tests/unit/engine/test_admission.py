@@ -131,9 +131,13 @@ def test_recent_times_quantiles() -> None:
 
 
 def test_a_request_that_cannot_finish_in_time_answers_at_once_without_starting(engine: Engine) -> None:
-    """Every slot busy and the last holds longer than the budget: a request answers degraded
-    right away (no understanding, no search started), not after waiting out its budget."""
-    sib = engine.sibling(index=engine.index, understander=None)
+    """Every slot busy, the last holds longer than the budget and no ladder slots: a request
+    answers degraded right away (no understanding, no search started), not after waiting out its
+    budget (with ladder slots it steps down first: tests/unit/engine/test_ladder.py)."""
+    import dataclasses
+
+    sib = engine.sibling(index=engine.index, understander=None,
+                         config=dataclasses.replace(engine.config, ladder_max_active=0))
     sib.warmup()
     for _ in range(8):
         sib.admission.hold_clock.add(5_000.0, True)
@@ -189,8 +193,9 @@ def _admission(max_active: int = 1, clock: list[float] | None = None):  # type: 
     from hopweave.engine.config import EngineConfig
 
     now = clock if clock is not None else [50.0]
-    return Admission(EngineConfig(max_active=max_active, deadline_reserve_ms=40, reserve_per_request_ms=1.5),
-                     clock=lambda: now[0]), now
+    # no ladder slots: a request refused a slot answers with nothing (or is shed); test_ladder.py steps down
+    return Admission(EngineConfig(max_active=max_active, deadline_reserve_ms=40, reserve_per_request_ms=1.5,
+                                  ladder_max_active=0), clock=lambda: now[0]), now
 
 
 def test_admission_times_a_hold_on_its_clock_and_expects_it_of_the_next_waiter() -> None:
