@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from conftest import AS_OF, MARIA
+from domains import AS_OF, MARIA
 
 from hopweave.engine.admission import REFUSED, HoldClock, RecentTimes, Slots
 from hopweave.engine.engine import Engine

@@ -14,7 +14,7 @@ from hopweave.models.escalation import EscalationPolicy
 from hopweave.models.filters import Eq, FilterTree, and_
 from hopweave.models.metagraph import GoalType, SectionTemplate
 
-from conftest import AS_OF, MARIA, UTTERANCE
+from domains import AS_OF, MARIA, UTTERANCE
 
 SCOPE = [Eq(field="status", value="active"), Eq(field="region", value="US"), Eq(field="tenant_id", value="deltabank")]
 POLICY_SECTION = SectionTemplate(name="Applicable policy", title="Applicable policy", source="chunks", required=True)

@@ -8,7 +8,7 @@ import asyncio
 from datetime import date
 
 import pytest
-from conftest import AS_OF, DELTABANK_REGISTRY, MARIA, UTTERANCE
+from domains import AS_OF, DELTABANK_REGISTRY, MARIA, UTTERANCE
 
 from hopweave.engine.engine import Engine
 from hopweave.errors import ConfigError, InputError, TenantError

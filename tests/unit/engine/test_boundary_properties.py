@@ -5,7 +5,7 @@ the LangChain retriever, which return a result or raise a HopweaveError subclass
 exception; the CLI (``retrieve``, ``understand``, ``validate``, ``load``) never prints a
 traceback: it exits 0, or 2 with ``error:``.
 
-Uses the engine conftest's small DeltaBank store (one warm engine; the CLI on its copy).
+Uses the session's small DeltaBank store (tests/unit/conftest.py) (one warm engine; the CLI on its copy).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from conftest import AS_OF, MARIA, UTTERANCE
+from domains import AS_OF, MARIA, UTTERANCE
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner

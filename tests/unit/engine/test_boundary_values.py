@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-from conftest import MARIA, UTTERANCE
+from domains import MARIA, UTTERANCE
 
 from hopweave.engine.engine import Engine
 from hopweave.errors import HopweaveError

@@ -11,7 +11,7 @@ from hopweave.models.metagraph import GoalType, SectionTemplate
 
 from test_assemble import AS_OF, SECTIONS, _chunks, _facts, _precedent  # noqa: E402
 
-from conftest import AS_OF as MARIA_AS_OF, MARIA, UTTERANCE
+from domains import AS_OF as MARIA_AS_OF, MARIA, UTTERANCE
 
 
 def _with(name: str, **kw: object) -> list[SectionTemplate]:

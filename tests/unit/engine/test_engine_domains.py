@@ -4,7 +4,7 @@ name, built lazily and cached; a tenant no domain serves is a TenantError."""
 from __future__ import annotations
 
 import pytest
-from conftest import DELTABANK
+from domains import DELTABANK
 
 from hopweave.engine.engine import Engine
 from hopweave.errors import TenantError

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from conftest import AS_OF, MARIA, UTTERANCE
+from domains import AS_OF, MARIA, UTTERANCE
 
 from hopweave.engine import record as rec
 from hopweave.engine.tokens import count_tokens

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import AS_OF, MARIA, UTTERANCE
+from domains import AS_OF, MARIA, UTTERANCE
 
 from hopweave.engine import record as rec
 from hopweave.errors import NotFoundError, TenantError

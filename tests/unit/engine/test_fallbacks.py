@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import AS_OF, DELTABANK, DELTABANK_REGISTRY, MARIA, UTTERANCE
+from domains import AS_OF, DELTABANK, DELTABANK_REGISTRY, MARIA, UTTERANCE
 
 from hopweave.engine.engine import Engine, EngineConfig
 from hopweave.engine.replay import REPLAY_CONFIG

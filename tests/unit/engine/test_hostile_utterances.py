@@ -25,7 +25,7 @@ import time
 from typing import Iterator
 
 import pytest
-from conftest import AS_OF, DELTABANK_REGISTRY, MARIA
+from domains import AS_OF, DELTABANK_REGISTRY, MARIA
 
 from hopweave.bounded import MATCH_TIMEOUT_S, DataRegex, _compiled, compile_data_regex, regex_problem
 from hopweave.engine.engine import Engine, EngineConfig

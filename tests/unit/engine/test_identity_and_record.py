@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from conftest import AS_OF, DELTABANK, DELTABANK_REGISTRY, MARIA
+from domains import AS_OF, DELTABANK, DELTABANK_REGISTRY, MARIA
 
 from hopweave.engine import record as trace_record
 from hopweave.engine.engine import Engine, EngineConfig

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MARIA, UTTERANCE
+from domains import MARIA, UTTERANCE
 
 pytest.importorskip("fastapi", reason="the serve extra is not installed")
 

@@ -7,7 +7,8 @@ import re
 
 from hopweave.engine.multi_intent import clause_spans
 
-from conftest import AS_OF, MARIA, SCENARIOS, UTTERANCE
+from domains import AS_OF, MARIA, UTTERANCE
+from engine_store import SCENARIOS
 from two_requests import DELTABANK_TWO, silent_drops, single_request_utterances  # tests/shared
 
 SEPS = re.compile(r"[.?!;]+|,|\b(?:and also|also|but|then|by the way|besides)\b", re.IGNORECASE)

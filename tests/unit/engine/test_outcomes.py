@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-from conftest import AS_OF, DELTABANK_REGISTRY, MARIA, UTTERANCE
+from domains import AS_OF, DELTABANK_REGISTRY, MARIA, UTTERANCE
 from typer.testing import CliRunner
 
 from hopweave.adapters.agent_tool import RecordDecisionTool

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 import pytest
-from conftest import EXAMPLE, MARIA
+from domains import MARIA
+from engine_store import EXAMPLE
 from typer.testing import CliRunner
 
 from domains import DELTABANK_REGISTRY

@@ -4,7 +4,7 @@ marker in the text (the text is shortened before it, never the marker)."""
 from __future__ import annotations
 
 import pytest
-from conftest import AS_OF, MARIA, UTTERANCE
+from domains import AS_OF, MARIA, UTTERANCE
 
 from hopweave.engine.engine import Engine
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from conftest import AS_OF, DELTABANK, DELTABANK_REGISTRY, MARIA, UTTERANCE
+from domains import AS_OF, DELTABANK, DELTABANK_REGISTRY, MARIA, UTTERANCE
 
 from hopweave.adapters.agent_tool import RetrieveTool
 from hopweave.engine import record as trace_record

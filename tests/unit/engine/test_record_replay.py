@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from conftest import AS_OF, MARIA, SCENARIOS, UTTERANCE
+from domains import AS_OF, MARIA, UTTERANCE
+from engine_store import SCENARIOS
 
 from hopweave.engine import record as rec
 from hopweave.engine.replay import check, load_scenario, replay, run_scenario, scenario_paths

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from conftest import SCENARIOS
+from engine_store import SCENARIOS
 
 from hopweave.cli import app
 from hopweave.engine.config import EngineConfig

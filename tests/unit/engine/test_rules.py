@@ -9,7 +9,7 @@ from hopweave.models.case import CaseSpec
 from hopweave.models.common import PatternResult, Row, Session
 from hopweave.models.metagraph import Bind, EdgeStep, Seed, TraversalPattern
 
-from conftest import AS_OF, MARIA
+from domains import AS_OF, MARIA
 
 SESSION = Session(tenant_id="deltabank", customer_id="CUST_4412", region="US")
 SPEC = CaseSpec.model_validate({

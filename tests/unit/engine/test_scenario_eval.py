@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hopweave.engine.scenario_eval import evaluate
 
-from conftest import SCENARIOS
+from engine_store import SCENARIOS
 
 
 def test_eval_scenarios_modes_goals_and_patterns(engine, tmp_path: Path) -> None:  # noqa: ANN001

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import AS_OF, MARIA
+from domains import AS_OF, MARIA
 
 from hopweave.adapters.agent_tool import RetrieveTool
 from hopweave.adapters.langchain import HopweaveRetriever

@@ -30,7 +30,7 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-from conftest import AS_OF
+from domains import AS_OF
 
 from hopweave.adapters.agent_tool import RetrieveTool
 from hopweave.engine.agentic import RoundQuery

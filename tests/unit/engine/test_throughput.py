@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import AS_OF, MARIA
-from domains import DELTABANK, DELTABANK_REGISTRY  # tests/shared (on sys.path via this folder's conftest)
+from domains import AS_OF, DELTABANK, DELTABANK_REGISTRY, MARIA  # tests/shared (on sys.path via this folder's conftest)
 
 from hopweave.engine.engine import Engine
 from hopweave.engine.query_vectors import SharedEmbedder

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from conftest import EXAMPLE, MARIA
+from domains import MARIA
+from engine_store import EXAMPLE
 from typer.testing import CliRunner
 
 from domains import DELTABANK_REGISTRY

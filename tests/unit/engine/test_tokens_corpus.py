@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE
+from engine_store import EXAMPLE
 
 from hopweave.pack.corpus import document_graph, load_corpus, store_resolver
 from hopweave.pack.manifest import read_manifest

@@ -11,7 +11,7 @@ from domains import DELTABANK  # tests/shared
 from hopweave.engine import record as trace_record
 from hopweave.models.common import Session
 
-from conftest import AS_OF, MARIA, UTTERANCE
+from domains import AS_OF, MARIA, UTTERANCE
 
 
 class _CountingReads:
