@@ -10,7 +10,7 @@ import time
 from typing import Any, Iterator
 
 import pytest
-from conftest import AS_OF, DELTABANK, MARIA, UTTERANCE
+from domains import AS_OF, DELTABANK, MARIA, UTTERANCE
 
 from hopweave.engine.admission import LADDER_RUNG, REFUSED, Admission, Grant, HoldClock
 from hopweave.engine.boundary import check_request
