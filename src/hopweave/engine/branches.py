@@ -97,12 +97,14 @@ def graph_branch(
     utterance: str,
     max_workers: int,
 ) -> GraphOutcome:
-    """The goal's patterns in parallel, then precedent ranking over the precedent patterns' rows
-    (a failure there degrades to no precedent lines, or BM25 alone if only the embedder failed)."""
-    from hopweave.graph.traverse import run_goal_patterns
+    """The goal's patterns in parallel (a complete result kept while the store's data is
+    unchanged: :func:`~hopweave.understand.read_cache.goal_patterns`), then precedent ranking
+    over the precedent patterns' rows (a failure there degrades to no precedent lines, or BM25
+    alone if only the embedder failed)."""
+    from hopweave.understand.read_cache import goal_patterns
 
     tenant_id = bindings.session.tenant_id
-    facts = run_goal_patterns(graph, tenant_id, plan.patterns, bindings, max_workers=max_workers)
+    facts = goal_patterns(graph, tenant_id, plan.patterns, bindings, max_workers=max_workers)
     t = time.perf_counter()
     degraded: list[Degradation] = []
     names = precedent_patterns(plan.sections, plan.patterns)

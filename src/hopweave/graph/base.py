@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Hashable, Iterable, Sequence
 
 from hopweave.errors import TenantError
 from hopweave.models.common import Bindings, PatternResult, Row, check_tenant
@@ -146,6 +146,24 @@ class GraphStore(ABC):
         gens = self.__dict__.setdefault("_label_writes", {})
         for label in {n.label for n in nodes}:
             gens[label] = gens.get(label, 0) + 1
+
+    def change_token(self, reads: Iterable[str] | None = None) -> Hashable | None:
+        """A value that changes whenever what this object's reads return can change: a write
+        through it, a record of another process it caught up with, a snapshot it re-read. Two
+        equal tokens mean the reads between them saw the same data, so a value derived from
+        reads made under one token may be served again while the token is unchanged
+        (:mod:`hopweave.understand.read_cache`).
+
+        Args:
+            reads: what the value reads, as ``"n:<label>"`` (nodes of a label) and
+                ``"e:<type>"`` (edges of a type) names; the token then changes only with writes
+                that touch one of them (or with a re-read snapshot or bulk load). None: any write.
+
+        Returns:
+            The token; None (the default, and server stores that other clients write to): the
+            store cannot tell, and nothing read from it may be kept across reads.
+        """
+        return None
 
     def data_generation(self, labels: Iterable[str]) -> int:
         """How many writes through this object touched nodes of ``labels`` (caches of data derived

@@ -26,7 +26,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Hashable, Iterable, Iterator, Sequence
 
 from hopweave.errors import (
     HopweaveError,
@@ -106,6 +106,10 @@ class NetworkxGraphStore(GraphStore):
         self._journal_offset = 0
         self._snap_sig: tuple[int, int, int] | None = None
         self._meta_version = 0
+        #: Bumped with every change of the state readers see (see :meth:`change_token`).
+        self._data_version = 0
+        self._epoch = 0  # bumped when the whole state may have changed (a re-read snapshot, a bulk load)
+        self._name_writes: dict[str, int] = {}  # writes per "n:<label>" / "e:<type>"
         self._meta_cache: tuple[int, list[GoalType], list[TraversalPattern], str] | None = None
         self._meta_problems: list[Any] = []
         self._index_lock = threading.Lock()
@@ -192,6 +196,7 @@ class NetworkxGraphStore(GraphStore):
     def _adopt(self, got: tuple[State, int, int, Any]) -> None:
         self._st, self._seq, self._journal_offset, (self._snap_sig, self._quarantined) = got
         self._meta_version += 1
+        self._epoch += 1
 
     def _replay(self, st: State, records: list[tuple[int, dict[str, Any]]], seq: int,
                 quarantine: list[Quarantined] | None = None) -> int:
@@ -215,6 +220,7 @@ class NetworkxGraphStore(GraphStore):
                 gens[label] = gens.get(label, 0) + 1
             for src, rel, dst, props in erec:
                 st.upsert_edge(src, rel, dst, props)
+            self._count_writes(nrec, erec)
             seq = rec["seq"]
         return seq
 
@@ -253,6 +259,28 @@ class NetworkxGraphStore(GraphStore):
         cols = self._st.cols
         if cols is not None:
             cols.incoming()
+
+    def change_token(self, reads: Iterable[str] | None = None) -> Hashable:
+        """See :meth:`GraphStore.change_token`. Every change of the in-memory state counts, under
+        the state's write lock: a write and each record caught up from other processes count
+        per node label and edge type they touch, a re-read snapshot or a bulk load changes every
+        token. Reads never catch up by themselves, so two equal tokens mean the same visible
+        data of ``reads``."""
+        if reads is None:
+            return (self._data_version, self._epoch)
+        counts = self._name_writes
+        return (self._epoch, tuple(counts.get(n, 0) for n in reads))
+
+    def _count_writes(self, nrec: Iterable[Sequence[Any]], erec: Iterable[Sequence[Any]]) -> None:
+        """Count a write (held: the state's write lock) for :meth:`change_token`."""
+        counts = self._name_writes
+        for r in nrec:
+            key = "n:" + r[1]
+            counts[key] = counts.get(key, 0) + 1
+        for r in erec:
+            key = "e:" + r[1]
+            counts[key] = counts.get(key, 0) + 1
+        self._data_version += 1
 
     def refresh(self) -> None:
         """Catch up with writes other processes committed to the directory."""
@@ -454,6 +482,7 @@ class NetworkxGraphStore(GraphStore):
             for src, rel, dst, props in erec:
                 self._st.upsert_edge(src, rel, dst, props)
             self._seq = seq
+            self._count_writes(nrec, erec)
             if any(r[1] in _META_LABELS for r in nrec) or any(r[1] == "HAS_PATTERN" for r in erec):
                 self._meta_version += 1
 
@@ -548,6 +577,7 @@ class NetworkxGraphStore(GraphStore):
                             yield writer
                             self._seq += 1
                             self._meta_version += 1
+                            self._epoch += 1
                             if self.directory is not None:
                                 self._commit_snapshot()
                         except BaseException:
@@ -558,6 +588,7 @@ class NetworkxGraphStore(GraphStore):
                             elif self.directory is not None:
                                 self._read_directory()
                             self._meta_version += 1
+                            self._epoch += 1
                             raise
         if self._st.node_count >= FREEZE_THRESHOLD:
             gc.collect()

@@ -32,9 +32,12 @@ from hopweave.models.filters import And, Eq, FilterTree, In, IsEmpty, Not, Or, R
 from hopweave.models.internal_patterns import internal_pattern
 from hopweave.models.metagraph import Bind, EdgeStep, Seed
 from hopweave.understand.filter_map import FilterMapping, always_on_clauses, any_if_absent
+from hopweave.understand.read_cache import cached, pattern_reads
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.graph.base import GraphStore, Node
+    from hopweave.models.metagraph import TraversalPattern
+    from hopweave.models.schema import GraphSchema
 
 #: Chunk fields that carry identity: never a caller's to set, whatever the mapping says.
 IDENTITY_FIELDS = frozenset({"tenant_id", "customer_id"})
@@ -64,7 +67,48 @@ def read_record(graph: "GraphStore", settings: DomainSettings, session: Session,
     declared ``many``, a ``list[str]`` property: a customer in two programs) is a set of values.
     Values are de-duplicated and sorted (deterministic). ``vocabulary`` (node id -> node; default: read the
     entity labels' nodes) maps a value to its vocabulary name. Reads only; raises what the store's
-    reads raise."""
+    reads raise.
+
+    At a given ``as_of`` the record is kept per (tenant, session, settings, vocabulary) while
+    the store's data is unchanged (:mod:`hopweave.understand.read_cache`: the turns of one
+    conversation read it once); without one (now) it is read every time."""
+    when = to_datetime(as_of) if as_of is not None else None
+    if when is None:
+        return _read_record(graph, settings, session, as_of, vocabulary)[0]
+    key = ("record", session.tenant_id, session.model_dump_json(), id(settings), when,
+           None if vocabulary is None else id(vocabulary))
+    # the settings and vocabulary objects ride along, so their ids are not reused while kept
+    return cached(graph, key, lambda: (*_read_record(graph, settings, session, when, vocabulary), settings,
+                                       vocabulary), reads=record_reads(settings, graph.schema), keep=lambda v: v[1])[0]
+
+
+def record_reads(settings: DomainSettings, schema: "GraphSchema") -> tuple[str, ...]:
+    """What :func:`read_record` can read of the graph (:func:`~hopweave.understand.read_cache.cached`'s
+    ``reads``): the subject's label, each authoritative entity's vocabulary label and what the
+    walk of each ``via`` attribute reads."""
+    names = {"n:" + settings.subject.label, *("n:" + a.entity for a in settings.authoritative)}
+    for attr in settings.authoritative:
+        if attr.session is None and attr.via and attr.via_label is not None:
+            names.update(pattern_reads(_record_pattern(settings, attr), schema))
+    return tuple(sorted(names))
+
+
+def _record_pattern(settings: DomainSettings, attr: AuthoritativeAttribute) -> "TraversalPattern":
+    """The walk from the subject along ``attr.via`` to its ``via_label`` nodes."""
+    return internal_pattern(
+        f"_record_{attr.entity}", owner="_scope",
+        question=f"Which {attr.entity} values are on record for the session's subject?",
+        seed=Seed(type=settings.subject.label, key="id", value=Bind(ref="session.customer_id")),
+        edges=[EdgeStep(type=s.type, direction=s.direction) for s in attr.via], target=attr.via_label or "",
+        returns=(attr.subject_property or "",), limit=1000, budget_ms=500)
+
+
+def _read_record(graph: "GraphStore", settings: DomainSettings, session: Session,
+                 as_of: datetime | date | str | None,
+                 vocabulary: Mapping[str, "Node"] | None) -> tuple[SubjectRecord, bool]:
+    """:func:`read_record` read from the store, and whether every walk it made was complete
+    (none cut by its time budget)."""
+    complete = [True]
     subject: dict[str, Any] | None = None
     if session.customer_id is not None and any(a.subject_property and not a.via for a in settings.authoritative):
         node = graph.get_node(session.tenant_id, session.customer_id)
@@ -73,13 +117,13 @@ def read_record(graph: "GraphStore", settings: DomainSettings, session: Session,
     names: dict[str, tuple[Scalar, ...]] = {}
     origins: dict[str, str] = {}
     for attr in settings.authoritative:
-        found = _values(graph, settings, attr, session, subject, as_of)
+        found = _values(graph, settings, attr, session, subject, as_of, complete)
         if not found:
             continue
         values[attr.entity] = found
         names[attr.entity] = tuple(dict.fromkeys(_name(graph, session, attr, v, vocabulary) for v in found))
         origins[attr.entity] = _origin(attr, session)
-    return SubjectRecord(subject_id=session.customer_id, values=values, names=names, origins=origins)
+    return SubjectRecord(subject_id=session.customer_id, values=values, names=names, origins=origins), complete[0]
 
 
 def _scalar(v: Any) -> TypeGuard[Scalar]:
@@ -87,7 +131,8 @@ def _scalar(v: Any) -> TypeGuard[Scalar]:
 
 
 def _values(graph: "GraphStore", settings: DomainSettings, attr: AuthoritativeAttribute, session: Session,
-            subject: dict[str, Any] | None, as_of: datetime | date | str | None) -> tuple[Scalar, ...]:
+            subject: dict[str, Any] | None, as_of: datetime | date | str | None,
+            complete: list[bool]) -> tuple[Scalar, ...]:
     if attr.session is not None:
         return session.attribute_values(attr.session)
     prop = attr.subject_property or ""
@@ -95,14 +140,12 @@ def _values(graph: "GraphStore", settings: DomainSettings, attr: AuthoritativeAt
         return set_values((subject or {}).get(prop))  # a list property (two programs) is a set
     if session.customer_id is None or attr.via_label is None:
         return ()
-    pattern = internal_pattern(
-        f"_record_{attr.entity}", owner="_scope",
-        question=f"Which {attr.entity} values are on record for the session's subject?",
-        seed=Seed(type=settings.subject.label, key="id", value=Bind(ref="session.customer_id")),
-        edges=[EdgeStep(type=s.type, direction=s.direction) for s in attr.via], target=attr.via_label,
-        returns=(prop,), limit=1000, budget_ms=500)
+    pattern = _record_pattern(settings, attr)
     when = to_datetime(as_of) if as_of is not None else datetime.now(timezone.utc).replace(tzinfo=None)
-    rows = graph.run_pattern(session.tenant_id, pattern, Bindings(session=session, as_of=when)).rows
+    result = graph.run_pattern(session.tenant_id, pattern, Bindings(session=session, as_of=when))
+    if result.truncated and result.truncated_reason != "limit":
+        complete[0] = False
+    rows = result.rows
     return set_values([v for r in rows if r.label == attr.via_label for v in set_values(r.properties.get(prop))])
 
 

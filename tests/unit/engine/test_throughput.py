@@ -79,8 +79,9 @@ def test_understanding_reads_only_the_subject_and_synonyms(engine: Engine, monke
     u = stage.understand("I want to dispute this $39 late fee on my Platinum card.", session, AS_OF)
     assert u.goal == "LateFeeDispute" and u.filter is not None and u.lexical.terms
     # tenant data only (the subject's node, the product's synonyms); vocabulary, filter
-    # mapping and vocabulary nodes come from caches keyed by revision
-    assert "find_nodes" not in counts and counts["get_node"] == 1
+    # mapping and vocabulary nodes come from caches keyed by revision, and the subject's record
+    # at this as_of from the read cache (understand/read_cache.py) once read
+    assert "find_nodes" not in counts and counts.get("get_node", 0) <= 1
     # the product's synonyms, the subject's holdings, the products on record (the accounts she HOLDS)
     assert counts["run_pattern"] <= 3
 
