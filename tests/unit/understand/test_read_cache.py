@@ -9,18 +9,24 @@ from datetime import datetime
 from typing import Any, Iterator
 
 import pytest
-from conftest import _metagraph
 from domains import DELTABANK, deltabank_schema
+from generator.build import metagraph_items
 from generator.generate import generate
 
 from hopweave.graph.base import Edge, Node
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.graph.traverse import run_goal_patterns
 from hopweave.models.common import Bindings, Session
+from hopweave.models.schema import GLOBAL_TENANT
 from hopweave.understand.read_cache import ReadCache, cache_of, cached, goal_patterns, pattern_reads
 from hopweave.understand.scope import read_record, record_reads
 
 AS_OF = datetime(2026, 5, 12, 12, 0)
+
+
+def _metagraph(store: NetworkxGraphStore) -> None:
+    store.bulk_write(GLOBAL_TENANT, metagraph_items())  # goals, patterns and the FilterMapping node
+
 MARIA = Session(tenant_id="deltabank", customer_id="CUST_4421", region="US", channel="phone")
 OTHER = Session(tenant_id="deltabank", customer_id="CUST_100001", region="US", channel="phone")
 NORTH = Session(tenant_id="northbank", customer_id="NB_CUST_4421", region="US", channel="phone")
