@@ -95,17 +95,80 @@ WORKER_HEADER = "x-hopweave-worker"
 _ARRIVED: contextvars.ContextVar[float] = contextvars.ContextVar("hopweave_arrived")
 
 
-class _Arrival:
-    """Outermost ASGI middleware: stamps each HTTP request's arrival in its scope, before the body
-    is read, parsed and validated, so its budget covers all of that and any queueing."""
+#: A refusal the front layer sends itself: status, headers (ASGI byte pairs), JSON body.
+Refusal = tuple[int, list[tuple[bytes, bytes]], bytes]
+#: The front layer's check of one ``/v1`` request before the app runs: the refusal to send, or
+#: None to go on (it may replace ``receive`` when it read the body: the second item).
+FrontCheck = Callable[[Any, Any, float], Awaitable[tuple[Optional[Refusal], Any]]]
 
-    def __init__(self, app: Any) -> None:
+
+class _Front:
+    """Outermost ASGI middleware: stamps each HTTP request's arrival (before the body is read,
+    parsed and validated, so its budget covers all of that and any queueing), then runs
+    ``check`` on ``/v1`` requests and sends its refusal at once when it has one: no routing, no
+    body parsing, no exception handler, so a refusal costs a small fraction of an answer."""
+
+    def __init__(self, app: Any, check: Optional[FrontCheck] = None) -> None:
         self.app = app
+        self.check = check
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
-            _ARRIVED.set(time.perf_counter())  # the endpoint runs in this task: it reads it back
+            arrived = time.perf_counter()
+            _ARRIVED.set(arrived)  # the endpoint runs in this task: it reads it back
+            if self.check is not None and scope["path"].startswith("/v1/"):
+                refusal, receive = await self.check(scope, receive, arrived)
+                if refusal is not None:
+                    status, headers, body = refusal
+                    timing = f"total;dur={(time.perf_counter() - arrived) * 1000:.1f}".encode()
+                    await send({"type": "http.response.start", "status": status,
+                                "headers": [*headers, (b"server-timing", timing)]})
+                    await send({"type": "http.response.body", "body": body})
+                    return
         await self.app(scope, receive, send)
+
+
+def _refusal(exc: HopweaveError, retry_after_s: int, extra: tuple[tuple[bytes, bytes], ...] = ()) -> Refusal:
+    """The front layer's answer to ``exc``: the same status, headers and JSON body as the app's
+    exception handler gives it."""
+    status = _status(exc)
+    headers = [(b"content-type", b"application/json"), *extra]
+    if status == 503:
+        headers.append((b"retry-after", str(retry_after_s).encode()))
+    elif isinstance(exc, RateLimitedError):
+        headers.append((b"retry-after", str(int(max(1, -(-exc.retry_after_s // 1)))).encode()))
+    elif isinstance(exc, AuthenticationError):
+        headers.append((b"www-authenticate", b'Bearer realm="hopweave"'))
+    body = json.dumps({"error": type(exc).__name__, "message": str(exc)}).encode()
+    return status, headers, body
+
+
+#: The request headers the front layer's identity check reads.
+_IDENTITY_HEADERS = frozenset((b"authorization", b"x-api-key", b"x-hopweave-caller"))
+#: Largest body the front layer reads to learn a retrieval's ``budget_ms`` (larger: the app reads it).
+_PEEK_BODY_BYTES = 64 * 1024
+
+
+async def _read_body(receive: Any, limit: int) -> tuple[Optional[bytes], Any]:
+    """The request body (None when over ``limit`` bytes or the client left) and a ``receive``
+    that replays what was read to the app, then goes on with ``receive``."""
+    messages: list[Any] = []
+    size, chunks = 0, []
+    while True:
+        msg = await receive()
+        messages.append(msg)
+        if msg["type"] != "http.request":
+            break
+        chunk = msg.get("body", b"")
+        size += len(chunk)
+        chunks.append(chunk)
+        if size > limit or not msg.get("more_body", False):
+            break
+    complete = messages[-1]["type"] == "http.request" and not messages[-1].get("more_body", False)
+
+    async def replay() -> Any:
+        return messages.pop(0) if messages else await receive()
+    return (b"".join(chunks) if complete and size <= limit else None), replay
 
 
 def _arrived() -> float:
@@ -209,7 +272,8 @@ class _Gate:
 def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: int = 1, warm: bool = True,
                close: bool = True, warm_first: bool = False, graph_refresh_s: float = 0.0,
                on_shutdown: Optional[Callable[[], None]] = None, worker: Optional[dict[str, Any]] = None,
-               identity: Optional[IdentityConfig] = None, mcp: bool = False, host: str = "127.0.0.1") -> "FastAPI":
+               identity: Optional[IdentityConfig] = None, mcp: bool = False, host: str = "127.0.0.1",
+               processes: int = 1) -> "FastAPI":
     """The ASGI app serving ``engine``. ``warm`` warms the engine at startup: in the background
     (readiness is 503 until done), or, with ``warm_first``, before the server accepts any
     connection (a worker of several: a request never reaches a cold worker). ``close`` closes the
@@ -225,8 +289,17 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
     sessions as given). ``mcp`` also serves the MCP tools over streamable HTTP at ``/mcp``
     (:mod:`hopweave.adapters.mcp_server`; each call verified from its headers by the same
     verifier; ``host``, the address listened on, turns on the SDK's DNS-rebinding protection for
-    loopback). Raises MissingDependencyError without the ``serve`` (or, with ``mcp``, the ``mcp``)
-    extra, ConfigError for unusable identity settings."""
+    loopback). ``processes``: the server processes serving the same socket (``--workers N``), each
+    with an app of its own: each holds ``1/processes`` of the rate limits and of the tenant
+    concurrency cap (at least 1), so the service's totals are the stated ones.
+
+    Before routing, an outer layer (:class:`_Front`) refuses what it can without reading the
+    body: a missing or failing credential (401), a source past its budget of failed credentials,
+    a verified caller over its rate limit or its tenant's concurrency cap (429), and a retrieval
+    that the engine's expected wait for a request slot would start too late to finish within its
+    budget (503); a repeated bearer token is not verified again
+    (:class:`~hopweave.adapters.identity.TokenCache`). Raises MissingDependencyError without the
+    ``serve`` (or, with ``mcp``, the ``mcp``) extra, ConfigError for unusable identity settings."""
     try:
         from fastapi import Depends, FastAPI, Request
         from fastapi.exceptions import RequestValidationError
@@ -241,7 +314,7 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
     plain: Any = engine  # an Engine wherever pool is None
     gate = _Gate(max_inflight)
     verifier = Verifier(identity or IdentityConfig())
-    limiter = RateLimiter(verifier.config.rate_per_tenant, verifier.config.rate_per_caller)
+    limiter = RateLimiter(verifier.config.rate_per_tenant, verifier.config.rate_per_caller, processes=processes)
     mcp_server: Any = None
     if mcp:
         if pool is not None:
@@ -266,6 +339,7 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
     refresher = GraphRefresher(plain.graph if pool is None else None, graph_refresh_s if pool is None else 0.0)
     ident = {"pid": os.getpid(), **(worker or {})}
     worker_header = {WORKER_HEADER: str(ident["pid"])}  # which worker answered (several share one socket)
+    worker_header_raw = [(WORKER_HEADER.encode(), str(ident["pid"]).encode())]
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -298,21 +372,83 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
                     on_shutdown()
 
     async def verified(request: HTTPRequest) -> None:
-        """Every route's dependency: a ``/v1`` request's caller, verified from its headers."""
-        if request.url.path.startswith("/v1/"):
-            request.state.caller = verifier.caller(request.headers)
+        """Every route's dependency: a ``/v1`` request's caller, verified from its headers (by the
+        front layer already, or here)."""
+        if request.url.path.startswith("/v1/") and getattr(request.state, "caller", None) is None:
+            client = request.scope.get("client")
+            request.state.caller = verifier.caller(request.headers, client[0] if client else None)
 
     def authorize(request: HTTPRequest, body_session: Optional[dict[str, Any]], need: Scope) -> tuple[Session, Optional[str]]:
         """The session for a ``/v1`` request (the token's, or the body's where the mode allows),
-        after the caller's rate limits; and the caller id to record (None in the loopback mode)."""
+        after the caller's rate limits (taken by the front layer already for a caller bound to a
+        tenant); and the caller id to record (None in the loopback mode)."""
         caller: Caller = request.state.caller
         session = verifier.session_for(caller, body_session, need=need)
-        limiter.take(session.tenant_id, caller.id)
+        if not getattr(request.state, "rate_taken", False):
+            limiter.take(session.tenant_id, caller.id)
         return session, None if caller.kind == "loopback" else caller.id
+
+    admission = getattr(plain, "admission", None) if pool is None else None
+    retrieving = [0]  # retrievals between the front layer's admission and their answer
+
+    def starts_too_late(arrived: float, budget_ms: int) -> Optional[OverloadedError]:
+        """The refusal of a retrieval arriving now when every request slot is taken and the
+        engine's expected wait for one (the retrievals already in, ``max_active`` at a time, each
+        the median recent hold: as ``Admission.expected_wait_ms``) plus a hold would end past its
+        budget less the engine's reserve; else None (a cold engine, with no hold measured, admits)."""
+        if admission is None:
+            return None
+        n = admission.config.max_active
+        inside = retrieving[0]
+        if inside < n:
+            return None
+        hold = admission.hold_clock.expected_ms(True)
+        if hold <= 0:
+            return None
+        wait = ((inside - n) // n + 1) * hold
+        left = budget_ms - admission.reserve_ms(budget_ms) - (time.perf_counter() - arrived) * 1000.0
+        if wait + hold <= left:
+            return None
+        gate.late += 1
+        return OverloadedError(f"{inside} retrievals are ahead ({n} at a time, about {hold:.0f} ms each): this one "
+                               f"would start after about {wait:.0f} ms and could not finish within its budget "
+                               f"({budget_ms} ms): shed without an answer; retry shortly")
+
+    async def front_check(scope: Any, receive: Any, arrived: float) -> tuple[Optional[Refusal], Any]:
+        """What the front layer refuses before the app reads the body (see :func:`create_app`)."""
+        state = scope.setdefault("state", {})
+        if verifier.config.verifies:
+            headers: dict[str, str] = {}
+            for k, v in scope["headers"]:
+                if k in _IDENTITY_HEADERS:
+                    headers.setdefault(k.decode("latin-1"), v.decode("latin-1"))
+            client = scope.get("client")
+            try:
+                caller = verifier.caller(headers, client[0] if client else None)
+            except (AuthenticationError, RateLimitedError) as exc:
+                return _refusal(exc, retry_after_s, tuple(worker_header_raw)), receive
+            state["caller"] = caller
+            if caller.tenant_id is not None:
+                held = tenant_inflight.get(caller.tenant_id, 0)
+                try:
+                    if per_tenant_cap and held >= per_tenant_cap:
+                        limiter.refused += 1
+                        raise too_many(caller.tenant_id, held)
+                    limiter.take(caller.tenant_id, caller.id)
+                except RateLimitedError as exc:
+                    return _refusal(exc, retry_after_s, tuple(worker_header_raw)), receive
+                state["rate_taken"] = True
+        if (scope["path"] == "/v1/retrieve" and admission is not None
+                and retrieving[0] >= admission.config.max_active):  # every slot taken: read its budget
+            body, receive = await _read_body(receive, _PEEK_BODY_BYTES)
+            late = starts_too_late(arrived, _budget_of(body) or engine.config.budget_ms)
+            if late is not None:
+                return _refusal(late, retry_after_s, tuple(worker_header_raw)), receive
+        return None, receive
 
     app = FastAPI(title="hopweave", version="1", lifespan=lifespan, dependencies=[Depends(verified)],
                   description="Compositional retrieval for AI agents (see docs/serve.md).")
-    app.add_middleware(_Arrival)  # added last: the outermost layer, before the body is read
+    app.add_middleware(_Front, check=front_check)  # added last: the outermost layer, before the body is read
 
     @app.exception_handler(RequestValidationError)
     async def _body(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -338,8 +474,13 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
         return JSONResponse({"error": type(exc).__name__, "message": str(exc)}, status_code=status,
                             headers=headers)
 
-    per_tenant_cap = verifier.config.tenant_concurrency
+    # each of ``processes`` servers holds its share of the cap (at least 1)
+    per_tenant_cap = max(1, verifier.config.tenant_concurrency // processes) if verifier.config.tenant_concurrency else 0
     tenant_inflight: dict[str, int] = {}
+
+    def too_many(tenant_id: str, held: int) -> RateLimitedError:
+        return RateLimitedError(f"tenant {tenant_id!r} already has {held} requests in progress (limit "
+                                f"{per_tenant_cap} at once); retry shortly", retry_after_s=1.0)
 
     async def admitted(work: Callable[[], Awaitable[T]], tenant_id: str) -> T:
         """Run ``work`` inside the service's admission: at most ``max_inflight`` requests in all
@@ -350,8 +491,7 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
         held = tenant_inflight.get(tenant_id, 0)
         if per_tenant_cap and held >= per_tenant_cap:
             limiter.refused += 1
-            raise RateLimitedError(f"tenant {tenant_id!r} already has {held} requests in progress (limit "
-                                   f"{per_tenant_cap} at once); retry shortly", retry_after_s=1.0)
+            raise too_many(tenant_id, held)
         gate.enter()
         tenant_inflight[tenant_id] = held + 1
         try:
@@ -389,7 +529,11 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
             payload: Any = await admitted(lambda: pool.aretrieve_json(body.utterance, **args), session.tenant_id)
             done = time.perf_counter()
         else:
-            result = await admitted(lambda: plain.aretrieve(body.utterance, **args), session.tenant_id)
+            retrieving[0] += 1
+            try:
+                result = await admitted(lambda: plain.aretrieve(body.utterance, **args), session.tenant_id)
+            finally:
+                retrieving[0] -= 1
             done = time.perf_counter()
             # serialised by pydantic-core in one call (FastAPI's re-validation + jsonable_encoder of
             # a result costs tens of ms on the event loop: 100 at once would queue for seconds)
@@ -562,7 +706,7 @@ def app_from_env() -> "FastAPI":
     else:
         engine, private = Engine.open(store, vectors=vectors, config=config), None
     return create_app(engine, max_inflight=_env_number(SERVE_ENV["max_inflight"], int, 128), warm_first=workers > 1,
-                      identity=identity, mcp=mcp, host=host,
+                      identity=identity, mcp=mcp, host=host, processes=workers,
                       graph_refresh_s=refresh_s if workers > 1 else 0.0,
                       on_shutdown=(lambda: remove_private(private)) if private is not None else None,
                       worker={"workers": workers})
@@ -571,6 +715,19 @@ def app_from_env() -> "FastAPI":
 #: With ``--engine-processes``: how long past a request's deadline the front waits for an engine
 #: process's answer before it answers 503 itself (the pool's ``grace_ms``; the stated margin).
 POOL_GRACE_MS = 50
+
+
+def _budget_of(body: Optional[bytes]) -> Optional[int]:
+    """A retrieval body's ``budget_ms`` when it is a positive integer (else None: the app's own
+    validation answers for it)."""
+    if not body:
+        return None
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    value = data.get("budget_ms") if isinstance(data, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
 
 def _env_number(name: str, kind: type, default: Any) -> Any:

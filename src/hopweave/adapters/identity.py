@@ -25,14 +25,26 @@ JWT and API keys may be combined (a bearer credential that is not a JWT is looke
 either excludes the trusted-gateway mode. The caller's id (token subject, key id, ``gateway`` or
 ``loopback``; never a token or a key) is recorded on the decision trace.
 
+Repeated tokens: a verified JWT is remembered (:class:`TokenCache`, keyed by the SHA-256 of the
+token, bounded, each entry kept until the token's ``exp`` and at most :data:`TOKEN_CACHE_MAX_AGE_S`),
+so a caller sending the same token again is not verified again; only verified tokens are kept,
+so a forged one never names a tenant to the rate limits.
+
+Failed credentials (:class:`FailureBudget`): each source (the client address) may present
+:data:`FAILURES_PER_SOURCE_S` credentials per second that fail verification (burst twice that);
+past it, a credential not already verified from that source is refused with 429 before any
+signature is checked, so forged tokens cannot buy unbounded signature checks.
+
 Rate limits (:class:`RateLimiter`): a token bucket per tenant and one per caller id, each
 ``rate`` requests per second with a burst of ``burst``; an exhausted bucket is a
-:class:`~hopweave.errors.RateLimitedError` (429 with ``Retry-After``). Buckets are per server
-process.
+:class:`~hopweave.errors.RateLimitedError` (429 with ``Retry-After``). The buckets live in one
+server process; with ``processes`` = N (``hopweave serve --workers N``) each holds ``1/N`` of
+the rate, so the service as a whole allows at most the stated rate.
 """
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import ipaddress
 import json
@@ -57,8 +69,10 @@ from hopweave.models.common import Session, parse_session
 __all__ = [
     "ApiKey",
     "Caller",
+    "FailureBudget",
     "IdentityConfig",
     "RateLimiter",
+    "TokenCache",
     "Verifier",
     "check_bind",
     "hash_key",
@@ -81,6 +95,13 @@ GATEWAY_CALLER_HEADER = "x-hopweave-caller"
 MAX_CREDENTIAL_CHARS = 8192
 #: Seconds of clock skew tolerated on ``exp`` / ``nbf``.
 DEFAULT_LEEWAY_S = 30
+#: Verified tokens remembered at most (:class:`TokenCache`), and for how long at most (seconds).
+TOKEN_CACHE_SIZE = 4096
+TOKEN_CACHE_MAX_AGE_S = 300.0
+#: Credentials failing verification tolerated per second from one source (burst twice that).
+FAILURES_PER_SOURCE_S = 20.0
+#: Sources whose failures are remembered at most (the oldest are forgotten first).
+FAILURE_SOURCES = 4096
 Scope = Literal["tool", "full"]
 CallerKind = Literal["jwt", "api_key", "gateway", "loopback", "stdio"]
 
@@ -134,8 +155,9 @@ class IdentityConfig:
         leeway_s: clock skew tolerated on ``exp`` / ``nbf``.
         rate_per_tenant: requests per second per tenant (0: unlimited).
         rate_per_caller: requests per second per caller id (0: unlimited).
-        tenant_concurrency: requests of one tenant in progress at once, per server process (0:
-            no cap; past it: 429), so one tenant's burst cannot hold every engine slot.
+        tenant_concurrency: requests of one tenant in progress at once for the service (0: no
+            cap; past it: 429; each of N server processes holds 1/N of it, at least 1), so one
+            tenant's burst cannot hold every engine slot.
     """
 
     jwt_secret_file: Optional[str] = None
@@ -252,6 +274,105 @@ def load_keys(path: str) -> dict[str, ApiKey]:
     return keys
 
 
+class TokenCache:
+    """Callers of verified bearer tokens, by the SHA-256 of the token (thread-safe).
+
+    Args:
+        size: entries kept at most (the least recently used go first).
+        max_age_s: an entry is kept at most this long after it was verified.
+        clock: wall-clock seconds since the epoch (the clock of ``exp``; injected in tests).
+    """
+
+    def __init__(self, size: int = TOKEN_CACHE_SIZE, max_age_s: float = TOKEN_CACHE_MAX_AGE_S,
+                 clock: Any = time.time) -> None:
+        self.size, self.max_age_s, self._clock = size, max_age_s, clock
+        self._entries: collections.OrderedDict[bytes, tuple[Caller, float]] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    @staticmethod
+    def key(token: str) -> bytes:
+        """The cache key of ``token`` (its SHA-256 digest: the token itself is not kept)."""
+        return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+
+    def get(self, token: str) -> Optional[Caller]:
+        """The caller ``token`` was verified as, or None (never verified, expired, or forgotten)."""
+        k = self.key(token)
+        with self._lock:
+            entry = self._entries.get(k)
+            if entry is None:
+                return None
+            if self._clock() >= entry[1]:
+                del self._entries[k]
+                return None
+            self._entries.move_to_end(k)
+            self.hits += 1
+            return entry[0]
+
+    def put(self, token: str, caller: Caller, exp: float) -> None:
+        """Remember that ``token`` verified as ``caller`` until ``exp`` (epoch seconds; at most
+        ``max_age_s`` from now)."""
+        now = self._clock()
+        until = min(float(exp), now + self.max_age_s)
+        if until <= now or self.size <= 0:
+            return
+        with self._lock:
+            self._entries[self.key(token)] = (caller, until)
+            self._entries.move_to_end(self.key(token))
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class FailureBudget:
+    """Token buckets of failed credentials, one per source (thread-safe, bounded).
+
+    Args:
+        rate: failures per second a source may present (0: unlimited); the burst is twice it.
+        sources: sources remembered at most (the least recently failing are forgotten).
+        clock: a monotonic clock in seconds (injected in tests).
+    """
+
+    def __init__(self, rate: float = FAILURES_PER_SOURCE_S, sources: int = FAILURE_SOURCES,
+                 clock: Any = time.monotonic) -> None:
+        self.rate, self.sources, self._clock = rate, sources, clock
+        self._buckets: collections.OrderedDict[str, tuple[float, float]] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self.refused = 0
+
+    def _tokens(self, source: str, now: float) -> float:
+        burst = max(2.0 * self.rate, 1.0)
+        tokens, at = self._buckets.get(source, (burst, now))
+        return min(burst, tokens + (now - at) * self.rate)
+
+    def check(self, source: Optional[str]) -> None:
+        """Raises RateLimitedError when ``source`` has spent its failures (None: not limited)."""
+        if source is None or self.rate <= 0:
+            return
+        with self._lock:
+            if source not in self._buckets:
+                return
+            tokens = self._tokens(source, self._clock())
+        if tokens < 1.0:
+            self.refused += 1
+            raise RateLimitedError(f"too many failed credentials from {source}: retry in "
+                                   f"{(1.0 - tokens) / self.rate:.2f} s with a valid one",
+                                   retry_after_s=(1.0 - tokens) / self.rate)
+
+    def spend(self, source: Optional[str]) -> None:
+        """Count one failed credential from ``source``."""
+        if source is None or self.rate <= 0:
+            return
+        with self._lock:
+            now = self._clock()
+            self._buckets[source] = (self._tokens(source, now) - 1.0, now)
+            self._buckets.move_to_end(source)
+            while len(self._buckets) > self.sources:
+                self._buckets.popitem(last=False)
+
+
 class Verifier:
     """The one check of who is calling (see the module docstring).
 
@@ -277,6 +398,10 @@ class Verifier:
         self._jwt_key: Any = None
         self._jwks: Any = None
         self._algorithms: list[str] = []
+        #: Verified tokens (a repeated token is not verified again).
+        self.tokens = TokenCache()
+        #: Failed credentials per source.
+        self.failures = FailureBudget()
         if config.jwt:
             self._init_jwt(config)
 
@@ -317,19 +442,23 @@ class Verifier:
             self._algorithms = ["RS256", "ES256"]
 
     # ---- credentials -> caller ---------------------------------------------------------------------
-    def caller(self, headers: Mapping[str, str]) -> Caller:
+    def caller(self, headers: Mapping[str, str], source: Optional[str] = None) -> Caller:
         """The caller named by a request's headers.
 
         Args:
             headers: the request headers (case-insensitive mapping, e.g. Starlette's).
+            source: where the request came from (the client address), for the budget of
+                failed credentials (None: not limited).
 
         Returns:
-            The verified :class:`Caller`.
+            The verified :class:`Caller` (a token verified before: from :attr:`tokens`).
 
         Raises:
             AuthenticationError: verification is on and the credential is missing, malformed,
                 badly signed, expired, not yet valid, for another issuer or audience, or an
                 unknown key (401).
+            RateLimitedError: ``source`` presented too many failing credentials lately and this
+                one was not verified before (429).
         """
         headers = {k.lower(): v for k, v in headers.items()}
         mode = self.config.mode
@@ -340,18 +469,31 @@ class Verifier:
             if named is not None and not (0 < len(named) <= 200 and named.isprintable()):
                 raise AuthenticationError(f"{GATEWAY_CALLER_HEADER} must be 1 to 200 printable characters")
             return Caller(id=f"gateway:{named}" if named else "gateway", kind="gateway")
-        credential = _credential(headers)
-        if credential is None:
-            raise AuthenticationError("no credential: send Authorization: Bearer <token or API key>")
-        if len(credential) > MAX_CREDENTIAL_CHARS:
-            raise AuthenticationError(f"the credential is over {MAX_CREDENTIAL_CHARS} characters")
-        if self._keys:
-            key = self._keys.get(hash_key(credential))
-            if key is not None:
-                return Caller(id=f"key:{key.id}", kind="api_key", scope=key.scope, tenant_id=key.tenant_id)
-        if not self.config.jwt:
-            raise AuthenticationError("unknown API key")
-        return self._from_jwt(credential)
+        try:
+            credential = _credential(headers)
+            if credential is None:
+                raise AuthenticationError("no credential: send Authorization: Bearer <token or API key>")
+            if len(credential) > MAX_CREDENTIAL_CHARS:
+                raise AuthenticationError(f"the credential is over {MAX_CREDENTIAL_CHARS} characters")
+        except AuthenticationError:
+            self.failures.spend(source)
+            raise
+        if self.config.jwt:
+            known = self.tokens.get(credential)
+            if known is not None:
+                return known
+        self.failures.check(source)
+        try:
+            if self._keys:
+                key = self._keys.get(hash_key(credential))
+                if key is not None:
+                    return Caller(id=f"key:{key.id}", kind="api_key", scope=key.scope, tenant_id=key.tenant_id)
+            if not self.config.jwt:
+                raise AuthenticationError("unknown API key")
+            return self._from_jwt(credential)
+        except AuthenticationError:
+            self.failures.spend(source)
+            raise
 
     def _from_jwt(self, token: str) -> Caller:
         import jwt
@@ -370,8 +512,12 @@ class Verifier:
         except jwt.PyJWTError as exc:
             raise AuthenticationError(f"the bearer token was refused: {exc}") from None
         session = self._claims_session(claims)
-        return Caller(id=f"jwt:{claims['sub']}", kind="jwt", scope="full", tenant_id=session["tenant_id"],
-                      session=session)
+        caller = Caller(id=f"jwt:{claims['sub']}", kind="jwt", scope="full", tenant_id=session["tenant_id"],
+                        session=session)
+        exp = claims.get("exp")
+        if isinstance(exp, (int, float)) and not isinstance(exp, bool):
+            self.tokens.put(token, caller, exp)
+        return caller
 
     def _claims_session(self, claims: Mapping[str, Any]) -> dict[str, Any]:
         session: dict[str, Any] = {}
@@ -452,16 +598,24 @@ class RateLimiter:
     """Token buckets per tenant and per caller id (thread-safe; one per server process).
 
     Args:
-        per_tenant: requests per second per tenant (0: unlimited); the burst is the same number,
-            at least 1.
-        per_caller: requests per second per caller id (0: unlimited).
+        per_tenant: requests per second per tenant for the service (0: unlimited); the burst is
+            the same number, at least 1.
+        per_caller: requests per second per caller id for the service (0: unlimited).
         clock: a monotonic clock in seconds (injected in tests).
+        processes: server processes sharing the limits, each with its own limiter (``serve
+            --workers N``): each allows ``1/processes`` of each rate (and of its burst, at least
+            1), so all of them together allow at most the stated rate.
     """
 
-    def __init__(self, per_tenant: float = 0.0, per_caller: float = 0.0, clock: Any = time.monotonic) -> None:
+    def __init__(self, per_tenant: float = 0.0, per_caller: float = 0.0, clock: Any = time.monotonic,
+                 processes: int = 1) -> None:
         for name, v in (("per-tenant", per_tenant), ("per-caller", per_caller)):
             if not math.isfinite(v) or v < 0:
                 raise InputError(f"the {name} rate limit must be a finite number >= 0, not {v}")
+        if processes < 1:
+            raise InputError(f"processes must be >= 1, not {processes}")
+        self.processes = processes
+        per_tenant, per_caller = per_tenant / processes, per_caller / processes
         self.per_tenant, self.per_caller, self._clock = per_tenant, per_caller, clock
         self._buckets: dict[tuple[str, str], tuple[float, float]] = {}
         self._lock = threading.Lock()

@@ -65,13 +65,15 @@ def serve(
         False, "--trust-body-session", help="Behind a gateway that authenticates callers: take the request body's "
         "session as it is (logged at start; not with token or key verification)."),
     rate_limit_tenant: float = typer.Option(
-        0.0, "--rate-limit-tenant", help="Requests per second per tenant, per server process (0: unlimited); over it: "
-        "429 + Retry-After."),
+        0.0, "--rate-limit-tenant", help="Requests per second per tenant for the service (0: unlimited); over it: "
+        "429 + Retry-After. With --workers N each worker allows 1/N of it."),
     rate_limit_caller: float = typer.Option(
-        0.0, "--rate-limit-caller", help="Requests per second per caller (token subject or key), per server process."),
+        0.0, "--rate-limit-caller", help="Requests per second per caller (token subject or key) for the service; "
+        "with --workers N each worker allows 1/N of it."),
     tenant_concurrency: int = typer.Option(
-        0, "--tenant-concurrency", help="Requests of one tenant in progress at once, per server process (0: no cap); "
-        "past it: 429 + Retry-After. Below --max-active, it keeps engine slots for the other tenants."),
+        0, "--tenant-concurrency", help="Requests of one tenant in progress at once (0: no cap); past it: 429 + "
+        "Retry-After. With --workers N each worker allows 1/N of it (at least 1). Below --max-active, it keeps "
+        "engine slots for the other tenants."),
     mcp: bool = typer.Option(
         False, "--mcp", help="Also serve the MCP tools (retrieve, search) over streamable HTTP at /mcp, each call "
         "verified like the /v1 routes (extra mcp)."),
@@ -109,9 +111,6 @@ def serve(
     elif identity.mode == "gateway":
         typer.echo("hopweave serve: --trust-body-session: the request body's session is taken as it is; only a "
                    "gateway that authenticates callers may reach this port.", err=True)
-    if (rate_limit_tenant or rate_limit_caller) and (workers or 1) > 1:
-        typer.echo("hopweave serve: rate limits are per server process (with --workers N a tenant gets up to N times "
-                   "the rate)", err=True)
     os.environ["HOPWEAVE_SERVE_IDENTITY"] = identity.to_json()
     os.environ["HOPWEAVE_SERVE_HOST"] = host
     os.environ["HOPWEAVE_SERVE_MCP"] = "1" if mcp else "0"
@@ -137,6 +136,10 @@ def serve(
     if engine_processes and workers > 1:
         raise InputError("use either --workers N (engines in the server processes) or --engine-processes N, not both")
     check_workers(graph, vectors, workers)  # fail here, not in N workers at once
+    if (rate_limit_tenant or rate_limit_caller or tenant_concurrency) and workers > 1:
+        typer.echo(f"hopweave serve: the rate limits and the tenant concurrency cap are shared among the {workers} "
+                   f"workers: each allows 1/{workers} of them (a caller whose connections all reach one worker gets "
+                   "that share)", err=True)
     if graph_refresh_s < 0:
         raise InputError("--graph-refresh-s must be >= 0")
     sys.setswitchinterval(switch_interval_ms / 1000.0)
