@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from conftest import AS_OF, MARIA, UTTERANCE
+from domains import AS_OF, MARIA, UTTERANCE
 
 from hopweave.engine.engine import Engine
 
