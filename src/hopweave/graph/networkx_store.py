@@ -114,6 +114,8 @@ class NetworkxGraphStore(GraphStore):
         self._meta_problems: list[Any] = []
         self._index_lock = threading.Lock()
         self._quarantined: list[Quarantined] = []
+        #: (mtime_ns, size) of the store settings file when its schema was last compared.
+        self._settings_sig: tuple[int, int] | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -228,6 +230,7 @@ class NetworkxGraphStore(GraphStore):
         """Apply what other processes committed since we read the directory (exclusive lock held)."""
         if self.directory is None:
             return
+        self._follow_schema()
         sig = P.snapshot_signature(self.directory)
         size = P.journal_size(self.directory)
         if sig != self._snap_sig or size < self._journal_offset:
@@ -250,6 +253,45 @@ class NetworkxGraphStore(GraphStore):
                     self._seq = self._replay(self._st, records, self._seq)
                     self._meta_version += 1
             self._journal_offset = off
+
+    def _follow_schema(self) -> None:
+        """Adopt the store settings' schema when another process (``hopweave load`` of another
+        pack) extended it: that process writes the merged schema to the settings before its
+        first graph write, so what it commits is read and replayed with the labels and
+        relationship types it declares instead of failing as corrupt (a snapshot) or being held
+        in quarantine (journal records). Only an extension is adopted (every label and
+        relationship type of the current schema is kept); anything else leaves the schema as it
+        is; tenants the new pack added get their domain (a served tenant's never changes). One
+        ``stat`` when the settings file has not changed."""
+        from hopweave.models.store_settings import read_store_settings, settings_path
+
+        assert self.directory is not None
+        path = settings_path(self.directory.parent)  # a store directory: <store>/graph and its settings
+        try:
+            st = path.stat()
+        except OSError:
+            return
+        sig = (st.st_mtime_ns, st.st_size)
+        if sig == self._settings_sig:
+            return
+        self._settings_sig = sig
+        try:
+            stored = read_store_settings(path.parent)
+            schema = stored.schema() if stored is not None and stored.store_schema else None
+        except HopweaveError:
+            return  # an unreadable settings file: the current schema stays (doctor reports the file)
+        if schema is None or schema.version == self.schema.version:
+            return
+        if not (set(self.schema.label_map) <= set(schema.label_map)
+                and set(self.schema.rel_map) <= set(schema.rel_map)):
+            return
+        added = {t: d for t, d in stored.tenant_domains().items() if t not in self.tenant_domains} if stored else {}
+        with self._rw.write():
+            self.schema = schema
+            self._validator = WriteValidator(schema)
+            if added and self.tenant_domains:  # new tenants only: a served tenant's domain never changes here
+                self.tenant_domains = {**self.tenant_domains, **added}
+            self._meta_version += 1
 
     def warmup(self) -> None:
         """Build the snapshot's incoming-edge index now (else the first walk along an edge

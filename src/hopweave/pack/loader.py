@@ -243,6 +243,12 @@ def load_pack(
         existing = read_store_settings(g_uri.path)
         p = read_pack(pack_dir, existing)
         stores = open_stores(g_uri.path, schema=p.schema, create=True, graph_only=True)
+        merged = p.schema.model_dump(mode="json")
+        if existing is not None and existing.store_schema != merged:
+            # The merged schema reaches the settings before the first graph write, so processes
+            # serving this store read what the load commits with it (NetworkxGraphStore follows
+            # the settings' schema when it catches up); the rest of the settings is written last.
+            stores.save_settings(existing.model_copy(update={"store_schema": merged}))
     else:  # a Cypher store keeps its settings inside: connect, read them, then switch to the merged schema
         stores = open_stores(g_uri.raw, create=True, graph_only=True)
         existing = stores.settings
