@@ -188,5 +188,6 @@ def describe_goals(engine: "Engine", tenant_id: str) -> list[dict[str, Any]]:
             continue
         out.append({"name": g.name, "version": g.version, "description": g.description,
                     "patterns": [{"name": p.name, "version": p.version, "sub_question": p.sub_question,
-                                  "section": p.section} for p in engine.graph.patterns(g.name)]})
+                                  "section": p.section} for p in engine.graph.patterns(g.name)
+                                 if p.status != "retired"]})
     return out

@@ -32,7 +32,7 @@ def _pattern_row(p: Any) -> dict[str, Any]:
     return {"name": p.name, "goal": p.goal, "version": p.version, "sub_question": p.sub_question,
             "seed_type": p.seed.type, "edge_types": [s.type for s in p.edge_sequence],
             "target_type": p.target_type, "depth": p.depth, "budget_ms": p.budget_ms,
-            "definition_hash": p.definition_hash()}
+            "definition_hash": p.definition_hash(), "status": p.status}
 
 
 @patterns_app.command("list")
@@ -49,7 +49,9 @@ def patterns_list(
         emit_json(rows)
         return
     for r in rows:
-        _echo(f"{r['goal']:<20} {r['name']:<28} v{r['version']}  {'-'.join(r['edge_types']):<40} {r['sub_question']}")
+        retired = "  [retired]" if r["status"] == "retired" else ""
+        _echo(f"{r['goal']:<20} {r['name']:<28} v{r['version']}  {'-'.join(r['edge_types']):<40} {r['sub_question']}"
+              f"{retired}")
 
 
 @patterns_app.command("show")

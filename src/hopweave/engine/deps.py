@@ -104,7 +104,8 @@ class UnderstanderCache:
 
 
 class GoalCache:
-    """:class:`Goals` read from ``graph`` once per metagraph revision (immutable in between)."""
+    """:class:`Goals` read from ``graph`` once per metagraph revision (immutable in between);
+    each goal's patterns are its active ones (a ``retired`` pattern is left out)."""
 
     def __init__(self, graph: GraphStore) -> None:
         self.graph = graph
@@ -118,7 +119,8 @@ class GoalCache:
             goals = {g.name: g for g in self.graph.goal_types()}
             pats: dict[str, list[TraversalPattern]] = {}
             for p in self.graph.patterns():
-                pats.setdefault(p.goal, []).append(p)
+                if p.status != "retired":  # a retired pattern stays stored, its goal no longer runs it
+                    pats.setdefault(p.goal, []).append(p)
             cached = Goals(rev, goals, pats)
             self._goals = cached
         return cached

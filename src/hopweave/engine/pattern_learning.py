@@ -21,8 +21,9 @@ patterns) without being written:
 
 :func:`approve_pattern` writes an approved ``new`` proposal as the goal's pattern (version 1, or
 the stored version + 1) with ``write_metagraph`` (the gates again, against the store then), so
-the engine runs it from then on; a ``retire`` proposal is recorded as approved for the pack
-owner to remove (patterns are removed from a goal in its pack). :func:`reject_pattern` records a
+the engine runs it from then on; an approved ``retire`` proposal writes the pattern's next version
+with ``status: retired`` (still stored and shown, never run by its goal again; the pack owner may
+remove it from the pack). :func:`reject_pattern` records a
 rejection. Who and when are recorded on the proposal. Deterministic: same traces and graph, same
 report and proposals.
 """
@@ -68,10 +69,14 @@ def pattern_report(graph: GraphStore, tenant_id: str, goal: GoalType, patterns: 
                    min_cases: int = DEFAULT_MIN_CASES) -> dict[str, Any]:
     """The per-pattern citation report of ``goal``'s decided cases in ``tenant_id`` (the module
     docstring): ``{goal, cases, outcomes, patterns: [{name, version, retrieved_in, cited_in,
-    cited_share, cited_by_outcome, never_cited}], unretrieved: {cases, ids: {id: cases}}}``."""
+    cited_share, cited_by_outcome, never_cited}], retired: [names], unretrieved: {cases, ids: {id:
+    cases}}}``. Retired patterns are listed by name only (their goal no longer runs them); an id
+    only a retired pattern retrieved counts as retrieved for the cases that saw it."""
     check_tenant(tenant_id)
     if min_cases < 1:
         raise InputError(f"min_cases must be at least 1, not {min_cases}")
+    retired = sorted(p.name for p in patterns if p.goal == goal.name and p.status == "retired")
+    patterns = [p for p in patterns if p.status != "retired"]
     names = sorted({p.name: p for p in patterns if p.goal == goal.name})
     version = {p.name: p.version for p in patterns if p.goal == goal.name}
     retrieved: Counter[str] = Counter()
@@ -109,7 +114,7 @@ def pattern_report(graph: GraphStore, tenant_id: str, goal: GoalType, patterns: 
                        "cited_by_outcome": dict(sorted(by_outcome[name].items())),
                        "never_cited": r >= min_cases and c == 0})
     return {"goal": goal.name, "tenant": tenant_id, "cases": len(pairs), "outcomes": dict(sorted(outcomes.items())),
-            "patterns": report,
+            "patterns": report, "retired": retired,
             "unretrieved": {"cases": unretrieved_cases, "ids": dict(sorted(unretrieved.items()))}}
 
 
@@ -239,7 +244,8 @@ def propose_patterns(graph: GraphStore, write: Any, tenant_id: str, goal: GoalTy
     from hopweave.graph.metagraph_io import gated_items, to_json
 
     report = pattern_report(graph, tenant_id, goal, patterns, min_cases=min_cases)
-    mine = [p for p in patterns if p.goal == goal.name]
+    every = {p.name: p for p in patterns if p.goal == goal.name}  # a retired name keeps its version line
+    mine = [p for p in every.values() if p.status != "retired"]
     by_name = {p.name: p for p in mine}
     proposals: list[dict[str, Any]] = []
     for row in report["patterns"]:
@@ -269,7 +275,7 @@ def propose_patterns(graph: GraphStore, write: Any, tenant_id: str, goal: GoalTy
                 name=name, goal=goal.name, sub_question=f"Which {mined['target']} do decisions on this case cite?",
                 seed=seed, edge_sequence=mined["steps"], target_type=mined["target"],
                 predicates=tuple(mined["predicates"]), depth=len(mined["steps"]), returns=tuple(returns),
-                section=section, limit=10, version=by_name[name].version + 1 if name in by_name else 1,
+                section=section, limit=10, version=every[name].version + 1 if name in every else 1,
                 author=PROPOSER, created_at=at,
                 description=f"Mined from {report['unretrieved']['cases']} decided cases citing {mined['target']} "
                             "nodes no pattern retrieved.")
@@ -326,20 +332,50 @@ def _review(graph: GraphStore, write: Any, tenant_id: str, pid: str, status: str
 def approve_pattern(graph: GraphStore, write: Any, tenant_id: str, pid: str, *, by: str, at: datetime,
                     note: str | None = None, domain: str | None = None) -> dict[str, Any]:
     """Approve the proposal ``pid``: a ``new`` pattern is written (gated) as its goal's pattern and
-    runs from then on. Returns the proposal. Raises NotFoundError, InputError or the gates' errors
-    (nothing approved then)."""
+    runs from then on; a ``retire`` proposal writes the stored pattern's next version with
+    ``status: retired`` (gated; author ``by``, created ``at``): it stays in the metagraph (the
+    audit, the Browser queries, the traces that ran it replay as recorded) and its goal no longer
+    runs it. Returns the proposal. Raises NotFoundError (no such proposal, or the pattern to
+    retire is gone), InputError (a bad reviewer, a proposal already reviewed, a pattern changed
+    since the retire proposal) or the gates' errors; nothing is approved then."""
     from hopweave.graph.metagraph_io import write_metagraph
 
     if not isinstance(by, str) or not by.strip() or len(by) > 200:
         raise InputError("the reviewer (--by) must name who reviews (1-200 characters)")
     node = graph.get_node(tenant_id, pid)
-    if node is not None and node.label == "PatternProposal" and node.props.get("kind") == "new" \
-            and node.props.get("status") == "proposed":
+    if node is not None and node.label == "PatternProposal" and node.props.get("status") == "proposed":
         raw = node.props.get("definition")
         cand = TraversalPattern.model_validate_json(raw if isinstance(raw, str) else json.dumps(raw))
-        write_metagraph(graph, [], [cand], domain=domain)
+        if node.props.get("kind") == "new":
+            write_metagraph(graph, [], [cand], domain=domain)
+        elif node.props.get("kind") == "retire":
+            retired = _retired_version(graph, cand, pid, by, at)
+            if retired is not None:
+                write_metagraph(graph, [], [retired], domain=domain)
     _review(graph, write, tenant_id, pid, "approved", by, at, note)
     return next(p for p in pattern_proposals(graph, tenant_id) if p["id"] == pid)
+
+
+def _retired_version(graph: GraphStore, proposed: TraversalPattern, pid: str, by: str,
+                     at: datetime) -> TraversalPattern | None:
+    """The stored pattern ``proposed`` names, as its next version with status ``retired``; None
+    when it is retired already. Raises NotFoundError when it is no longer stored, InputError when
+    its stored definition is not the one the proposal was made for."""
+    from hopweave.graph.metagraph_io import to_json
+
+    stored = next((p for p in graph.patterns(proposed.goal) if p.name == proposed.name), None)
+    if stored is None:
+        raise NotFoundError(f"pattern {proposed.name!r} of goal {proposed.goal} is no longer stored; "
+                            f"reject {pid} instead")
+    if stored.status == "retired":
+        return None
+    if to_json(stored) != to_json(proposed):
+        raise InputError(f"pattern {proposed.name} changed since {pid} proposed retiring version {proposed.version} "
+                         f"(stored: version {stored.version}); run `hopweave pattern-report --propose` again")
+    data = stored.model_dump(mode="json")
+    data.update(status="retired", version=stored.version + 1, author=by, created_at=at.isoformat(),
+                description=(f"Retired by {by} ({pid}). " + stored.description).strip())
+    return TraversalPattern.model_validate(data)
 
 
 def reject_pattern(graph: GraphStore, write: Any, tenant_id: str, pid: str, *, by: str, at: datetime,

@@ -157,6 +157,7 @@ def pattern_node(p: TraversalPattern) -> Node:
             "author": p.author,
             "created_at": _time(p.created_at),
             "definition_hash": p.definition_hash(),
+            "status": p.status,
             "definition": to_json(p),
         },
     )

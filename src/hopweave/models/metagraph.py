@@ -193,6 +193,16 @@ class TraversalPattern(_Frozen):
     author: str = Field(min_length=1)
     created_at: datetime
     description: str = ""
+    #: ``active``: its goal runs it. ``retired``: kept (the metagraph, the audit, the traces that
+    #: ran it) but no longer run by its goal. Left out of the stored definition when active.
+    status: Literal["active", "retired"] = "active"
+
+    @model_serializer(mode="wrap")
+    def _drop_active_status(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("status") == "active":
+            data.pop("status", None)
+        return data
 
     @field_validator("name", "goal", "target_type")
     @classmethod
@@ -267,7 +277,8 @@ class SectionTemplate(_Frozen):
     #: Derived lines computed over the rows (facts sections), placed before the row lines.
     aggregates: tuple[Aggregate, ...] = ()
     #: Patterns whose rows also become one line each (default: all of ``patterns``; ``[]`` =
-    #: aggregates only).
+    #: aggregates only). A pattern not in ``patterns`` that names this section (its ``section``)
+    #: gets row lines too.
     row_patterns: Optional[tuple[str, ...]] = None
     #: Per-pattern row line templates (override ``line`` for that pattern's rows).
     pattern_lines: dict[str, str] = Field(default_factory=dict)
