@@ -4,12 +4,13 @@ them) and ``pattern-report`` (how decisions cite the goal's patterns, and patter
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from hopweave.cli import app
-from hopweave.cli.common import GraphOpt, emit_json, handle_errors, open_cli_stores
+from hopweave.cli.common import GraphOpt, VectorsOpt, emit_json, handle_errors, open_cli_stores
 from hopweave.errors import InputError, NotFoundError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -181,29 +182,47 @@ def pattern_report(
 def review_pattern(
     tenant: str = typer.Option(..., "--tenant", help="The tenant whose pattern proposals are listed or reviewed."),
     goal: Optional[str] = typer.Option(None, "--goal", help="Only this goal's proposals."),
-    approve: Optional[str] = typer.Option(None, "--approve", help="Approve this proposal id (a new pattern "
-                                                                  "is written and runs from then on)."),
+    approve: Optional[str] = typer.Option(None, "--approve", help="Approve this proposal id: a new pattern is "
+                                                                  "written and runs from then on; a retired one "
+                                                                  "is no longer run by its goal."),
     reject: Optional[str] = typer.Option(None, "--reject", help="Reject this proposal id."),
     by: Optional[str] = typer.Option(None, "--by", help="Who reviews (required with --approve/--reject)."),
     note: Optional[str] = typer.Option(None, "--note", help="Why."),
     as_of: Optional[str] = typer.Option(None, "--as-of", help="The review's ISO instant (default now)."),
+    scenarios: Optional[list[Path]] = typer.Option(
+        None, "--scenarios", help="With --approve: replay these scenario files or folders before and after the "
+                                  "approval (not recorded) and print what changed in each (repeatable)."),
     store: Optional[str] = GraphOpt,
+    vectors: Optional[str] = VectorsOpt,
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
-    """List pattern proposals, or approve / reject one (who and when are recorded)."""
+    """List pattern proposals, or approve / reject one (who and when are recorded). With
+    --scenarios, an approval shows its effect: each scenario replayed before and after it, with
+    the patterns, facts and context lines that changed; exit 1 when a scenario that passed fails."""
     from hopweave.engine import pattern_learning as PL
 
     if approve and reject:
         raise InputError("give --approve or --reject, not both")
-    engine = _engine(store)
+    if scenarios and not approve:
+        raise InputError("--scenarios shows what an approval changes: give it with --approve ID")
+    changes: list[Any] = []
+    engine = _engine(store) if not scenarios else _full_engine(store, vectors)
     try:
         if approve or reject:
             if not by:
                 raise InputError("--by is required to approve or reject: name the reviewer")
             at = _instant(as_of, None)
             if approve:
-                rows = [PL.approve_pattern(engine.graph, _writer(engine), tenant, approve, by=by, at=at, note=note,
-                                           domain=engine.settings_for(tenant).name)]
+                def run() -> dict[str, Any]:
+                    return PL.approve_pattern(engine.graph, _writer(engine), tenant, approve, by=by, at=at,
+                                              note=note, domain=engine.settings_for(tenant).name)
+                if scenarios:
+                    from hopweave.engine.replay import compare
+
+                    done, changes = compare(engine, scenarios, run)
+                else:
+                    done = run()
+                rows = [done]
             else:
                 assert reject is not None
                 rows = [PL.reject_pattern(engine.graph, _writer(engine), tenant, reject, by=by, at=at, note=note)]
@@ -211,11 +230,30 @@ def review_pattern(
             rows = PL.pattern_proposals(engine.graph, tenant, goal)
     finally:
         engine.close()
+    broke = [c for c in changes if c.before.passed and not c.after.passed]
     if as_json:
-        emit_json({"tenant": tenant, "proposals": rows})
-        return
-    if not rows:
-        typer.echo("no pattern proposals (run `hopweave pattern-report --goal G --tenant T --propose`)")
-    for p in rows:
-        who = f", {p['status']} by {p['reviewed_by']}" if p.get("reviewed_by") else ""
-        typer.echo(f"{p['id']} [{p['status']}] {p['kind']} {p['pattern']}: {p.get('reason', '')}{who}")
+        out: dict[str, Any] = {"tenant": tenant, "proposals": rows}
+        if scenarios:
+            out["replay"] = [c.model_dump(mode="json") for c in changes]
+        emit_json(out)
+    else:
+        if not rows:
+            typer.echo("no pattern proposals (run `hopweave pattern-report --goal G --tenant T --propose`)")
+        for p in rows:
+            who = f", {p['status']} by {p['reviewed_by']}" if p.get("reviewed_by") else ""
+            typer.echo(f"{p['id']} [{p['status']}] {p['kind']} {p['pattern']}: {p.get('reason', '')}{who}")
+        if scenarios:
+            typer.echo(f"replay before -> after the approval ({len(changes)} scenarios, "
+                       f"{sum(c.changed for c in changes)} changed, {len(broke)} newly failing):")
+            for c in changes:
+                typer.echo("  " + c.render().replace("\n", "\n  "))
+    if broke:
+        raise typer.Exit(code=1)
+
+
+def _full_engine(store: Optional[str], vectors: Optional[str]) -> "Engine":
+    """The engine with its vector index at the replay budgets (scenario runs)."""
+    from hopweave.engine.engine import Engine
+    from hopweave.engine.replay import REPLAY_CONFIG
+
+    return Engine.open(store, vectors=vectors, config=REPLAY_CONFIG)

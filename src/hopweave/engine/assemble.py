@@ -435,9 +435,14 @@ def _note_section(notes: Sequence[str]) -> _Section:
 
 
 def _with_extra_patterns(tpl: SectionTemplate, facts: Sequence[PatternResult]) -> SectionTemplate:
-    """The template plus the patterns that assign themselves to it (``pattern.section``)."""
-    extra = sorted(f.pattern for f in facts if f.section == tpl.name and f.pattern not in tpl.patterns)
-    return tpl.model_copy(update={"patterns": tuple(tpl.patterns) + tuple(extra)}) if extra else tpl
+    """The template plus the patterns that assign themselves to it (``pattern.section``); their
+    rows get lines also in a section that lists its ``row_patterns`` (the list names the section's
+    own patterns, not those added to it later, e.g. an approved learned pattern)."""
+    extra = tuple(sorted(f.pattern for f in facts if f.section == tpl.name and f.pattern not in tpl.patterns))
+    if not extra:
+        return tpl
+    rows = None if tpl.row_patterns is None else tuple(tpl.row_patterns) + extra
+    return tpl.model_copy(update={"patterns": tuple(tpl.patterns) + extra, "row_patterns": rows})
 
 
 def _chunks_section(s: _Section, si: int, chunks: Sequence[ChunkItem], provenance: bool) -> dict[str, str]:

@@ -30,7 +30,7 @@ import hashlib
 import json
 import re
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -329,7 +329,12 @@ def load(store: GraphStore, tenant_id: str, trace_id: str) -> RecordedTrace:
     node = store.get_node(tenant_id, trace_id)
     if node is None or node.label != "DecisionTrace" or node.props.get("kind") != KIND:
         raise NotFoundError(f"no recorded retrieval {trace_id!r} in tenant {tenant_id!r}")
-    p = node.props
+    return from_props(trace_id, node.props)
+
+
+def from_props(trace_id: str, p: Mapping[str, Any]) -> RecordedTrace:
+    """A RecordedTrace from a retrieval trace node's properties (stored, or as :func:`build`
+    makes them for a result that was not recorded)."""
     return RecordedTrace(
         trace_id=trace_id,
         goal=p.get("goal"),

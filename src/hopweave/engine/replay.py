@@ -29,6 +29,8 @@ and what the retrieval must (and must not) produce::
 :func:`replay` runs scenarios at their recorded ``as_of`` with deterministic budgets (a busy
 machine must not truncate a walk by time) and checks each expectation; a failure names the
 expectation and what was found instead. Same store + same as_of -> byte-identical context.
+:func:`compare` runs scenarios before and after a change to the store (``hopweave review-pattern
+--approve ID --scenarios DIR``) and diffs each pair of runs.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -84,7 +86,9 @@ def scenario_paths(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
-class Outcome(BaseModel):
+class ScenarioOutcome(BaseModel):
+    """One scenario's run: its verdict, the failed expectations, and what the run produced."""
+
     model_config = ConfigDict(frozen=True)
 
     scenario: str
@@ -275,22 +279,103 @@ def _check_rounds(e: Expect, r: RetrievalResult) -> list[str]:
 
 
 def replay(engine: Engine, paths: Iterable[str | Path], *, record: bool = True,
-           budget_ms: int | None = None) -> list[Outcome]:
+           budget_ms: int | None = None) -> list[ScenarioOutcome]:
     """Run and check every scenario under ``paths`` (files or folders); ``budget_ms``: replay
     those without their own ``options.budget_ms`` at that budget (:func:`run_scenario`)."""
     if budget_ms is not None:
         budget_config(budget_ms)  # refuse a bad budget before the first scenario
-    out: list[Outcome] = []
+    out: list[ScenarioOutcome] = []
     for p in scenario_paths(paths):
         sc = load_scenario(p)
         r = run_scenario(engine, sc, record=record, budget_ms=budget_ms)
         fails = check(sc, r)
-        out.append(Outcome(
+        out.append(ScenarioOutcome(
             scenario=sc.name, path=str(p), passed=not fails, failures=tuple(fails), trace_id=r.trace_id,
             goal=r.goal, confidence=r.confidence, context_hash=r.context.hash, tokens=r.context.tokens,
             degraded=tuple(f"{d.stage}: {d.what}" for d in r.degraded), timings_ms=r.timings_ms,
         ))
     return out
+
+
+class ScenarioChange(BaseModel):
+    """One scenario run before and after a change to the store (:func:`compare`): each run's
+    verdict, failures, context hash and trace id, the :class:`~hopweave.engine.record.TraceDiff`
+    from the first to the second (plan, patterns and versions, what was seen, the context) and
+    ``rows``: per pattern whose rows differ, the row node ids ``added`` and ``removed``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scenario: str
+    path: str
+    before: ScenarioOutcome
+    after: ScenarioOutcome
+    diff: trace_record.TraceDiff
+    rows: dict[str, dict[str, list[str]]] = Field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        """Whether the context, the plan or what was seen differ."""
+        return not self.diff.same_context or bool(self.diff.changes) or bool(self.rows)
+
+    def render(self) -> str:
+        """``name: PASS -> FAIL, context changed`` and, when anything changed, the diff lines."""
+        verdict = f"{'PASS' if self.before.passed else 'FAIL'} -> {'PASS' if self.after.passed else 'FAIL'}"
+        if not self.changed:
+            return f"{self.scenario}: {verdict}, identical context and plan"
+        head = f"{self.scenario}: {verdict}, {'same context' if self.diff.same_context else 'context changed'}"
+        lines = [head] + [f"    - {f}" for f in self.after.failures if f not in self.before.failures]
+        for name, d in self.rows.items():
+            lines += [f"    rows {name}: - {i}" for i in d["removed"]] + [f"    rows {name}: + {i}" for i in d["added"]]
+        body = self.diff.render().splitlines()[2:]  # without the ---/+++ trace-id header
+        return "\n".join(lines + [f"    {x}" for x in body])
+
+
+def _rows(r: RetrievalResult) -> dict[str, list[str]]:
+    return {f.pattern: [x.node_id for x in f.rows] for f in r.facts}
+
+
+def _row_changes(a: Mapping[str, Sequence[str]], b: Mapping[str, Sequence[str]]) -> dict[str, dict[str, list[str]]]:
+    out = {}
+    for name in sorted(set(a) | set(b)):
+        old, new = list(a.get(name, ())), list(b.get(name, ()))
+        if old != new:
+            out[name] = {"added": [i for i in new if i not in old], "removed": [i for i in old if i not in new]}
+    return out
+
+
+def _outcome(engine: Engine, sc: Scenario, path: Path, r: RetrievalResult) -> tuple[ScenarioOutcome, "trace_record.RecordedTrace"]:
+    fails = check(sc, r)
+    out = ScenarioOutcome(scenario=sc.name, path=str(path), passed=not fails, failures=tuple(fails), trace_id=r.trace_id,
+                  goal=r.goal, confidence=r.confidence, context_hash=r.context.hash, tokens=r.context.tokens,
+                  degraded=tuple(f"{d.stage}: {d.what}" for d in r.degraded))
+    session = sc.resolved_session()
+    nodes, _ = trace_record.build(r, session, engine.graph, engine.settings_for(session.tenant_id).subject)
+    props = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in nodes[0].props.items()}
+    return out, trace_record.from_props(r.trace_id, props)
+
+
+T = TypeVar("T")
+
+
+def compare(engine: Engine, paths: Iterable[str | Path], change: Callable[[], T]) -> tuple[T, list[ScenarioChange]]:
+    """Run every scenario under ``paths`` (not recorded), call ``change()`` (e.g. approve a
+    pattern proposal), run them again and diff each run against its first: what the change does
+    to the scenarios. Returns (what ``change`` returned, one ScenarioChange per scenario, in
+    path order). Raises InputError for a missing scenario path or a bad scenario file before
+    anything runs, and what ``change`` raises (the scenarios' second runs do not happen then)."""
+    loaded = [(p, load_scenario(p)) for p in scenario_paths(paths)]
+    if not loaded:
+        raise InputError("no scenario files under the given paths")
+    results = [run_scenario(engine, sc, record=False) for _p, sc in loaded]
+    first = [_outcome(engine, sc, p, r) for (p, sc), r in zip(loaded, results)]
+    got = change()
+    out = []
+    for (p, sc), (b, bt), br in zip(loaded, first, results):
+        ar = run_scenario(engine, sc, record=False)
+        a, at = _outcome(engine, sc, p, ar)
+        out.append(ScenarioChange(scenario=sc.name, path=str(p), before=b, after=a, diff=trace_record.diff(bt, at),
+                                  rows=_row_changes(_rows(br), _rows(ar))))
+    return got, out
 
 
 def as_recorded(engine: Engine, tenant_id: str, trace_id: str) -> "AsRecorded":

@@ -179,13 +179,82 @@ def test_the_pattern_report_flags_the_uncited_pattern_and_proposes_the_unretriev
     d = json.loads(new[0]["definition"]) if isinstance(new[0]["definition"], str) else new[0]["definition"]
     assert [(s["type"], s["direction"]) for s in d["edge_sequence"]] == [("HOLDS", "out"), ("OF_PRODUCT", "out")]
     assert {"on": 1, "property": "type", "op": "eq"}.items() <= d["predicates"][0].items()
+    c = S.cases(1)[0]
+    scen = sim_store.parent / "scenarios"
+    scen.mkdir()
+    (scen / "case0.yaml").write_text(json.dumps({  # JSON is YAML
+        "name": "simulated_case_0", "utterance": c.utterance, "as_of": "2026-08-02T10:00:00",
+        "session": {"tenant_id": "deltabank", "customer_id": c.customer_id}, "expect": {"goal": S.GOAL}}))
     ok = runner.invoke(app, ["review-pattern", "--tenant", "deltabank", "--approve", new[0]["id"], "--by", "ops-lead",
-                             "--as-of", "2026-08-01T09:00:00", "--graph", str(sim_store), "--json"])
+                             "--as-of", "2026-08-01T09:00:00", "--graph", str(sim_store), "--scenarios", str(scen)])
     assert ok.exit_code == 0, ok.output
-    assert json.loads(ok.output)["proposals"][0]["status"] == "approved"
+    assert f"{new[0]['id']} [approved] new cited_product" in ok.output
+    assert "1 scenarios, 1 changed, 0 newly failing" in ok.output
+    assert "simulated_case_0: PASS -> PASS, context changed" in ok.output
+    assert "patterns: + cited_product@1" in ok.output and f"rows cited_product: + {c.product}" in ok.output
+    assert f"fact_ids: + {c.product}" in ok.output  # its row reaches the context, as a line of its section
     with Engine.open(sim_store, domains=DELTABANK_REGISTRY, config=REPLAY_CONFIG) as e2:
-        c = S.cases(1)[0]
         res2 = e2.retrieve(c.utterance, session={"tenant_id": "deltabank", "customer_id": c.customer_id},
                            as_of="2026-08-02T10:00:00")
         rows = {f.pattern: [r.node_id for r in f.rows] for f in res2.facts}
         assert rows.get("cited_product") == [c.product]  # the approved pattern runs: credit card product only
+        assert e2.graph.get_node("deltabank", new[0]["id"]).props["status"] == "approved"  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+def test_approving_a_retire_proposal_retires_the_pattern_and_its_traces_replay_as_recorded(
+        simulated: tuple[Engine, S.Simulation], sim_store: Path) -> None:
+    from hopweave.engine import record
+    from hopweave.engine.replay import as_recorded
+
+    eng, sim = simulated
+    eng.close()  # the CLI opens the store itself
+    runner = CliRunner()
+    base = ["--goal", S.GOAL, "--tenant", "deltabank", "--graph", str(sim_store)]
+    out = json.loads(runner.invoke(app, ["pattern-report", *base, "--min-cases", "10", "--propose", "--json"]).output)
+    retire = next(p for p in out["proposals"] if p["kind"] == "retire")
+    assert retire["pattern"] == "waiver_history"
+    with Engine.open(sim_store, domains=DELTABANK_REGISTRY, config=REPLAY_CONFIG) as e0:
+        earlier = next(p for p in sim.played if _rows_of(e0, p.trace_id).get("waiver_history"))  # ran it, with rows
+    c = S.cases(1)[0]
+    scen = sim_store.parent / "retire_scenarios"
+    scen.mkdir()
+    (scen / "case0.yaml").write_text(json.dumps({
+        "name": "simulated_case_0", "utterance": c.utterance, "as_of": "2026-08-02T10:00:00",
+        "session": {"tenant_id": "deltabank", "customer_id": c.customer_id}, "expect": {"goal": S.GOAL}}))
+    ok = runner.invoke(app, ["review-pattern", "--tenant", "deltabank", "--approve", retire["id"], "--by", "ops-lead",
+                             "--as-of", "2026-08-01T09:30:00", "--graph", str(sim_store), "--scenarios", str(scen),
+                             "--json"])
+    assert ok.exit_code == 0, ok.output
+    done = json.loads(ok.output)
+    assert (done["proposals"][0]["status"], done["proposals"][0]["reviewed_by"]) == ("approved", "ops-lead")
+    change = done["replay"][0]
+    assert change["before"]["passed"] and change["after"]["passed"]
+    assert change["diff"]["changes"]["patterns"]["removed"] == ["waiver_history@1"]
+    assert change["rows"]["waiver_history"]["added"] == [] and change["rows"]["waiver_history"]["removed"]
+    listed = json.loads(runner.invoke(app, ["patterns", "list", "--goal", S.GOAL, "--graph", str(sim_store),
+                                            "--json"]).output)
+    row = next(r for r in listed if r["name"] == "waiver_history")
+    assert (row["status"], row["version"]) == ("retired", 2)  # still stored and listed, as a new version
+    report = json.loads(runner.invoke(app, ["pattern-report", *base, "--min-cases", "10", "--json"]).output)
+    assert report["report"]["retired"] == ["waiver_history"]
+    assert not any(p["kind"] == "retire" for p in report["proposals"])  # not proposed again
+    with Engine.open(sim_store, domains=DELTABANK_REGISTRY, config=REPLAY_CONFIG) as e2:
+        stored = next(p for p in e2.graph.patterns(S.GOAL) if p.name == "waiver_history")
+        assert stored.status == "retired" and stored.author == "ops-lead"
+        res = e2.retrieve(c.utterance, session={"tenant_id": "deltabank", "customer_id": c.customer_id},
+                          as_of="2026-08-02T10:00:00")
+        assert "waiver_history" not in {f.pattern for f in res.facts}  # its goal no longer runs it
+        again = as_recorded(e2, "deltabank", earlier.trace_id)
+        assert again.identical  # a trace that ran it still replays byte-identically as recorded
+        assert "waiver_history" in [p["name"] for p in record.load(e2.graph, "deltabank", earlier.trace_id).patterns]
+    second = runner.invoke(app, ["review-pattern", "--tenant", "deltabank", "--approve", retire["id"], "--by",
+                                 "ops-lead", "--graph", str(sim_store)])
+    assert second.exit_code == 0 and "[approved]" in second.output  # approving again changes nothing
+
+
+def _rows_of(eng: Engine, trace_id: str) -> dict[str, list[str]]:
+    node = eng.graph.get_node("deltabank", trace_id)
+    assert node is not None
+    raw = node.props["pattern_rows_json"]
+    return json.loads(raw) if isinstance(raw, str) else dict(raw)
