@@ -181,7 +181,7 @@ def distinct_passages(chunks: Sequence[ChunkItem], limit: int) -> tuple[ChunkIte
     most of a copy's word 3-grams occur in that hit (a FAQ, note or template quoting a passage,
     with a greeting or a reworded verb, which the assembler's Jaccard test lets through). A
     relaxed later round otherwise spends its whole hit budget on restatements of one passage."""
-    from hopweave.engine.assemble import shingles
+    from hopweave.engine.context_lines import shingles
 
     kept: list[ChunkItem] = []
     seen: list[frozenset[tuple[str, ...]]] = []

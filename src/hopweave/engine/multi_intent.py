@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from hopweave.bounded import DataRegex, compile_data_regex
 from hopweave.engine.tokens import count_joined
 from hopweave.engine.result import ContextBlock, ContextLine, RequestPart, RetrievalResult, UnhandledClause
+from hopweave.engine.section_kinds import ITEM_KINDS
 from hopweave.errors import HopweaveError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -307,8 +308,8 @@ def combine(counter: "TokenCounter", req: "Request", parts: Sequence[tuple[Span,
     tid = "RT_" + hashlib.sha256("\0".join(r.trace_id for r in results).encode()).hexdigest()[:20]
     update: dict[str, Any] = {
         "trace_id": tid, "utterance": req.utterance, "context": block, "parts": items, "unhandled": tuple(unhandled),
-        "chunks": tuple(c for r in results for c in r.chunks), "facts": tuple(f for r in results for f in r.facts),
-        "precedent": tuple(p for r in results for p in r.precedent),
+        "facts": tuple(f for r in results for f in r.facts),
+        **{k.items: tuple(x for r in results for x in getattr(r, k.items)) for k in ITEM_KINDS if k.items},
         "degraded": tuple(d for r in results for d in r.degraded),
         "rounds": tuple(x for r in results for x in r.rounds),
         "recorded": all(r.recorded for r in results),

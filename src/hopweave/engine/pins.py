@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from hopweave.engine.result import RetrievalResult, context_hash
+from hopweave.engine.section_kinds import PINNED_LINES, ROW_PINNED_LINES
 from hopweave.models.filters import In
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -66,8 +67,9 @@ PinStatus = Literal["same", "changed", "missing"]
 #: The graph label and relationship of pinned texts (base schema).
 PIN_LABEL = "PinnedText"
 PIN_REL = "PINNED"
-#: Context line kinds whose whole text is pinned (chunk lines pin their chunk's text).
-PINNED_KINDS = frozenset({"fact", "aggregate", "precedent", "chunk"})
+#: Context line kinds whose whole text is pinned (chunk lines pin their chunk's text): the
+#: section kinds' ``pinned_lines`` (:mod:`hopweave.engine.section_kinds`).
+PINNED_KINDS = PINNED_LINES
 
 
 def text_hash(text: str) -> str:
@@ -109,7 +111,7 @@ def pins(result: RetrievalResult, props_of: Callable[[str], dict[str, Any] | Non
                "valid_until": c.metadata.get("valid_until"), "text_hash": text_hash(c.text),
                **({"text_id": pin_id(result.tenant_id, c.text)} if texts else {})} for c in in_ctx]
     rows = {row.node_id for f in result.facts for row in f.rows}
-    seen = sorted({s for ln in result.context.lines if ln.kind in ("fact", "aggregate") for s in ln.sources} & rows)
+    seen = sorted({s for ln in result.context.lines if ln.kind in ROW_PINNED_LINES for s in ln.sources} & rows)
     facts: dict[str, str] = {}
     for node_id in seen:
         props = props_of(node_id)

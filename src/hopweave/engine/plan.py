@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Mapping, Sequence
 
-from hopweave.engine.assemble import aggregate_line, render
+from hopweave.engine.context_lines import aggregate_line, render
 from hopweave.engine.result import ChannelView, ChunkItem, EntityItem
+from hopweave.engine.section_kinds import section_kind
 from hopweave.models.common import PatternResult, Scalar
 from hopweave.models.documents import CURRENT
 from hopweave.models.filters import And, Eq, FilterTree, In, IsEmpty, and_, clause_field
@@ -174,12 +175,13 @@ def precedent_patterns(sections: Sequence[SectionTemplate], patterns: Sequence[T
 
 def case_text_for(utterance: str, plan: Plan, facts: Sequence[PatternResult], as_of: datetime) -> str:
     """The current case as text, for precedent similarity: the utterance, the entity values and
-    the derived facts (aggregate lines) of the goal's fact sections."""
+    the derived facts (aggregate lines) of the goal's sections whose kind describes the case
+    (``SectionKind.describes_case``: facts)."""
     parts = [utterance] + [str(v) for _, v in sorted(plan.entity_values.items())]
     by = {f.pattern: f.rows for f in facts}
     base = {"as_of_year": as_of.year, "as_of_date": as_of.date().isoformat()}
     for s in plan.sections:
-        if s.source != "facts":
+        if not section_kind(s.source).describes_case:
             continue
         rows = {n: by.get(n, ()) for n in s.patterns}
         for agg in s.aggregates:

@@ -85,6 +85,11 @@ class Degradation(_Frozen):
     fallback: str = ""
 
 
+#: The kind of a context line: a header, a section kind's item line (``SectionKind.line_kind`` in
+#: :mod:`hopweave.engine.section_kinds`) or aggregate, a note or a "none found" line.
+LineKind = Literal["header", "fact", "aggregate", "chunk", "precedent", "note", "empty"]
+
+
 class ContextLine(_Frozen):
     """One line of the context block with its provenance.
 
@@ -93,7 +98,7 @@ class ContextLine(_Frozen):
     """
 
     section: str
-    kind: Literal["header", "fact", "aggregate", "chunk", "precedent", "note", "empty"]
+    kind: LineKind
     text: str
     tokens: int
     sources: tuple[str, ...] = ()

@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Callable, Mapping, Sequence
 
-from hopweave.engine.assemble import metric_value
+from hopweave.engine.context_lines import metric_value
 from hopweave.errors import RuleExpressionError
 from hopweave.models.case import CaseFact, CaseSpec
 from hopweave.models.common import PatternResult, Row, Session

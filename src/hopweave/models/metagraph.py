@@ -262,6 +262,11 @@ class Aggregate(_Frozen):
         return v
 
 
+#: What fills a context section: each name is one row of the engine's section-kind table
+#: (``hopweave.engine.section_kinds.SECTION_KINDS``, which says what the kind collects and pins).
+SectionSource = Literal["facts", "chunks", "precedent"]
+
+
 class SectionTemplate(_Frozen):
     """One section of the goal's context block. ``source`` says what fills it:
     ``facts`` (rows of ``patterns``), ``chunks`` (policy chunks) or ``precedent`` (traces).
@@ -270,7 +275,7 @@ class SectionTemplate(_Frozen):
 
     name: str
     title: str
-    source: Literal["facts", "chunks", "precedent"]
+    source: SectionSource
     patterns: tuple[str, ...] = ()
     line: str = "{summary}"
     max_lines: int = Field(default=10, ge=1, le=200)

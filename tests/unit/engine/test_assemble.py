@@ -6,7 +6,8 @@ from datetime import datetime
 
 import pytest
 
-from hopweave.engine.assemble import assemble, jaccard, render
+from hopweave.engine.assemble import assemble
+from hopweave.engine.context_lines import jaccard, render
 from hopweave.engine.result import ChunkItem, PrecedentItem
 from hopweave.engine.tokens import count_tokens
 from hopweave.models.common import PatternResult, Row

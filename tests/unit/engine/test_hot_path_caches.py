@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-from hopweave.engine.assemble import _metric, jaccard, metric_value, shingles
+from hopweave.engine.context_lines import _metric, jaccard, metric_value, shingles
 from hopweave.engine.warmup import freeze_warm_heap
 from hopweave.errors import FilterError, RuleExpressionError
 from hopweave.models import filters

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from hopweave.engine.assemble import render
+from hopweave.engine.context_lines import render
 from hopweave.models.metagraph import Aggregate, SectionTemplate, template_problem
 
 HOSTILE = "{summary.__class__.__mro__[1].__subclasses__}"
