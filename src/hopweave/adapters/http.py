@@ -98,8 +98,9 @@ _ARRIVED: contextvars.ContextVar[float] = contextvars.ContextVar("hopweave_arriv
 #: A refusal the front layer sends itself: status, headers (ASGI byte pairs), JSON body.
 Refusal = tuple[int, list[tuple[bytes, bytes]], bytes]
 #: The front layer's check of one ``/v1`` request before the app runs: the refusal to send, or
-#: None to go on (it may replace ``receive`` when it read the body: the second item).
-FrontCheck = Callable[[Any, Any, float], Awaitable[tuple[Optional[Refusal], Any]]]
+#: None to go on; the ``receive`` to go on with (another when it read the body); and what to
+#: call once the app has answered (None: nothing).
+FrontCheck = Callable[[Any, Any, float], Awaitable[tuple[Optional[Refusal], Any, Optional[Callable[[], None]]]]]
 
 
 class _Front:
@@ -117,13 +118,19 @@ class _Front:
             arrived = time.perf_counter()
             _ARRIVED.set(arrived)  # the endpoint runs in this task: it reads it back
             if self.check is not None and scope["path"].startswith("/v1/"):
-                refusal, receive = await self.check(scope, receive, arrived)
+                refusal, receive, done = await self.check(scope, receive, arrived)
                 if refusal is not None:
                     status, headers, body = refusal
                     timing = f"total;dur={(time.perf_counter() - arrived) * 1000:.1f}".encode()
                     await send({"type": "http.response.start", "status": status,
                                 "headers": [*headers, (b"server-timing", timing)]})
                     await send({"type": "http.response.body", "body": body})
+                    return
+                if done is not None:
+                    try:
+                        await self.app(scope, receive, send)
+                    finally:
+                        done()
                     return
         await self.app(scope, receive, send)
 
@@ -140,6 +147,7 @@ def _refusal(exc: HopweaveError, retry_after_s: int, extra: tuple[tuple[bytes, b
     elif isinstance(exc, AuthenticationError):
         headers.append((b"www-authenticate", b'Bearer realm="hopweave"'))
     body = json.dumps({"error": type(exc).__name__, "message": str(exc)}).encode()
+    headers.append((b"content-length", str(len(body)).encode()))
     return status, headers, body
 
 
@@ -389,13 +397,20 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
         return session, None if caller.kind == "loopback" else caller.id
 
     admission = getattr(plain, "admission", None) if pool is None else None
-    retrieving = [0]  # retrievals between the front layer's admission and their answer
+    # retrievals the front layer let in and the app has not answered yet (running, waiting for
+    # a slot or a thread, or still queued on the event loop before their handler)
+    retrieving = [0]
+
+    def retrieval_done() -> None:
+        retrieving[0] -= 1
 
     def starts_too_late(arrived: float, budget_ms: int) -> Optional[OverloadedError]:
         """The refusal of a retrieval arriving now when every request slot is taken and the
         engine's expected wait for one (the retrievals already in, ``max_active`` at a time, each
         the median recent hold: as ``Admission.expected_wait_ms``) plus a hold would end past its
-        budget less the engine's reserve; else None (a cold engine, with no hold measured, admits)."""
+        budget less the engine's reserve; else None (a cold engine, with no hold measured, admits).
+        The retrievals counted are all those let in and not answered, so a burst whose requests
+        have not reached their handler yet is counted as it arrives."""
         if admission is None:
             return None
         n = admission.config.max_active
@@ -414,7 +429,7 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
                                f"would start after about {wait:.0f} ms and could not finish within its budget "
                                f"({budget_ms} ms): shed without an answer; retry shortly")
 
-    async def front_check(scope: Any, receive: Any, arrived: float) -> tuple[Optional[Refusal], Any]:
+    async def front_check(scope: Any, receive: Any, arrived: float) -> tuple[Optional[Refusal], Any, Any]:
         """What the front layer refuses before the app reads the body (see :func:`create_app`)."""
         state = scope.setdefault("state", {})
         if verifier.config.verifies:
@@ -426,7 +441,7 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
             try:
                 caller = verifier.caller(headers, client[0] if client else None)
             except (AuthenticationError, RateLimitedError) as exc:
-                return _refusal(exc, retry_after_s, tuple(worker_header_raw)), receive
+                return _refusal(exc, retry_after_s, tuple(worker_header_raw)), receive, None
             state["caller"] = caller
             if caller.tenant_id is not None:
                 held = tenant_inflight.get(caller.tenant_id, 0)
@@ -436,15 +451,17 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
                         raise too_many(caller.tenant_id, held)
                     limiter.take(caller.tenant_id, caller.id)
                 except RateLimitedError as exc:
-                    return _refusal(exc, retry_after_s, tuple(worker_header_raw)), receive
+                    return _refusal(exc, retry_after_s, tuple(worker_header_raw)), receive, None
                 state["rate_taken"] = True
-        if (scope["path"] == "/v1/retrieve" and admission is not None
-                and retrieving[0] >= admission.config.max_active):  # every slot taken: read its budget
+        if scope["path"] != "/v1/retrieve" or admission is None:
+            return None, receive, None
+        if retrieving[0] >= admission.config.max_active:  # every slot taken: read its budget
             body, receive = await _read_body(receive, _PEEK_BODY_BYTES)
             late = starts_too_late(arrived, _budget_of(body) or engine.config.budget_ms)
             if late is not None:
-                return _refusal(late, retry_after_s, tuple(worker_header_raw)), receive
-        return None, receive
+                return _refusal(late, retry_after_s, tuple(worker_header_raw)), receive, None
+        retrieving[0] += 1
+        return None, receive, retrieval_done
 
     app = FastAPI(title="hopweave", version="1", lifespan=lifespan, dependencies=[Depends(verified)],
                   description="Compositional retrieval for AI agents (see docs/serve.md).")
@@ -529,11 +546,7 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
             payload: Any = await admitted(lambda: pool.aretrieve_json(body.utterance, **args), session.tenant_id)
             done = time.perf_counter()
         else:
-            retrieving[0] += 1
-            try:
-                result = await admitted(lambda: plain.aretrieve(body.utterance, **args), session.tenant_id)
-            finally:
-                retrieving[0] -= 1
+            result = await admitted(lambda: plain.aretrieve(body.utterance, **args), session.tenant_id)
             done = time.perf_counter()
             # serialised by pydantic-core in one call (FastAPI's re-validation + jsonable_encoder of
             # a result costs tens of ms on the event loop: 100 at once would queue for seconds)
