@@ -124,6 +124,35 @@ def engine_stats(results: list[tuple[float, Any]], wall: float, budget_ms: int =
             "recorded": sum(1 for r in ok if getattr(r, "recorded", False))}
 
 
+def intact(r: Any) -> bool:
+    """A full answer: the full rung, its understanding and its document search not degraded."""
+    return getattr(r, "rung", "full") == "full" and not any(
+        d.stage in ("understand", "search") or d.what == "request capacity" for d in r.degraded)
+
+
+def answers(results: list[tuple[float, Any]], reqs: list[dict[str, Any]], db: list[Any]) -> dict[str, Any]:
+    """What a burst's answers are worth: how many pass their scenario's expectations
+    (``replay.check``: goal, facts, chunks, forbidden chunks...; ``reqs[i]`` produced
+    ``results[i]``), how many are full (:func:`intact`) and how many came from each rung."""
+    from hopweave.engine.replay import check
+
+    by_name = {s.name: s for s in db}
+    passed = full = 0
+    rungs: dict[str, int] = {}
+    for (_, r), q in zip(results, reqs):
+        if isinstance(r, BaseException):
+            continue
+        rung = getattr(r, "rung", "full")
+        rungs[rung] = rungs.get(rung, 0) + 1
+        passed += not check(by_name[q["name"]], r)
+        full += intact(r)
+    ok_rung = {k: 0 for k in rungs}
+    for (_, r), q in zip(results, reqs):
+        if not isinstance(r, BaseException) and not check(by_name[q["name"]], r):
+            ok_rung[getattr(r, "rung", "full")] += 1
+    return {"passed": passed, "full": full, "by_rung": rungs, "passed_by_rung": ok_rung}
+
+
 def plain_stats(results: list[tuple[float, Any]], wall: float) -> dict[str, Any]:
     lat = [ms for ms, _ in results]
     return {**mm.summary(lat), "wall_s": round(wall, 2), "rps": round(len(lat) / wall, 1),
@@ -578,10 +607,26 @@ def bursts(res: dict[str, Any], engine: Any, db: list[Any], args: argparse.Names
         out["cores_used"] = round(used / wall, 2)
         res[name] = out
 
+    def checked(run: Callable[[list[dict[str, Any]]], tuple[list[tuple[float, Any]], float]],
+                reqs: list[dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+        def go() -> dict[str, Any]:
+            got, wall = run(reqs)
+            return {**engine_stats(got, wall), **answers(got, reqs, db)}
+        return go
+
+    t_reqs, a_reqs = requests(db, n, "t"), requests(db, n, "a")
     log(f"{prefix}{n} threads ...")
-    measured("threads", lambda: engine_stats(*burst(lambda r: call(engine, r), requests(db, n, "t"))), n)
+    measured("threads", checked(lambda q: burst(lambda r: call(engine, r), q), t_reqs), n)
     log(f"{prefix}{n} aretrieve ...")
-    measured("aretrieve", lambda: aretrieve_burst(engine, requests(db, n, "a")), n)
+    measured("aretrieve", checked(lambda q: mm.gather_aretrieve(engine, q), a_reqs), n)
+    # the same requests one at a time, after the bursts: the quiet pass rate the bursts' answers
+    # are measured against
+    log(f"{prefix}the same {n} requests one at a time (quiet) ...")
+    for key, reqs in (("threads", t_reqs), ("aretrieve", a_reqs)):
+        quiet = answers([(0.0, call(engine, r)) for r in reqs], reqs, db)
+        res[key]["quiet_passed"] = quiet["passed"]
+        res[key]["quiet_full"] = quiet["full"]
+        res[key]["pass_ratio_to_quiet"] = round(res[key]["passed"] / max(quiet["passed"], 1), 3)
     if args.overload:
         log(f"{prefix}overload: {args.overload} threads ...")
         measured("overload_threads", lambda: engine_stats(*burst(lambda r: call(engine, r),
