@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import signal
@@ -104,8 +105,9 @@ def sustained(engine: Any, reqs: list[dict[str, Any]], clients: int, seconds: fl
         res = [x for f in futs for x in f.result()]
         wall = time.perf_counter() - t0
         cpu = engine_cpu_s(engine) - c0
-    return {**engine_stats(res, wall), "clients": clients, "seconds": seconds,
-            "cpu_ms_per_retrieval": round(cpu * 1000 / max(len(res), 1), 1)}
+    full = sum(1 for _, r in res if not isinstance(r, BaseException) and intact(r))
+    return {**engine_stats(res, wall), "clients": clients, "seconds": seconds, "full": full,
+            "full_per_s": round(full / wall, 1), "cpu_ms_per_retrieval": round(cpu * 1000 / max(len(res), 1), 1)}
 
 
 def engine_stats(results: list[tuple[float, Any]], wall: float, budget_ms: int = BUDGET_MS) -> dict[str, Any]:
@@ -522,6 +524,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             over["search_process"] = args.search_process == "on"
         if args.max_active is not None:
             over["max_active"] = args.max_active
+        if args.ladder_max_active is not None:
+            over["ladder_max_active"] = args.ladder_max_active
         engine = Engine.open(store, config=EngineConfig(**over) if over else None)
         res["config_overrides"] = over
         try:
@@ -531,6 +535,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             engine.close()
         for w in args.pool_workers:
             res[f"pool_{w}"] = pool_run(store, w, db, args, log)
+        res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
+        return res
+    if args.scale_out:
+        res["scale_out"] = scale_out(store, args.scale_out, args.scale_rounds, n, args.clients_per_worker,
+                                     args.scale_seconds, db, log)
         res["machine"]["load_avg_end"] = round(os.getloadavg()[0], 2)
         return res
     if args.tool_rounds:
@@ -691,6 +700,51 @@ def pool_run(store: Path, workers: int, db: list[Any], args: argparse.Namespace,
     finally:
         pool.close()
     return out
+def scale_out(store: Path, sizes: Sequence[int], rounds: int, n: int, clients_per_worker: int, seconds: float,
+              db: list[Any], log: Callable[[str], None]) -> dict[str, Any]:
+    """Full retrievals per second through ``EnginePool.open(store, workers=N)`` for each N in
+    ``sizes``, the order alternating per round (a fresh pool each time, 40 warm-up requests
+    first). Per pool: ``work``, a burst of ``n`` threads with a budget every request can finish
+    in (20 s): full answers / wall = the pool's full-retrieval rate at saturation; ``sustained``,
+    ``clients_per_worker`` x N closed-loop clients at the shipped budget for ``seconds``: full
+    answers per second and their p99 (the sizing rule's figure). Medians over the rounds, and
+    per core (the rate / N)."""
+    from hopweave.adapters.pool import EnginePool
+
+    runs: dict[int, list[dict[str, Any]]] = {w: [] for w in sizes}
+    for r in range(rounds):
+        for w in (sizes if r % 2 == 0 else list(reversed(sizes))):
+            log(f"scale-out round {r + 1}/{rounds}: {w} engine process(es) ...")
+            t = time.perf_counter()
+            pool = EnginePool.open(store, workers=w)
+            one: dict[str, Any] = {"open_s": round(time.perf_counter() - t, 1), "load_avg": round(os.getloadavg()[0], 2)}
+            try:
+                for q in requests(db, 40, f"x{r}{w}"):
+                    call(pool, q)
+                work = [{**q, "budget_ms": 20_000} for q in requests(db, n, f"y{r}{w}")]
+                got, wall = burst(functools.partial(call, pool), work)
+                full = sum(1 for _, x in got if not isinstance(x, BaseException) and intact(x))
+                one["work"] = {**engine_stats(got, wall, budget_ms=20_000), "full": full,
+                               "full_per_s": round(full / wall, 1)}
+                loop = sustained(pool, requests(db, 400, f"z{r}{w}"), clients_per_worker * w, seconds)
+                one["sustained"] = loop
+            finally:
+                pool.close()
+            runs[w].append(one)
+    out: dict[str, Any] = {"rounds": rounds, "burst": n, "clients_per_worker": clients_per_worker, "seconds": seconds}
+    for w, rs in runs.items():
+        rate = statistics.median(x["work"]["full_per_s"] for x in rs)
+        loop = statistics.median(x["sustained"]["full_per_s"] for x in rs)
+        out[f"processes_{w}"] = {
+            "work_full_per_s_median": rate, "work_full_per_s_per_core": round(rate / w, 1),
+            "work_p99_ms_median": statistics.median(x["work"]["p99_ms"] for x in rs),
+            "sustained_full_per_s_median": loop, "sustained_full_per_s_per_core": round(loop / w, 1),
+            "sustained_p99_ms_median": statistics.median(x["sustained"]["p99_ms"] for x in rs),
+            "sustained_late_median": statistics.median(x["sustained"]["late"] for x in rs),
+            "runs": rs}
+    return out
+
+
 def http_runs(args: argparse.Namespace, res: dict[str, Any], store: Path, db: list[Any], n: int) -> None:
     """One ``hopweave serve`` run per ``--workers`` value, the same requests each time: ``http``
     (the first) and ``http_workers_<N>`` (each)."""
@@ -736,11 +790,20 @@ def main(argv: list[str] | None = None) -> None:
                     help="with --bursts-only: EngineConfig.search_process (default: as shipped)")
     ap.add_argument("--max-active", type=int, default=None,
                     help="with --bursts-only: EngineConfig.max_active (default: as shipped)")
+    ap.add_argument("--ladder-max-active", type=int, default=None,
+                    help="with --bursts-only: EngineConfig.ladder_max_active (default: as shipped)")
     ap.add_argument("--bursts-only", action="store_true",
                     help="only the thread and aretrieve bursts (and --overload, --sustained), plain engine then pools")
     ap.add_argument("--tool-rounds", type=int, default=0,
                     help="only the agent-tool calls, this many rounds: their own slots vs the request slots, "
                          "alone and among as many retrievals (e.g. 3)")
+    ap.add_argument("--scale-out", type=int, nargs="*", default=[],
+                    help="only the scale-out runs: full retrievals per second through EnginePool of each of "
+                         "these sizes (e.g. --scale-out 1 2)")
+    ap.add_argument("--scale-rounds", type=int, default=3, help="with --scale-out: rounds (alternating order)")
+    ap.add_argument("--clients-per-worker", type=int, default=4,
+                    help="with --scale-out: closed-loop clients per engine process at the shipped budget")
+    ap.add_argument("--scale-seconds", type=float, default=15.0, help="with --scale-out: seconds of closed loop")
     ap.add_argument("--json", default=None, help="write the result here")
     args = ap.parse_args(argv)
     res = run(args)

@@ -18,7 +18,8 @@ facts_and_lexical   understanding, the goal's patterns (the customer's      the 
                     facts) and precedent, a lexical-only (BM25) search       later rounds, rerank
                     over the same pre-filtered set
 nothing             no stage started: the fallback plan (no goal, no        every stage (each
-                    patterns, ``clarify``)                                  flags itself)
+                    patterns, ``clarify``)                                  flags itself), the
+                                                                            decision trace
 ==================  ======================================================  =========================
 """
 
@@ -30,7 +31,7 @@ from typing import Literal
 from hopweave.engine.result import Degradation, Rung, Stage
 
 #: A part of the pipeline a rung leaves out (the ``what`` of its degradation item).
-Part = Literal["semantic channel", "later rounds", "rerank"]
+Part = Literal["semantic channel", "later rounds", "rerank", "decision trace"]
 
 
 @dataclass(frozen=True)
@@ -50,11 +51,12 @@ class RungSpec:
         name: the rung (``result.rung``).
         keeps: what the rung answers with (the ``fallback`` of its ``request capacity`` item).
         left_out: the parts it leaves out, each one degradation item (a rung that runs no
-            stage lists none: each skipped stage flags itself, as out of time).
+            stage lists only the trace: each skipped stage flags itself, as out of time).
         stages: whether any stage runs (False: the request's budget ends at once).
         semantic: whether the document search uses its semantic channel.
         later_rounds: whether a multi-round goal runs its later rounds.
         rerank: whether the goal's (or the engine's) reranker runs.
+        record: whether a decision trace is recorded (when the request asks for one).
     """
 
     name: Rung
@@ -64,12 +66,13 @@ class RungSpec:
     semantic: bool = True
     later_rounds: bool = True
     rerank: bool = True
+    record: bool = True
 
     def note(self) -> str:
         """The context block's ``[Note]`` line for this rung (empty for ``full``)."""
         if self.name == "full":
             return ""
-        parts = ", ".join(p.what for p in self.left_out) if self.stages else "every stage"
+        parts = ", ".join(p.what for p in self.left_out if p.stage != "record") if self.stages else "every stage"
         return (f"The engine was at capacity: answered on the {self.name} rung ({self.keeps}); left out: "
                 f"{parts}.")
 
@@ -103,7 +106,9 @@ LADDER: dict[Rung, RungSpec] = {
         RungSpec(
             "nothing",
             "generic retrieval without patterns; clarify",
-            stages=False, semantic=False, later_rounds=False, rerank=False,
+            # it saw nothing worth an audit record: its CPU goes to the answers that see something
+            left_out=(LeftOut("record", "decision trace", "result returned without a recorded trace (recorded=False)"),),
+            stages=False, semantic=False, later_rounds=False, rerank=False, record=False,
         ),
     )
 }

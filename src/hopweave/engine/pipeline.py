@@ -176,7 +176,7 @@ class Pipeline:
             result = make_result(run, plan, found.profile, list(case.facts), assembly, self.deps.store_revision())
             if spec.name != "full":  # the trace records the rung too
                 result = result.model_copy(update={"rung": spec.name})
-            recorded = self.record_if_asked(run, result)
+            recorded = self.record_if_asked(run, result) if spec.record else False
             run.timings["total"] = _ms(run.t_start)
             admission.finished(_ms(t_finish))
             return self.finish(run, plan, result, rounds, recorded, warm_ms)

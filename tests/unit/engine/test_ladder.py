@@ -129,7 +129,7 @@ def test_with_the_ladder_full_too_the_answer_is_nothing_and_says_so(busy: Engine
     for _ in range(8):
         busy.admission.ladder_hold.add(5_000.0, True)
     try:
-        out = _ask(busy)
+        out = _ask(busy, record=True)
         with pytest.raises(OverloadedError):
             busy.retrieve_request(check_request(UTTERANCE, session=MARIA, as_of=AS_OF, budget_ms=BUDGET_MS,
                                                 record=False), time.perf_counter(), shed=True)
@@ -140,6 +140,7 @@ def test_with_the_ladder_full_too_the_answer_is_nothing_and_says_so(busy: Engine
     assert out.rung == "nothing" and out.to_json()["rung"] == "nothing"
     assert out.chunks == () and out.facts == () and out.goal is None and out.clarify
     assert out.degraded[0].what == "request capacity" and out.degraded[0].fallback.startswith("rung nothing: ")
+    assert (out.degraded[1].stage, out.degraded[1].what) == ("record", "decision trace") and not out.recorded
     assert "search" in {d.stage for d in out.degraded}
     assert LADDER["nothing"].note() in out.context.text and "left out: every stage" in LADDER["nothing"].note()
 
@@ -206,7 +207,8 @@ def test_admission_steps_down_to_a_ladder_slot_then_to_nothing() -> None:
         adm.ladder_hold.add(2_000.0, busy=True)
     late = _run(now[0])
     assert adm.admit(late) is REFUSED and late.budget_ms == 0  # nothing: its budget ends now
-    assert [d.what for d in adm.degradations("nothing")] == ["request capacity"] and adm.degradations("full") == []
+    assert [d.what for d in adm.degradations("nothing")] == ["request capacity", "decision trace"]
+    assert adm.degradations("full") == []
     with pytest.raises(OverloadedError):
         adm.admit(_run(now[0]), shed=True)
     now[0] += 0.1
