@@ -155,6 +155,39 @@ def answers(results: list[tuple[float, Any]], reqs: list[dict[str, Any]], db: li
     return {"passed": passed, "full": full, "by_rung": rungs, "passed_by_rung": ok_rung}
 
 
+def on_rung(engine: Any, req: dict[str, Any], rung: str) -> Any:
+    """``req`` answered on ``rung`` whatever the engine's load: its pipeline run with a grant
+    of that rung (a ladder slot taken for it; the run gives it back)."""
+    from hopweave.engine.admission import Grant
+    from hopweave.engine.boundary import check_request
+
+    q = check_request(req["utterance"], **{k: v for k, v in req.items() if k not in ("utterance", "name")})
+    lane = engine.admission.ladder_slots
+    if rung != "full" and (lane is None or not lane.acquire(5.0)):
+        raise RuntimeError("no ladder slot to force the rung with")
+    return engine.pipeline().retrieve(q, grant=Grant(engine.admission.clock(), rung))  # type: ignore[arg-type]
+
+
+def rung_quality(engine: Any, reqs: list[dict[str, Any]], db: list[Any]) -> dict[str, Any]:
+    """The same requests one at a time on each rung (forced by the grant): scenario passes and
+    CPU per answer (this process + its search process), the rungs alternating request by
+    request so the machine's load falls on both alike."""
+    out: dict[str, Any] = {}
+    got: dict[str, list[tuple[float, Any]]] = {"full": [], "facts_and_lexical": []}
+    cpu = {k: 0.0 for k in got}
+    for q in reqs:
+        for rung in got:
+            c = engine_cpu_s(engine)
+            r = on_rung(engine, {**q, "record": True}, rung)
+            cpu[rung] += engine_cpu_s(engine) - c
+            got[rung].append((0.0, r))
+    for rung, res in got.items():
+        a = answers(res, reqs, db)
+        out[rung] = {"passed": a["passed"], "cpu_ms_per_answer": round(cpu[rung] * 1000 / len(reqs), 1)}
+    out["pass_ratio"] = round(out["facts_and_lexical"]["passed"] / max(out["full"]["passed"], 1), 3)
+    return out
+
+
 def plain_stats(results: list[tuple[float, Any]], wall: float) -> dict[str, Any]:
     lat = [ms for ms, _ in results]
     return {**mm.summary(lat), "wall_s": round(wall, 2), "rps": round(len(lat) / wall, 1),
@@ -636,6 +669,9 @@ def bursts(res: dict[str, Any], engine: Any, db: list[Any], args: argparse.Names
         res[key]["quiet_passed"] = quiet["passed"]
         res[key]["quiet_full"] = quiet["full"]
         res[key]["pass_ratio_to_quiet"] = round(res[key]["passed"] / max(quiet["passed"], 1), 3)
+    if getattr(getattr(engine, "admission", None), "ladder_slots", None) is not None:
+        log(f"{prefix}the same {n} requests on the full and the facts_and_lexical rung, one at a time ...")
+        res["rung_quality"] = rung_quality(engine, t_reqs, db)
     if args.overload:
         log(f"{prefix}overload: {args.overload} threads ...")
         measured("overload_threads", lambda: engine_stats(*burst(lambda r: call(engine, r),

@@ -49,8 +49,9 @@ def search_documents(index: DocumentIndex, embedder: Embedder, tenant_id: str, p
     """The plan's pre-filtered hybrid search; with ``utterance`` the dense channel reuses the
     request's one query vector (:func:`~hopweave.engine.query_vectors.dense_vector`), else it
     embeds the plan's search text. ``lexical_only``: the same search over the same filter with
-    the lexical channel alone (:func:`lexical_profile`; nothing is embedded). Raises what the
-    index raises (StoreError...)."""
+    the lexical channel alone (:func:`lexical_profile`; nothing is embedded), its query the
+    lexical plan's with the goal's search question (``plan.dense_query``, when it is not the
+    utterance) added. Raises what the index raises (StoreError...)."""
     from hopweave.search.profiles import get_profile
 
     t = time.perf_counter()
@@ -65,7 +66,10 @@ def search_documents(index: DocumentIndex, embedder: Embedder, tenant_id: str, p
     # the goal's document scope feeds a feature profile's ``scope`` feature
     extra = ({"scope": dict(plan.goal.document_scope)}
              if profile.features is not None and plan.goal is not None and plan.goal.document_scope else {})
-    res = index.search(tenant_id, plan.lexical_query, profile, where=plan.filter, limit=limit, query_vector=vec,
+    query = plan.lexical_query
+    if lexical_only and plan.dense_query not in (query, utterance):  # the goal's question: the dense channel's words
+        query = f"{query} {plan.dense_query}"
+    res = index.search(tenant_id, query, profile, where=plan.filter, limit=limit, query_vector=vec,
                        query_space=space, include_superseded=plan.documents_at is not None, **extra)
     skipped: list[tuple[str, str]] = []
     if res.coverage.semantic_skipped_reason and profile.uses_semantic:

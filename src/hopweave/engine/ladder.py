@@ -16,7 +16,8 @@ rung                keeps                                                   left
 full                every stage                                             nothing
 facts_and_lexical   understanding, the goal's patterns (the customer's      the semantic channel,
                     facts) and precedent, a lexical-only (BM25) search       later rounds, rerank
-                    over the same pre-filtered set
+                    over the same pre-filtered set (its query with the
+                    goal's search question added)
 nothing             no stage started: the fallback plan (no goal, no        every stage (each
                     patterns, ``clarify``)                                  flags itself), the
                                                                             decision trace
