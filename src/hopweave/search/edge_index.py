@@ -68,6 +68,9 @@ _CANDIDATE_FIELDS = ("chunk_id", "tenant_id")
 SPARSE_FULL_SCAN_THRESHOLD: int | None = (int(os.environ["HOPWEAVE_SPARSE_FULL_SCAN"])
                                           if os.environ.get("HOPWEAVE_SPARSE_FULL_SCAN") else None)
 SHARD_DIR = "shard"
+#: Qdrant's default HNSW ``full_scan_threshold`` (KB of vectors): a segment whose filtered points
+#: hold fewer vectors scores them all instead of walking the graph.
+HNSW_FULL_SCAN_KB = 10_000
 #: Threads of a shard's search pool. qdrant-edge derives 8 from this machine's 2 CPUs; a query
 #: over our two segments then cost ~20% more CPU and more wall time than on one thread (3.4 vs
 #: 4.0 ms per query batch of the example pack at 50,000 points), and its Python binding holds the GIL for
@@ -104,6 +107,7 @@ class EdgeIndex(VectorIndex):
         self._failed = False  # the last ingest raised: its partial writes are never marked complete
         self._marker: dict[str, Any] = {}
         self._payloads = CandidatePayloads()
+        self._scan_kb: int | None = None  # the shard's HNSW full-scan threshold, read once
 
     # ---- lifecycle ----------------------------------------------------------------------
     def _load_info(self) -> CollectionInfo | None:
@@ -235,6 +239,19 @@ class EdgeIndex(VectorIndex):
     # ---- hooks --------------------------------------------------------------------------
     def _compile(self, tree: FilterTree | None) -> Any:
         return to_edge(tree, self.field_types)
+
+    def _plain_search_bound(self, dimensions: int) -> int:
+        """Three quarters of the shard's HNSW full-scan threshold in points (``full_scan_threshold``
+        KB of ``dimensions`` float32 vectors, Qdrant's default 10,000 KB when the shard records
+        none): below its threshold a segment's planner scores the filtered points exactly."""
+        if self._scan_kb is None:
+            try:
+                raw = json.loads((self.root / SHARD_DIR / "edge_config.json").read_text())
+                kb = (raw.get("hnsw_config") or {}).get("full_scan_threshold")
+            except (OSError, ValueError, AttributeError):
+                kb = None
+            self._scan_kb = int(kb) if isinstance(kb, int) and kb > 0 else HNSW_FULL_SCAN_KB
+        return self._scan_kb * 1024 // (4 * max(dimensions, 1)) * 3 // 4
 
     def _unit_corpus(self) -> Any:
         # tenant ids are never empty (check_tenant): no point passes, IDF = ln 2 for every term

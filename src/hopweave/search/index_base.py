@@ -48,6 +48,12 @@ LEXICAL_TIE_HEADROOM = 4
 #: of 113 channel lists (refetched), past 201 in none; each point fetched costs the engine and a
 #: UUID conversion and payload lookup here.
 LEXICAL_CUT_HEADROOM = 2
+#: ... and the dense channel's first fetch is this many times its cap (+1) when the engine scores
+#: every eligible point (``ChannelRequest.full_scan``): a full scan costs the same for any limit
+#: and returns the same best points, and templated corpora hold identical chunks whose cosines
+#: tie at the cut often (each tie a second filtered query otherwise). A graph search keeps the
+#: cap + 1: its answer depends on the limit.
+DENSE_SCAN_HEADROOM = 4
 
 
 class VectorIndex(ABC):
@@ -112,6 +118,13 @@ class VectorIndex(ABC):
         """Run the channel requests (one list of candidates each, best first); each candidate's
         payload holds at least ``chunk_id`` and ``tenant_id`` (full payloads are fetched later
         for the returned hits only)."""
+
+    def _plain_search_bound(self, dimensions: int) -> int:
+        """The most eligible points for which this backend's dense search scores every eligible
+        point anyway (its planner's full-scan threshold, with a margin): up to it the dense
+        request's answer does not depend on its limit, so it is fetched deeper at once instead
+        of again at a score tie. 0 (never) by default."""
+        return 0
 
     def _unit_corpus(self) -> Any:
         """A compiled filter no point passes (the IDF corpus of cached-IDF queries), or None when
@@ -376,6 +389,11 @@ class VectorIndex(ABC):
         lexical = self._with_cached_idf(lexical, scoped, keys)
         dense, semantic_reason = dense_request(info, profile, query_vector, query_space,
                                                lambda: self._compiled(space_tree, keys), cap, fields)
+        counts: tuple[int, int] | None = None
+        if dense is not None and self._plain_search_bound(space.dimensions) > 0:
+            counts = self._counts(scoped, space_tree, space, keys)
+            if counts[1] <= self._plain_search_bound(space.dimensions):
+                dense = replace(dense, full_scan=True)
         main = [r for r in (lexical, dense) if r is not None]
         extra = self._authority_requests(profile, scoped, space_tree, lexical, dense, keys)
         timings = {"prepare": _ms(t0)}
@@ -383,8 +401,9 @@ class VectorIndex(ABC):
         t1 = time.perf_counter()
         # one engine batch: both channels and the authority prefetches
         room = LEXICAL_TIE_HEADROOM if profile.fill_channels else LEXICAL_CUT_HEADROOM  # _fill reads the deeper list
-        ranked, fetched = self._query_exact([*main, *extra], [room if r is lexical else LEXICAL_CUT_HEADROOM
-                                                              for r in [*main, *extra]])
+        ranked, fetched = self._query_exact([*main, *extra], [
+            room if r is lexical else DENSE_SCAN_HEADROOM if r.full_scan else LEXICAL_CUT_HEADROOM
+            for r in [*main, *extra]])
         self._check_candidates(tenant_id, ranked)
         lex, sem = _by_channel(main, ranked[:len(main)])
         if extra:
@@ -395,8 +414,8 @@ class VectorIndex(ABC):
         timings["channels"] = _ms(t1)
 
         t2 = time.perf_counter()
-        coverage = self._coverage(scoped, space_tree, dense is not None, semantic_reason, lexical_reason, info, space,
-                                  keys)
+        coverage = self._coverage(counts or self._counts(scoped, space_tree, space, keys), dense is not None,
+                                  semantic_reason, lexical_reason, info, space)
         timings["count"] = _ms(t2)
 
         t3 = time.perf_counter()
@@ -425,22 +444,27 @@ class VectorIndex(ABC):
                 if c.payload.get("tenant_id") != tenant_id:
                     raise TenantError(f"the index returned chunk {c.chunk_id!r} of another tenant: refusing")
 
+    def _counts(self, scoped: FilterTree, space_tree: FilterTree, space: EmbeddingSpace,
+                keys: "_TreeKeys | None" = None) -> tuple[int, int]:
+        """(eligible records, eligible records with a vector in ``space``)."""
+        eligible = self._count_tree(scoped, keys)
+        embedded = 0
+        if eligible:
+            embedded = eligible if self._all_in_space(space) else self._count_tree(space_tree, keys)
+        return eligible, embedded
+
     def _coverage(
         self,
-        scoped: FilterTree,
-        space_tree: FilterTree,
+        counts: tuple[int, int],
         semantic_ok: bool,
         semantic_reason: str | None,
         lexical_reason: str | None,
         info: CollectionInfo,
         space: EmbeddingSpace,
-        keys: "_TreeKeys | None" = None,
     ) -> Coverage:
-        """How many eligible records there are and how many carry a vector in the query's space."""
-        eligible = self._count_tree(scoped, keys)
-        embedded = 0
-        if eligible:
-            embedded = eligible if self._all_in_space(space) else self._count_tree(space_tree, keys)
+        """The coverage of ``counts`` (:meth:`_counts`): how many eligible records there are and
+        how many carry a vector in the query's space."""
+        eligible, embedded = counts
         if semantic_ok and eligible > 0 and embedded == 0:
             semantic_reason = (
                 f"no eligible record has a vector in the query's space {space.key} "
@@ -566,14 +590,16 @@ class VectorIndex(ABC):
 
         Candidates are ranked by (score desc, chunk id asc). Each request asks the engine for more
         points than the cap (one more for dense; for BM25, whose scores tie often on templated
-        text, its ``headroom`` times the cap plus one, default ``LEXICAL_TIE_HEADROOM``); while
+        text, and for a ``full_scan`` dense request, its ``headroom`` times the cap plus one,
+        default ``LEXICAL_TIE_HEADROOM``); while
         the last fetched point ties with the last one inside the cap, more are fetched, so the cut is made by chunk id, never by the engine's
         internal order.
         """
         if not requests:
             return [], []
         rooms = headroom if headroom is not None else [LEXICAL_TIE_HEADROOM] * len(requests)
-        first = [r.limit * h + 1 if r.channel == LEXICAL else r.limit + 1 for r, h in zip(requests, rooms)]
+        first = [r.limit * h + 1 if r.channel == LEXICAL or r.full_scan else r.limit + 1
+                 for r, h in zip(requests, rooms)]
         out = self._query([replace(r, limit=f) for r, f in zip(requests, first)])
         final: list[list[Candidate]] = []
         fetched: list[list[Candidate]] = []

@@ -106,6 +106,10 @@ class ChannelRequest:
     idf_filter: Any = None
     #: Payload fields each candidate carries besides chunk_id and tenant_id (ranking features).
     fields: tuple[str, ...] = ()
+    #: The engine scores every eligible point of this request (it plans a full scan of so few
+    #: filtered points: :meth:`VectorIndex._plain_search_bound`), so its answer does not depend
+    #: on the limit and may be fetched deeper at no cost.
+    full_scan: bool = False
 
 
 @dataclass

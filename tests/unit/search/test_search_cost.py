@@ -274,3 +274,35 @@ def test_features_rank_by_the_scores_they_explain():
                   key=lambda t: (-t[0], t[1]))[:15]
     assert [(f.score.hex(), f.chunk_id, f.features) for f in out] == [(s.hex(), c, e) for s, c, e in want]
     assert len(out) == 15 and all(len(f.features) == 5 for f in out)
+
+
+def test_a_full_scan_dense_fetch_is_deeper_and_ranks_the_same(tmp_path, schema, hash_embedder, monkeypatch):
+    """Below the engine's full-scan bound the dense request is marked ``full_scan`` and fetched
+    deeper at once: identical chunks (identical vectors, cosines tied at the cut) need no
+    refetch, and the hits, scores and counts are those of the cap + 1 fetch with refetches."""
+    from hopweave.search.index_types import DENSE
+
+    pays = _tied_payloads()
+    for p in [p for p in pays if p["tenant_id"] == "t1"][:10]:  # ten chunks, one text: one vector
+        p["title"], p["text"] = "Waiver policy", Q
+    idx = make_index("edge", tmp_path, schema, hash_embedder)
+    load(idx, pays, hash_embedder)
+    assert isinstance(idx, EdgeIndex)
+    assert idx._plain_search_bound(hash_embedder.space.dimensions) > 1000  # the shard's threshold, in points
+    profile = get_profile("hybrid_convex_v1").model_copy(update={"candidates_per_channel": 5})
+    dense_fetches: list[tuple[int, bool]] = []
+    real = EdgeIndex._query
+
+    def counted(self, reqs):  # type: ignore[no-untyped-def]
+        dense_fetches.extend((r.limit, r.full_scan) for r in reqs if r.channel == DENSE)
+        return real(self, reqs)
+
+    monkeypatch.setattr(EdgeIndex, "_query", counted)
+    deep = _search(idx, profile, hash_embedder)
+    deep_fetches, dense_fetches[:] = list(dense_fetches), []
+    monkeypatch.setattr(EdgeIndex, "_plain_search_bound", lambda self, d: 0)
+    plain = _search(idx, profile, hash_embedder)
+    assert _hits(deep) == _hits(plain) and deep.candidates == plain.candidates and deep.coverage == plain.coverage
+    assert deep_fetches == [(21, True)]  # 4 x the cap + 1, once
+    assert dense_fetches[0] == (6, False) and len(dense_fetches) > 1  # the cap + 1 met the tie and refetched
+    idx.close()
