@@ -35,6 +35,25 @@ def test_every_public_method_of_the_facade_says_what_it_does() -> None:
     assert not bare, f"public Engine methods without a docstring: {bare}"
 
 
+def _missing_sections(fn: ast.FunctionDef | ast.AsyncFunctionDef, doc: str) -> list[str]:
+    """The Google-style sections ``fn``'s docstring lacks: Args (it takes parameters), Returns or
+    Yields (it returns something), Raises (unless it says it never raises)."""
+    params = [a.arg for a in [*fn.args.args, *fn.args.kwonlyargs] if a.arg not in ("self", "cls")]
+    returns = fn.returns is not None and not (isinstance(fn.returns, ast.Constant) and fn.returns.value is None)
+    wanted = (["Args:"] if params or fn.args.kwarg else []) + (["Returns:"] if returns else [])
+    missing = [w for w in wanted if w not in doc and not (w == "Returns:" and "Yields:" in doc)]
+    return missing + ([] if "Raises:" in doc or "Never raises" in doc else ["Raises:"])
+
+
+def test_every_public_method_of_the_facade_documents_args_returns_raises() -> None:
+    cls = _class(SRC / "engine" / "engine.py", "Engine")
+    props = {m.name for m in _methods(cls) for d in m.decorator_list
+             if (isinstance(d, ast.Name) and d.id == "property") or (isinstance(d, ast.Attribute) and d.attr == "cached_property")}
+    lacking = {m.name: miss for m in _methods(cls) if not m.name.startswith("_") and m.name not in props
+               if (miss := _missing_sections(m, ast.get_docstring(m) or ""))}
+    assert not lacking, f"Engine methods whose docstring lacks Google-style sections: {lacking}"
+
+
 def _private_calls(path: Path) -> list[str]:
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

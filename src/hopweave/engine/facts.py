@@ -107,9 +107,20 @@ class FactWriter:
 
     def write(self, tenant_id: str, nodes: Iterable[Any] = (), edges: Iterable[Any] = (), *,
               source: str) -> FactWriteResult:
-        """Upsert ``nodes`` and ``edges`` for ``tenant_id`` (all or nothing), stamped with
-        ``source`` and now. Returns the FactWriteResult. Raises FactError, SchemaError,
-        TenantError, InputError or the store's errors; nothing is written then."""
+        """Upsert a system of record's nodes and edges (``Engine.write_facts``), all or nothing,
+        new items stamped ``recorded_at`` (now) and ``recorded_by``.
+
+        Args:
+            tenant_id: the tenant written to. nodes, edges: the records (the pack's JSONL shape).
+            source: the system of record (``recorded_by``).
+
+        Returns:
+            The FactWriteResult (what was written and what was unchanged).
+
+        Raises:
+            FactError, SchemaError, TenantError, InputError or the store's errors; nothing is
+            written then.
+        """
         check_tenant(tenant_id)
         if not isinstance(source, str) or not source.strip() or len(source) > MAX_SOURCE_CHARS:
             raise FactError(f"source must name the system of record writing (1-{MAX_SOURCE_CHARS} characters)")

@@ -155,11 +155,22 @@ class OutcomeRecorder:
     # ---- the write --------------------------------------------------------------------------
     def record(self, trace_id: str, *, session: Any, outcome: str, decided_by: str | None = None,
                rationale: str | None = None, cited: Iterable[str] = (), as_of: Any = None) -> OutcomeRecord:
-        """Record ``outcome`` on the retrieval ``trace_id`` for the ``session``'s customer.
-        ``as_of`` is the decision's instant (default now, UTC). Returns the OutcomeRecord (the
-        existing one, ``created=False``, for a repeat). Raises NotFoundError, IdentityError,
-        TenantError, UnknownOutcomeError, OutcomeTimeError, OutcomeError, InputError,
-        SchemaError or the store's errors; nothing is written then."""
+        """Record what was decided on a recorded retrieval, for the session's customer (``Engine.
+        record_outcome``): gated, idempotent, amendable (each version kept).
+
+        Args:
+            trace_id: the retrieval's trace. session: who decided (the trace's customer).
+            outcome: one of the goal's outcomes. decided_by, rationale: who and why.
+            cited: ids the decision cites (of the trace). as_of: when it was decided (default
+                now, UTC).
+
+        Returns:
+            The OutcomeRecord (the existing one, ``created=False``, for a repeat).
+
+        Raises:
+            NotFoundError, IdentityError, TenantError, UnknownOutcomeError, OutcomeTimeError,
+            OutcomeError, InputError, SchemaError or the store's errors; nothing is written then.
+        """
         sess = check_session(session)
         tid = _text("trace_id", trace_id, MAX_ID_CHARS, required=True)
         assert tid is not None

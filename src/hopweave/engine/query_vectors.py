@@ -22,16 +22,17 @@ from __future__ import annotations
 import threading
 import time
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
-from hopweave.search.text_vectors import TextVectorCache
+from hopweave.search.text_vectors import TextVectorCache, vectors_dir
 from hopweave.errors import DeadlineError
 from hopweave.search.embedder import Embedder, EmbeddingSpace
 
 T = TypeVar("T")
-__all__ = ["RequestVectors", "SharedEmbedder", "bound", "dense_vector", "utterance_vector"]
+__all__ = ["RequestVectors", "SharedEmbedder", "bound", "dense_vector", "shared_embedder", "utterance_vector"]
 
 _CURRENT: ContextVar["RequestVectors | None"] = ContextVar("hopweave_request_vectors", default=None)
 
@@ -105,6 +106,13 @@ class SharedEmbedder(Embedder):
         if self.questions is not None:
             return self.questions.vector(self.base, text)
         return self.base.embed_query(text)
+
+
+def shared_embedder(embedder: Embedder, store_dir: Path | None) -> SharedEmbedder:
+    """``embedder`` behind the current request's memo and the store's cached question vectors
+    (kept on disk under ``store_dir``; in memory without one)."""
+    return SharedEmbedder(embedder, TextVectorCache(vectors_dir(store_dir) if store_dir is not None else None,
+                                                    "questions"))
 
 
 def utterance_vector(embedder: Embedder, utterance: str) -> np.ndarray:
