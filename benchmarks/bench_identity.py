@@ -12,7 +12,13 @@ counts as a leak.
 
 Phase 2, rate limits: a real server on 127.0.0.1 with ``--rate-limit-tenant``; one tenant floods
 (bounded count and concurrency) while another sends agent-tool calls at a steady pace; reports
-the flooder's 429s and the other tenant's p99 during the flood against its quiet p99.
+the flooder's 429s and the other tenant's p99 during the flood against its quiet p99. By default
+the server runs in this process (uvicorn on a thread) and the flood is ``--flood-n`` calls; with
+``--served`` it is a ``hopweave serve --workers 1`` process and the flooder a process of its own
+that floods for the whole timed series (at most ``--flood-n`` calls), so no client shares a GIL
+with the server or with the timed caller:
+
+    python benchmarks/bench_identity.py --store /tmp/iso/store --served --flood-n 20000 --steady-n 60
 
     python benchmarks/bench_identity.py --store /tmp/iso/store --n 10000 --out /tmp/identity.json
 
@@ -270,7 +276,114 @@ def phase_flood(engine: Engine, secret: Path, rate: float, flood_n: int, steady_
             "victim_codes_quiet": out["quiet_codes"], "victim_codes_flood": out["during_codes"]}
 
 
+def _flood_client(url: str, tok: str, max_n: int, conc: int) -> None:
+    """The flooder of ``--served`` (its own process): ``conc`` callers send agent-tool calls with
+    ``tok`` back to back until stdin closes or ``max_n`` were sent; prints the status counts."""
+    import httpx
+
+    stop = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    codes: Counter[int] = Counter()
+    sent = [0]
+
+    async def caller(client: httpx.AsyncClient) -> None:
+        while not stop.is_set() and sent[0] < max_n:
+            sent[0] += 1
+            r = await client.post(url, json={"query": TOOL_QUERIES[sent[0] % len(TOOL_QUERIES)], "top_k": 5},
+                                  headers={"Authorization": f"Bearer {tok}"})
+            codes[r.status_code] += 1
+
+    async def run() -> float:
+        limits = httpx.Limits(max_connections=conc, max_keepalive_connections=conc)
+        async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+            await client.post(url, json={"query": "warm", "top_k": 1}, headers={"Authorization": f"Bearer {tok}"})
+            print("ready", flush=True)
+            t = time.perf_counter()
+            await asyncio.gather(*(caller(client) for _ in range(conc)))
+            return time.perf_counter() - t
+
+    wall = asyncio.run(run())
+    print(json.dumps({"codes": dict(codes), "sent": sent[0], "wall_s": round(wall, 2)}), flush=True)
+
+
+def phase_flood_served(store: Path, secret: Path, rate: float, flood_n: int, steady_n: int,
+                       tenant_concurrency: int, conc: int = 16, port: int = 8893) -> dict[str, Any]:
+    """Phase 2 against a real ``hopweave serve --workers 1`` process (the one of ``PYTHONPATH``),
+    the flooder in a process of its own (so neither the server nor the flooder shares a GIL with
+    the timed caller): quiet, then while the flood runs for the whole timed series."""
+    import os
+    import signal
+    import subprocess
+
+    import httpx
+
+    victim = json.loads((PACKS[1] / "sessions" / "ana.json").read_text())
+    flooder = json.loads((PACKS[0] / "sessions" / "maria.json").read_text())
+    exe = str(Path(sys.executable).with_name("hopweave"))
+    cmd = [exe, "serve", "--store", str(store), "--workers", "1", "--port", str(port), "--log-level", "warning",
+           "--jwt-secret-file", str(secret), "--jwt-audience", AUD, "--rate-limit-tenant", str(rate)]
+    if tenant_concurrency:
+        cmd += ["--tenant-concurrency", str(tenant_concurrency)]
+    server = subprocess.Popen(cmd, env=os.environ.copy())
+    base = f"http://127.0.0.1:{port}"
+    url = base + "/v1/tool/retrieve"
+    vt = token(victim)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                if httpx.get(base + "/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+
+        def steady(client: httpx.Client, n: int, codes: Counter[int]) -> list[float]:
+            lat = []
+            for i in range(n):
+                t = time.perf_counter()
+                r = client.post(url, json={"query": TOOL_QUERIES[i % len(TOOL_QUERIES)], "top_k": 5},
+                                headers={"Authorization": f"Bearer {vt}"})
+                lat.append((time.perf_counter() - t) * 1000)
+                codes[r.status_code] += 1
+                time.sleep(1.0 / rate)  # within the victim's own limit
+            return lat
+
+        quiet_codes: Counter[int] = Counter()
+        during_codes: Counter[int] = Counter()
+        with httpx.Client(timeout=30) as client:
+            steady(client, 5, Counter())  # warm
+            quiet = steady(client, steady_n, quiet_codes)
+            flood = subprocess.Popen([sys.executable, __file__, "--flood-client", url, token(flooder), str(flood_n),
+                                      str(conc)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            assert flood.stdout is not None and flood.stdin is not None
+            assert flood.stdout.readline().strip() == "ready"
+            time.sleep(0.3)  # the flood is under way
+            during = steady(client, steady_n, during_codes)
+            flood.stdin.close()
+            flood_out = json.loads(flood.stdout.readline())
+            flood.wait(30)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(60)
+
+    def p99(xs: list[float]) -> float:
+        return round(sorted(xs)[max(0, int(len(xs) * 0.99) - 1)], 1)
+
+    return {"served": True, "rate_per_tenant": rate, "tenant_concurrency": tenant_concurrency,
+            "flood_concurrency": conc, "flood_requests": flood_out["sent"], "flood_wall_s": flood_out["wall_s"],
+            "flood_codes": flood_out["codes"],
+            "victim_quiet_p50_ms": round(statistics.median(quiet), 1), "victim_quiet_p99_ms": p99(quiet),
+            "victim_flood_p50_ms": round(statistics.median(during), 1), "victim_flood_p99_ms": p99(during),
+            "p99_ratio": round(p99(during) / p99(quiet), 2), "p50_ratio": round(statistics.median(during) /
+                                                                               statistics.median(quiet), 2),
+            "victim_codes_quiet": dict(quiet_codes), "victim_codes_flood": dict(during_codes)}
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--flood-client":
+        _flood_client(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--store", type=Path, default=Path("/tmp/hopweave-iso/store"))
     ap.add_argument("--n", type=int, default=2000, help="isolation requests (phase 1)")
@@ -279,6 +392,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--flood-n", type=int, default=600)
     ap.add_argument("--tenant-concurrency", type=int, default=0, help="serve --tenant-concurrency of phase 2")
     ap.add_argument("--steady-n", type=int, default=60)
+    ap.add_argument("--served", action="store_true", help="phase 2 against a `hopweave serve` process, the flooder "
+                    "in its own process, flooding for the whole timed series (at most --flood-n calls)")
+    ap.add_argument("--port", type=int, default=8893, help="the served phase's port")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     build_s = ensure_store(args.store)
@@ -290,6 +406,16 @@ def main(argv: list[str] | None = None) -> int:
     keyfile.write_text(json.dumps({"keys": [
         {"id": f"bench-{t}", "sha256": hash_key(f"hwk_bench_{t}"), "tenant_id": t, "scope": "tool"}
         for t in ("deltabank", "northbank", "acme", "zephyr")]}))
+    if args.served:  # the server process opens the store (its vector shard opens in one process only)
+        report: dict[str, Any] = {"benchmark": "bench_identity", "date": datetime.now(timezone.utc).isoformat(
+            timespec="seconds"), "machine": machine(), "command": " ".join(sys.argv), "store_build_s": build_s,
+            "flood": phase_flood_served(args.store, secret, args.rate, args.flood_n, args.steady_n,
+                                        args.tenant_concurrency, port=args.port)}
+        text = json.dumps(report, indent=2)
+        print(text)
+        if args.out:
+            args.out.write_text(text + "\n")
+        return 0
     engine = Engine.open(args.store)
     engine.warmup()
     try:
