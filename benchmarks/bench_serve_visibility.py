@@ -11,7 +11,7 @@ over the workers, told apart by the ``x-hopweave-worker`` header) until both wor
 returned the new fee in ``disputed_fee_event``. A write's delay is from its answer to the sending
 of the first retrieval that saw it on the later worker; the report gives the median and max, and
 the retrievals sent more than 1 s after a write that did not see it (the target: none).
-``tests/unit/engine/test_living_memory_serve.py`` runs :func:`serve` and :func:`visibility` on
+``tests/unit/adapters/test_living_memory_serve.py`` runs :func:`serve` and :func:`visibility` on
 the test store (it checks that both workers catch up and that an earlier trace replays as
 recorded; it asserts no timing).
 """

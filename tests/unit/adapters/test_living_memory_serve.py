@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from conftest import MARIA
+from domains import MARIA
 
 pytest.importorskip("fastapi", reason="the serve extra is not installed")
 
