@@ -18,7 +18,8 @@ Endpoints (OpenAPI schema at ``/openapi.json``, docs at ``/docs``):
   shutting down: 200; else 503).
 
 Identity: every ``/v1`` request is checked by :class:`~hopweave.adapters.identity.Verifier`
-(a dependency of the whole app, so no route can skip it): a bearer JWT or API key when the
+(in the outer ASGI layer, before routing, and else by a dependency of the whole app, so no route
+can skip it): a bearer JWT or API key when the
 service verifies callers (the session then comes from the token; a body ``session`` may only
 repeat it), or the body ``session`` in the trusted-gateway and loopback modes
 (:mod:`hopweave.adapters.identity`). The session is then checked by the engine's one boundary
@@ -39,7 +40,9 @@ carries a ``Server-Timing`` header: ``queue`` (arrival to handler), ``engine``, 
 
 Load shedding: at most ``max_inflight`` requests are admitted at once (running or waiting for
 the engine); one more is answered at once with 503 and ``Retry-After`` instead of joining an
-unbounded queue. Graceful shutdown (SIGTERM/SIGINT via uvicorn): readiness turns 503, requests
+unbounded queue. The outer layer refuses before routing what the headers (and, with every engine
+slot taken, a retrieval's ``budget_ms``) already decide: 401, 429 over a verified caller's
+limits, 503 for a retrieval the expected slot wait would start too late (:func:`create_app`). Graceful shutdown (SIGTERM/SIGINT via uvicorn): readiness turns 503, requests
 in flight finish, queued decision traces are written, the stores close.
 """
 
