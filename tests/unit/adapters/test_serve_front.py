@@ -194,3 +194,11 @@ def test_the_front_layer_passes_a_body_it_read_on_to_the_app(tmp_path: Path) -> 
     assert body == b'{"budget_ms": 5000}' and http_mod._budget_of(body) == 5000
     assert [m["body"] for m in replayed] == [b'{"budget_ms": ', b"5000}"]
     assert http_mod._budget_of(b"[1]") is None and http_mod._budget_of(b'{"budget_ms": true}') is None
+
+
+def test_an_app_of_several_workers_holds_its_share_of_the_limits(sib: Engine, secret_file: str) -> None:
+    ident = IdentityConfig(jwt_secret_file=secret_file, jwt_audience=AUD, rate_per_tenant=2)
+    with TestClient(create_app(sib, warm=False, close=False, identity=ident, processes=2)) as c:
+        maria = bearer(token(MARIA))
+        codes = [c.post("/v1/tool/retrieve", json=TOOL, headers=maria).status_code for _ in range(2)]
+    assert codes == [200, 429]  # 1 of the service's 2 per second in this worker (burst 1)
