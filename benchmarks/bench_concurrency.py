@@ -14,6 +14,12 @@ simultaneous retrievals via threads and via ``aretrieve`` on one event loop (lat
 late = over budget); 100 parallel agent-tool calls; the naive unfiltered dense top-10 (embed +
 search) and the LangChain BM25+FAISS ensemble (embed + invoke) at the same concurrency; the same
 100 requests through ``hopweave serve`` from this (separate) process on loopback.
+
+With ``--bursts-only`` each burst's answers are also checked against their scenarios (passed,
+full, by rung of the degradation ladder) beside the same requests one at a time (the quiet pass
+rate), and each rung's own pass rate and CPU is measured request by request (``rung_quality``);
+``--scale-out 1 2`` measures full retrievals per second through ``EnginePool`` of each size and
+per CPU second (the sizing rule's figure).
 """
 
 from __future__ import annotations
@@ -743,8 +749,9 @@ def scale_out(store: Path, sizes: Sequence[int], rounds: int, n: int, clients_pe
     first). Per pool: ``work``, a burst of ``n`` threads with a budget every request can finish
     in (20 s): full answers / wall = the pool's full-retrieval rate at saturation; ``sustained``,
     ``clients_per_worker`` x N closed-loop clients at the shipped budget for ``seconds``: full
-    answers per second and their p99 (the sizing rule's figure). Medians over the rounds, and
-    per core (the rate / N)."""
+    answers per second and their p99, and per CPU second used by this process and its children
+    (the engine processes and their search processes): the sizing rule's figure. Medians over the
+    rounds, and per process (the rate / N)."""
     from hopweave.adapters.pool import EnginePool
 
     runs: dict[int, list[dict[str, Any]]] = {w: [] for w in sizes}
@@ -758,12 +765,18 @@ def scale_out(store: Path, sizes: Sequence[int], rounds: int, n: int, clients_pe
                 for q in requests(db, 40, f"x{r}{w}"):
                     call(pool, q)
                 work = [{**q, "budget_ms": 20_000} for q in requests(db, n, f"y{r}{w}")]
+                c0 = tree_cpu_s(os.getpid())
                 got, wall = burst(functools.partial(call, pool), work)
+                used = tree_cpu_s(os.getpid()) - c0
                 full = sum(1 for _, x in got if not isinstance(x, BaseException) and intact(x))
                 one["work"] = {**engine_stats(got, wall, budget_ms=20_000), "full": full,
-                               "full_per_s": round(full / wall, 1)}
+                               "full_per_s": round(full / wall, 1), "cores_used": round(used / wall, 2),
+                               "full_per_cpu_s": round(full / max(used, 1e-9), 1)}
+                c0, t0 = tree_cpu_s(os.getpid()), time.perf_counter()
                 loop = sustained(pool, requests(db, 400, f"z{r}{w}"), clients_per_worker * w, seconds)
-                one["sustained"] = loop
+                used, wall = tree_cpu_s(os.getpid()) - c0, time.perf_counter() - t0
+                one["sustained"] = {**loop, "cores_used": round(used / wall, 2),
+                                    "full_per_cpu_s": round(loop["full"] / max(used, 1e-9), 1)}
             finally:
                 pool.close()
             runs[w].append(one)
@@ -777,6 +790,10 @@ def scale_out(store: Path, sizes: Sequence[int], rounds: int, n: int, clients_pe
             "sustained_full_per_s_median": loop, "sustained_full_per_s_per_core": round(loop / w, 1),
             "sustained_p99_ms_median": statistics.median(x["sustained"]["p99_ms"] for x in rs),
             "sustained_late_median": statistics.median(x["sustained"]["late"] for x in rs),
+            # the sizing rule's figure: full answers per CPU second (this process, the engine
+            # processes and their search processes), i.e. per core kept busy
+            "sustained_full_per_cpu_s_median": statistics.median(x["sustained"]["full_per_cpu_s"] for x in rs),
+            "sustained_cores_used_median": statistics.median(x["sustained"]["cores_used"] for x in rs),
             "runs": rs}
     return out
 
