@@ -32,8 +32,9 @@ so a forged one never names a tenant to the rate limits.
 
 Failed credentials (:class:`FailureBudget`): each source (the client address) may present
 :data:`FAILURES_PER_SOURCE_S` credentials per second that fail verification (burst twice that);
-past it, a credential not already verified from that source is refused with 429 before any
-signature is checked, so forged tokens cannot buy unbounded signature checks.
+past it, a credential from that source that is neither a known key nor a token verified before is
+refused with 429 before any signature is checked, so forged tokens cannot buy unbounded
+signature checks.
 
 Rate limits (:class:`RateLimiter`): a token bucket per tenant and one per caller id, each
 ``rate`` requests per second with a burst of ``burst``; an exhausted bucket is a
@@ -458,7 +459,7 @@ class Verifier:
                 badly signed, expired, not yet valid, for another issuer or audience, or an
                 unknown key (401).
             RateLimitedError: ``source`` presented too many failing credentials lately and this
-                one was not verified before (429).
+                one is neither a known key nor a token verified before (429).
         """
         headers = {k.lower(): v for k, v in headers.items()}
         mode = self.config.mode
@@ -482,12 +483,12 @@ class Verifier:
             known = self.tokens.get(credential)
             if known is not None:
                 return known
-        self.failures.check(source)
+        if self._keys:  # a digest lookup: as cheap as the budget's check
+            key = self._keys.get(hash_key(credential))
+            if key is not None:
+                return Caller(id=f"key:{key.id}", kind="api_key", scope=key.scope, tenant_id=key.tenant_id)
+        self.failures.check(source)  # before any signature check
         try:
-            if self._keys:
-                key = self._keys.get(hash_key(credential))
-                if key is not None:
-                    return Caller(id=f"key:{key.id}", kind="api_key", scope=key.scope, tenant_id=key.tenant_id)
             if not self.config.jwt:
                 raise AuthenticationError("unknown API key")
             return self._from_jwt(credential)

@@ -202,3 +202,18 @@ def test_an_app_of_several_workers_holds_its_share_of_the_limits(sib: Engine, se
         maria = bearer(token(MARIA))
         codes = [c.post("/v1/tool/retrieve", json=TOOL, headers=maria).status_code for _ in range(2)]
     assert codes == [200, 429]  # 1 of the service's 2 per second in this worker (burst 1)
+
+
+def test_a_known_key_passes_even_from_a_source_past_its_failures(secret_file: str, tmp_path: Path) -> None:
+    from hopweave.adapters.identity import hash_key
+
+    keys = tmp_path / "keys.json"
+    keys.write_text(json.dumps({"keys": [{"id": "crm", "sha256": hash_key("hwk_front"), "tenant_id": "deltabank",
+                                          "scope": "tool"}]}))
+    v = Verifier(IdentityConfig(jwt_secret_file=secret_file, jwt_audience=AUD, api_keys_file=str(keys)))
+    for _ in range(int(v.failures.rate * 2)):
+        with pytest.raises(AuthenticationError):
+            v.caller({"X-API-Key": "hwk_wrong"}, "10.2.2.2")
+    assert v.caller({"X-API-Key": "hwk_front"}, "10.2.2.2").id == "key:crm"
+    with pytest.raises(RateLimitedError):
+        v.caller({"X-API-Key": "hwk_wrong"}, "10.2.2.2")
