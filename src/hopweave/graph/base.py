@@ -155,9 +155,10 @@ class GraphStore(ABC):
         (:mod:`hopweave.understand.read_cache`).
 
         Args:
-            reads: what the value reads, as ``"n:<label>"`` (nodes of a label) and
-                ``"e:<type>"`` (edges of a type) names; the token then changes only with writes
-                that touch one of them (or with a re-read snapshot or bulk load). None: any write.
+            reads: what the value reads, as ``"n+:<label>"`` (nodes of a label created),
+                ``"n:<label>"`` (existing nodes of a label changed) and ``"e:<type>"`` (edges of
+                a type written) names; the token then changes only with writes that touch one of
+                them (or with a re-read snapshot or bulk load). None: any write.
 
         Returns:
             The token; None (the default, and server stores that other clients write to): the

@@ -217,12 +217,12 @@ class NetworkxGraphStore(GraphStore):
                 seq = rec["seq"]
                 continue
             gens = self.__dict__.setdefault("_label_writes", {})  # caches keyed on data_generation see it
+            self._count_writes(st, nrec, erec)
             for nid, label, props, removed in nrec:
                 st.upsert_node(nid, label, props, removed)
                 gens[label] = gens.get(label, 0) + 1
             for src, rel, dst, props in erec:
                 st.upsert_edge(src, rel, dst, props)
-            self._count_writes(nrec, erec)
             seq = rec["seq"]
         return seq
 
@@ -306,18 +306,21 @@ class NetworkxGraphStore(GraphStore):
         """See :meth:`GraphStore.change_token`. Every change of the in-memory state counts, under
         the state's write lock: a write and each record caught up from other processes count
         per node label and edge type they touch, a re-read snapshot or a bulk load changes every
-        token. Reads never catch up by themselves, so two equal tokens mean the same visible
-        data of ``reads``."""
+        token (a created node counts as ``"n+:<label>"``, a changed one as ``"n:<label>"``).
+        Reads never catch up by themselves, so two equal tokens mean the same visible data of
+        ``reads``."""
         if reads is None:
             return (self._data_version, self._epoch)
         counts = self._name_writes
         return (self._epoch, tuple(counts.get(n, 0) for n in reads))
 
-    def _count_writes(self, nrec: Iterable[Sequence[Any]], erec: Iterable[Sequence[Any]]) -> None:
-        """Count a write (held: the state's write lock) for :meth:`change_token`."""
+    def _count_writes(self, st: State, nrec: Iterable[Sequence[Any]], erec: Iterable[Sequence[Any]]) -> None:
+        """Count a write about to be applied to ``st`` (held: the state's write lock) for
+        :meth:`change_token`: per node label, apart for nodes it creates (``"n+:<label>"``) and
+        nodes it changes (``"n:<label>"``), and per edge type (``"e:<type>"``)."""
         counts = self._name_writes
         for r in nrec:
-            key = "n:" + r[1]
+            key = ("n+:" if st.get(r[0]) is None else "n:") + r[1]
             counts[key] = counts.get(key, 0) + 1
         for r in erec:
             key = "e:" + r[1]
@@ -519,12 +522,12 @@ class NetworkxGraphStore(GraphStore):
 
     def _apply(self, nrec: list[list[Any]], erec: list[list[Any]], seq: int, timeout_s: float | None) -> None:
         with self._rw.write(timeout_s):
+            self._count_writes(self._st, nrec, erec)
             for nid, label, props, removed in nrec:
                 self._st.upsert_node(nid, label, props, removed)
             for src, rel, dst, props in erec:
                 self._st.upsert_edge(src, rel, dst, props)
             self._seq = seq
-            self._count_writes(nrec, erec)
             if any(r[1] in _META_LABELS for r in nrec) or any(r[1] == "HAS_PATTERN" for r in erec):
                 self._meta_version += 1
 

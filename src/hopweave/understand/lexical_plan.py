@@ -12,6 +12,7 @@ never empty by accident. Mentions (ids the session may not use) never become ter
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from datetime import datetime
 from typing import TYPE_CHECKING, Iterable
 
@@ -20,6 +21,7 @@ from hopweave.models.domain import DomainSettings, SynonymSpec
 from hopweave.models.internal_patterns import internal_pattern
 from hopweave.models.metagraph import Bind, EdgeStep, Seed, TraversalPattern
 from hopweave.understand.models import Entity, LexicalPlan, LexicalTerm
+from hopweave.understand.read_cache import run_pattern
 from hopweave.understand.text import content_words
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,6 +33,14 @@ NON_TERMS = frozenset({"Tenant", "Channel", "Date"})
 
 
 def _synonym_pattern(spec: SynonymSpec) -> TraversalPattern:
+    return _synonym_walk(spec.label, spec.relationship)
+
+
+@lru_cache(maxsize=64)
+def _synonym_walk(label: str, relationship: str) -> TraversalPattern:
+    """The synonym walk of :func:`synonyms` (one object per label and relationship, so the read
+    cache computes its key once)."""
+    spec = SynonymSpec(label=label, relationship=relationship)
     return internal_pattern(
         "_synonyms", owner="_lexical_plan", question=f"Which {spec.label} nodes are synonyms of this one?",
         seed=Seed(type=spec.label, key="id", value=Bind(ref=f"entity.{spec.label}")),
@@ -53,7 +63,7 @@ def synonyms(store: "GraphStore", session: Session, node_id: str, as_of: datetim
     ``spec.relationship`` (either direction), sorted by node id; read through the tenant-scoped
     GraphStore."""
     bindings = Bindings(session=session, as_of=as_of, entities={spec.label: node_id})
-    result = store.run_pattern(session.tenant_id, _synonym_pattern(spec), bindings)
+    result = run_pattern(store, session.tenant_id, _synonym_pattern(spec), bindings)  # kept per turn
     out: list[str] = []
     for row in sorted(result.rows, key=lambda r: r.node_id):
         if row.node_id == node_id:

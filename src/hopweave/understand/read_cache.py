@@ -9,9 +9,9 @@ computed from, and serves one again only while the store's
 - **exact under writes**: every change of the data the store's reads see (a write through it,
   what it catches up with from other processes, e.g. ``serve`` workers sharing a directory, a
   re-read snapshot after a compaction or a load) changes the token of what it touches, per
-  node label and edge type (:func:`pattern_reads`: a pattern walk reads its seed's and target's
-  labels, its hops' edge types and their endpoint labels; a recorded decision trace does not
-  touch the walks that never reach a trace). An entry whose token is not the current one is
+  node label (created or changed) and edge type (:func:`pattern_reads`: a walk reads its hops'
+  edge types, the existing nodes of the labels its positions allow and new nodes of its seed's
+  label; a recorded retrieval trace does not touch the walks that do not reach it). An entry whose token is not the current one is
   dropped at its lookup; a value is kept only when the token is the same after it was
   computed as before (no write landed in between). A store without a token (the server
   stores, which other clients write to) is never cached: every lookup computes;
@@ -118,29 +118,64 @@ def cached(graph: "GraphStore", key: Hashable, compute: Callable[[], T], reads: 
     if token is None:
         return compute()
     cache = cache_of(graph)
-    full = (key, reads and tuple(reads))
-    value = cache.get(full, token)
+    value = cache.get(key, token)
     if value is not None:
         return value  # type: ignore[no-any-return]
     value = compute()
     if keep(value) and graph.change_token(reads) == token:
-        cache.put(full, token, value)
+        cache.put(key, token, value)
     return value
 
 
 def pattern_reads(pattern: "TraversalPattern", schema: "GraphSchema") -> tuple[str, ...]:
     """What a walk of ``pattern`` can read (the walk's semantics, :mod:`hopweave.graph.walk`):
-    the seed's label, the target's, each hop's edge type and every label the schema allows at
-    either end of it; sorted ``"n:<label>"`` / ``"e:<type>"`` names. A write touching none of
-    them cannot change the walk's rows, order, truncation or visit count (a node's label never
-    changes; a node is reached only as a seed or along an edge of a hop's type)."""
-    names = {"n:" + pattern.seed.type, "n:" + pattern.target_type}
-    every = [lab.name for lab in schema.labels]
-    for step in pattern.edge_sequence:
-        names.add("e:" + step.type)
-        rel = schema.rel_map.get(step.type)
-        names.update("n:" + lab for lab in ((*rel.from_labels, *rel.to_labels) if rel is not None else every))
+    each hop's edge type (``"e:<type>"``), a change of an existing node of a label allowed at
+    some position (``"n:<label>"``: the seed's, each intermediate node's via type or the labels
+    the schema allows at that end of its edge, the target's: ``walk.allowed_labels``) and a new
+    node of the seed's label (``"n+:<label>"``); sorted. A write touching none of them cannot
+    change the walk's rows, order, truncation or visit count: a node's label never changes, a
+    new node is reached only as a seed or along a new edge (edges need both ends), and a
+    neighbour of another label is counted by its edge alone. A recorded retrieval trace (a new
+    DecisionTrace linked to the customer) so leaves alone a precedent walk that reaches traces
+    along other edges."""
+    from hopweave.graph.walk import allowed_labels
+
+    names = {"e:" + step.type for step in pattern.edge_sequence} | {"n+:" + pattern.seed.type}
+    for labels in allowed_labels(schema, pattern):
+        names.update("n:" + lab for lab in labels)
     return tuple(sorted(names))
+
+
+#: id(pattern) -> (pattern, schema, its definition as JSON, :func:`pattern_reads`); the pattern
+#: and schema objects ride along so an id is not reused while its entry is kept.
+_PATTERN_KEYS: dict[int, tuple[Any, Any, str, tuple[str, ...]]] = {}
+_PATTERN_KEYS_MAX = 4096
+
+
+def _pattern_key(pattern: "TraversalPattern", schema: "GraphSchema") -> tuple[str, tuple[str, ...]]:
+    """(the pattern's definition as JSON, what its walk reads), computed once per pattern object."""
+    got = _PATTERN_KEYS.get(id(pattern))
+    if got is not None and got[0] is pattern and got[1] is schema:
+        return got[2], got[3]
+    if len(_PATTERN_KEYS) >= _PATTERN_KEYS_MAX:
+        _PATTERN_KEYS.clear()
+    entry = (pattern, schema, pattern.model_dump_json(), pattern_reads(pattern, schema))
+    _PATTERN_KEYS[id(pattern)] = entry
+    return entry[2], entry[3]
+
+
+def run_pattern(graph: "GraphStore", tenant_id: str, pattern: "TraversalPattern", bindings: Bindings) -> PatternResult:
+    """``graph.run_pattern(tenant_id, pattern, bindings)`` (its own budget from now), its
+    complete result kept per (tenant, pattern definition, bindings) while what the walk reads is
+    unchanged (module docstring). Raises what ``run_pattern`` raises."""
+    if graph.change_token() is None or bindings.timeless:
+        return graph.run_pattern(tenant_id, pattern, bindings)
+    check_tenant(tenant_id)
+    if bindings.session.tenant_id != tenant_id:
+        raise TenantError("bindings belong to another tenant than the one the pattern runs for")
+    text, reads = _pattern_key(pattern, graph.schema)
+    return cached(graph, ("pattern", tenant_id, text, bindings_key(bindings)),
+                  lambda: graph.run_pattern(tenant_id, pattern, bindings), reads=reads, keep=_deterministic)
 
 
 def _deterministic(r: PatternResult) -> bool:
@@ -180,8 +215,8 @@ def goal_patterns(graph: "GraphStore", tenant_id: str, patterns: Sequence["Trave
     todo: list[tuple["TraversalPattern", Hashable, Hashable, tuple[str, ...]]] = []
     for p in patterns:
         t = time.perf_counter()
-        reads = pattern_reads(p, graph.schema)
-        key = ("pattern", tenant_id, p.model_dump_json(), bkey)
+        text, reads = _pattern_key(p, graph.schema)
+        key = ("pattern", tenant_id, text, bkey)
         token = graph.change_token(reads)
         hit = cache.get(key, token)
         if hit is None:
@@ -199,4 +234,5 @@ def goal_patterns(graph: "GraphStore", tenant_id: str, patterns: Sequence["Trave
     return [found[p.name] for p in sorted(patterns, key=lambda p: p.name)]
 
 
-__all__ = ["CAPACITY", "ReadCache", "bindings_key", "cache_of", "cached", "goal_patterns", "pattern_reads"]
+__all__ = ["CAPACITY", "ReadCache", "bindings_key", "cache_of", "cached", "goal_patterns", "pattern_reads",
+           "run_pattern"]

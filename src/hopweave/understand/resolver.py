@@ -46,6 +46,7 @@ from hopweave.models.domain import AuthoritativeAttribute, DomainSettings, Ident
 from hopweave.models.internal_patterns import internal_pattern
 from hopweave.models.metagraph import Bind, EdgeStep, Literal_, Predicate, Seed
 from hopweave.understand.models import Entity, Mention
+from hopweave.understand.read_cache import run_pattern
 from hopweave.understand.scope import SubjectRecord, read_record
 from hopweave.understand.temporal import find_dates
 from hopweave.understand.text import check_utterance, import_spacy, tokenizer_text
@@ -358,7 +359,7 @@ class EntityResolver:
             predicates=(Predicate(on="target", property="id", op="eq", value=Literal_(value=node_id)),),
             limit=1, budget_ms=200,
         )
-        result = self.store.run_pattern(session.tenant_id, pattern, Bindings(session=session, as_of=when))
+        result = run_pattern(self.store, session.tenant_id, pattern, Bindings(session=session, as_of=when))
         return any(r.node_id == node_id for r in result.rows)
 
     # ---- authoritative attributes -----------------------------------------------------------

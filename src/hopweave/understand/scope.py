@@ -86,7 +86,8 @@ def record_reads(settings: DomainSettings, schema: "GraphSchema") -> tuple[str, 
     """What :func:`read_record` can read of the graph (:func:`~hopweave.understand.read_cache.cached`'s
     ``reads``): the subject's label, each authoritative entity's vocabulary label and what the
     walk of each ``via`` attribute reads."""
-    names = {"n:" + settings.subject.label, *("n:" + a.entity for a in settings.authoritative)}
+    names = {f"{kind}:{label}" for kind in ("n", "n+")
+             for label in (settings.subject.label, *(a.entity for a in settings.authoritative))}
     for attr in settings.authoritative:
         if attr.session is None and attr.via and attr.via_label is not None:
             names.update(pattern_reads(_record_pattern(settings, attr), schema))

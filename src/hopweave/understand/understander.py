@@ -176,8 +176,11 @@ class _VocabularyReads:
     once per revision); everything else goes to the store."""
 
     def __init__(self, store: "GraphStore", nodes: dict[str, Any]) -> None:
+        from hopweave.understand.read_cache import cache_of
+
         self._store = store
         self._nodes = nodes
+        self._hopweave_read_cache = cache_of(store)  # walks through this view share the store's read cache
 
     def get_node(self, tenant_id: str, node_id: str) -> Any:
         node = self._nodes.get(node_id)
