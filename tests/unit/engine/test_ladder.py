@@ -230,3 +230,11 @@ def test_without_ladder_slots_a_refused_request_answers_with_nothing() -> None:
     run = _run(now[0])
     assert adm.admit(run) is REFUSED and run.budget_ms == 0
     adm.release(held)
+
+
+def test_the_rung_crosses_the_engine_pools_json_wire(lexical: RetrievalResult, full: RetrievalResult) -> None:
+    """An engine pool's worker sends ``model_dump_json()`` and the parent reads it back with
+    ``model_validate_json``: a lower rung arrives as sent, a full answer (no ``rung`` key) as full."""
+    assert RetrievalResult.model_validate_json(lexical.model_dump_json()).rung == "facts_and_lexical"
+    wire = full.model_dump_json()
+    assert '"rung"' not in wire and RetrievalResult.model_validate_json(wire).rung == "full"
