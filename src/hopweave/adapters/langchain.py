@@ -18,6 +18,7 @@ from typing import Any, Optional
 from hopweave.engine.boundary import check_as_of, check_positive, check_session
 from hopweave.engine.boundary import MAX_TOKEN_BUDGET
 from hopweave.engine.result import RetrievalResult
+from hopweave.engine.section_kinds import ITEM_LINES, LINE_KINDS
 from hopweave.errors import InputError, MissingDependencyError
 
 try:  # pragma: no cover - exercised through the two branches in tests
@@ -56,11 +57,12 @@ def to_documents(result: RetrievalResult, *, k: int = 8, include_context: bool =
         }))
     if include_sections:
         by_section: dict[str, list[Any]] = {}
-        for ln in result.context.lines:
-            if ln.kind in ("fact", "aggregate", "precedent", "note", "empty"):
+        for ln in result.context.lines:  # every section's lines but the chunks (documents of their own above)
+            line_of = LINE_KINDS.get(ln.kind)
+            if ln.kind in ("note", "empty") or (line_of is not None and line_of.items != "chunks"):
                 by_section.setdefault(ln.section, []).append(ln)
         for name, lines in by_section.items():
-            kind = "precedent" if any(ln.kind == "precedent" for ln in lines) else "facts"
+            kind = next((LINE_KINDS[ln.kind].name for ln in lines if ln.kind in ITEM_LINES), "facts")
             docs.append(Document(page_content="\n".join(ln.text for ln in lines), metadata={
                 **base, "kind": kind, "section": name,
                 "sources": sorted({s for ln in lines for s in ln.sources}),

@@ -64,6 +64,9 @@ SECTION_KINDS: Mapping[str, SectionKind] = {
 ITEM_KINDS: tuple[SectionKind, ...] = tuple(k for k in SECTION_KINDS.values() if k.items)
 #: Line kind of an item line -> its section kind (the lines a header's ``{count}`` counts).
 ITEM_LINES: Mapping[str, SectionKind] = {k.line_kind: k for k in ITEM_KINDS}
+#: Line kind -> the section kind whose lines have it (its item lines and its pinned lines).
+LINE_KINDS: Mapping[str, SectionKind] = {lk: k for k in SECTION_KINDS.values()
+                                         for lk in (k.line_kind, *sorted(k.pinned_lines))}
 #: Line kinds whose whole text a recorded trace pins.
 PINNED_LINES: frozenset[str] = frozenset().union(*(k.pinned_lines for k in SECTION_KINDS.values()))
 #: Line kinds whose sources are graph nodes whose properties a trace pins.
@@ -76,5 +79,5 @@ def section_kind(source: str) -> SectionKind:
     return SECTION_KINDS[source]
 
 
-__all__ = ["ITEM_KINDS", "ITEM_LINES", "PINNED_LINES", "ROW_PINNED_LINES", "SECTION_KINDS", "Collector", "SectionKind",
+__all__ = ["ITEM_KINDS", "ITEM_LINES", "LINE_KINDS", "PINNED_LINES", "ROW_PINNED_LINES", "SECTION_KINDS", "Collector", "SectionKind",
            "section_kind"]
