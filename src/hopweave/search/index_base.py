@@ -76,6 +76,7 @@ class VectorIndex(ABC):
     _idf: IdfCache | None = None
     _compiled_cache: dict[str, Any] | None = None
     _matcher_cache: dict[str, Callable[[dict[str, Any]], bool]] | None = None
+    _hits: "_HitCache | None" = None
 
     # ---- adapter hooks ------------------------------------------------------------------
     @abstractmethod
@@ -277,6 +278,7 @@ class VectorIndex(ABC):
     def _bump(self) -> None:
         self._generation += 1
         self._count_cache = None
+        self._hits = None
         if self._idf is not None:
             self._idf.clear()
 
@@ -507,16 +509,39 @@ class VectorIndex(ABC):
                                       request[0], request[1].encoder().tokenizer, request[2], limit)[:limit]
             else:
                 fused = [fused_of(r) for r in raw[:limit]]
-            payloads = {
-                str(p.get("chunk_id")): p for p, _ in self._retrieve([point_id(f.chunk_id) for f in fused], False)
-            }
+            payloads, passed = self._hit_payloads([f.chunk_id for f in fused], scoped, keys)
             missing = {f.chunk_id for f in fused if f.chunk_id not in payloads}
             # second wall on what is returned: another tenant raises, a filter disagreement
             # between engine and Python (e.g. date vs datetime) is dropped (fail closed)
-            bad = self._post_check(tenant_id, scoped, payloads.values(), keys) | missing
+            fresh = [p for cid, p in payloads.items() if cid not in passed]
+            bad = self._post_check(tenant_id, scoped, fresh, keys) | missing
+            if self._hits is not None:
+                self._hits.passed(scoped, keys, (str(p.get("chunk_id")) for p in fresh), bad)
             if not bad:
                 return fused, payloads, dropped
             dropped |= bad
+
+    def _hit_payloads(self, chunk_ids: Sequence[str], scoped: FilterTree, keys: "_TreeKeys | None" = None
+                      ) -> tuple[dict[str, dict[str, Any]], frozenset[str]]:
+        """(chunk id -> full payload of the existing points among ``chunk_ids``, the chunk ids
+        among them whose payload passed the post-check of ``scoped`` before). The index's only
+        writer keeps both per write generation (a payload cannot change without a write through
+        this object); otherwise every payload is read and none counts as checked."""
+        if not self.exclusive_writer:
+            return {str(p.get("chunk_id")): p for p, _ in self._retrieve([point_id(c) for c in chunk_ids], False)}, \
+                frozenset()
+        hits = self._hits
+        if hits is None or hits.generation != self._generation:
+            hits = self._hits = _HitCache(self._generation)
+        generation = self._generation
+        out = {c: p for c in chunk_ids if (p := hits.payloads.get(c)) is not None}
+        need = [c for c in chunk_ids if c not in out]
+        if need:
+            read = {str(p.get("chunk_id")): p for p, _ in self._retrieve([point_id(c) for c in need], False)}
+            out.update(read)
+            if generation == self._generation:  # no write meanwhile
+                hits.keep(read)
+        return out, hits.checked(scoped, keys, out)
 
     def _authority_requests(
         self,
@@ -613,6 +638,43 @@ class VectorIndex(ABC):
             final.append([Candidate(cid, sc, pay[cid]) for cid, sc in ranked])
             fetched.append(cands)
         return final, fetched
+
+
+class _HitCache:
+    """The full payloads of returned hits and the post-check verdicts of (filter, hit), for one
+    write generation of an index (its only writer's): a hit returned again under the same
+    filter is neither read nor checked again. Payload dicts are shared: read, never modified."""
+
+    #: Most payloads kept (past it the cache starts again empty).
+    MAX_POINTS = 4096
+
+    def __init__(self, generation: int) -> None:
+        self.generation = generation
+        self.payloads: dict[str, dict[str, Any]] = {}
+        self._passed: dict[str, set[str]] = {}  # filter key -> chunk ids whose payload passed it
+
+    def keep(self, payloads: Mapping[str, dict[str, Any]]) -> None:
+        if len(self.payloads) + len(payloads) > self.MAX_POINTS:
+            self.payloads, self._passed = {}, {}
+        self.payloads.update(payloads)
+
+    def checked(self, tree: FilterTree, keys: "_TreeKeys | None", payloads: Mapping[str, dict[str, Any]]
+                ) -> frozenset[str]:
+        """The chunk ids among ``payloads`` whose kept payload passed ``tree`` before."""
+        ok = self._passed.get((keys or _TreeKeys()).of(tree))
+        if not ok:
+            return frozenset()
+        return frozenset(c for c, p in payloads.items() if c in ok and self.payloads.get(c) is p)
+
+    def passed(self, tree: FilterTree, keys: "_TreeKeys | None", chunk_ids: Iterable[str], bad: set[str]) -> None:
+        """Record that the kept payloads of ``chunk_ids`` (less ``bad``) passed ``tree``."""
+        key = (keys or _TreeKeys()).of(tree)
+        ok = self._passed.get(key)
+        if ok is None:
+            if len(self._passed) > 512:
+                self._passed = {}
+            ok = self._passed[key] = set()
+        ok.update(c for c in chunk_ids if c not in bad and c in self.payloads)
 
 
 class _TreeKeys:

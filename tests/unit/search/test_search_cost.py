@@ -306,3 +306,36 @@ def test_a_full_scan_dense_fetch_is_deeper_and_ranks_the_same(tmp_path, schema, 
     assert deep_fetches == [(21, True)]  # 4 x the cap + 1, once
     assert dense_fetches[0] == (6, False) and len(dense_fetches) > 1  # the cap + 1 met the tie and refetched
     idx.close()
+
+
+def test_returned_hits_are_read_and_checked_once_per_write(tmp_path, schema, hash_embedder, monkeypatch):
+    """A hit returned again under the same filter is neither read from the engine nor post-checked
+    again until a write; the results are the same, and a write reads and checks afresh."""
+    idx = make_index("edge", tmp_path, schema, hash_embedder)
+    load(idx, _payloads(), hash_embedder)
+    assert isinstance(idx, EdgeIndex)
+    where = {"op": "eq", "field": "tier", "value": "Gold"}
+    first = _search(idx, AUTH, hash_embedder, where=where)
+    reads: list[int] = []
+    checked: list[int] = []
+    real_retrieve, real_check = EdgeIndex._retrieve, VectorIndex._post_check
+
+    def retrieve(self, ids, with_vector=True):  # type: ignore[no-untyped-def]
+        if not with_vector:  # payload reads (the vector reads are fill_channels')
+            reads.append(len(ids))
+        return real_retrieve(self, ids, with_vector)
+
+    monkeypatch.setattr(EdgeIndex, "_retrieve", retrieve)
+    monkeypatch.setattr(VectorIndex, "_post_check", lambda self, t, s, ps, k=None: checked.append(len(list(ps)))
+                        or real_check(self, t, s, ps, k))
+    again = _search(idx, AUTH, hash_embedder, where=where)
+    assert _hits(again) == _hits(first) and again.candidates == first.candidates
+    assert reads == [] and checked == [0]
+    other = _search(idx, AUTH, hash_embedder, where={"op": "eq", "field": "tier", "value": "Silver"})
+    assert checked[-1] == len(other.hits)  # another filter: every hit checked against it
+    idx.set_payload("t1", {"doc_type": "template"}, {"op": "eq", "field": "chunk_id", "value": first.hits[0].chunk_id})
+    reads.clear()
+    after = _search(idx, AUTH, hash_embedder, where=where)
+    assert reads and checked[-1] == len(after.hits)
+    assert all(h.payload["doc_type"] == "template" for h in after.hits if h.chunk_id == first.hits[0].chunk_id)
+    idx.close()
