@@ -55,12 +55,13 @@ class _Identity:
                  caller_id: Optional[str]) -> None:
         self.session, self.verifier, self.limiter, self.caller_id = session, verifier, limiter, caller_id
 
-    def resolve(self, headers: Optional[Mapping[str, str]], need: Scope) -> tuple[Session, Optional[str]]:
+    def resolve(self, headers: Optional[Mapping[str, str]], need: Scope,
+                source: Optional[str] = None) -> tuple[Session, Optional[str]]:
         if self.session is not None:
             return self.session, self.caller_id
         if self.verifier is None or headers is None:
             raise AuthenticationError("this MCP endpoint needs the caller's credentials (Authorization: Bearer ...)")
-        caller: Caller = self.verifier.caller(headers)
+        caller: Caller = self.verifier.caller(headers, source)
         if caller.session is None:
             raise AuthenticationError(
                 f"the caller {caller.id} carries no session: MCP tools take the session from a bearer token (a "
@@ -120,13 +121,22 @@ def build_mcp(engine: "Engine", *, session: Optional[Mapping[str, Any] | Session
         except ValueError:  # outside a request
             return None
 
+    def client(ctx: Context) -> Optional[str]:
+        """The client address of an HTTP call (the failed-credential budget's source), else None."""
+        try:
+            peer = getattr(ctx.request_context.request, "client", None)
+        except ValueError:  # outside a request
+            return None
+        host = getattr(peer, "host", None)
+        return host if isinstance(host, str) else None
+
     @server.tool(description="Retrieve the working set for what the customer said: the sectioned context block "
                  "(facts, policy, precedent, procedure; every line with its sources), the structured facts, the goal "
                  "and what was degraded. as_of: ISO date or datetime the case is evaluated at (omit for now).")
     async def retrieve(utterance: str, ctx: Context, as_of: Optional[str] = None,
                        token_budget: Optional[int] = None) -> dict[str, Any]:
         async def work() -> Any:
-            sess, caller = ident.resolve(headers(ctx), "full")
+            sess, caller = ident.resolve(headers(ctx), "full", client(ctx))
             return await anyio.to_thread.run_sync(lambda: engine.retrieve(
                 utterance, session=sess, as_of=as_of, token_budget=token_budget, caller=caller))
         r = await typed(work, ToolError)
@@ -147,7 +157,7 @@ def build_mcp(engine: "Engine", *, session: Optional[Mapping[str, Any] | Session
                      filters: Optional[dict[str, Any]] = None, top_k: int = 10,
                      as_of: Optional[str] = None) -> dict[str, Any]:
         async def work() -> Any:
-            sess, _ = ident.resolve(headers(ctx), "tool")
+            sess, _ = ident.resolve(headers(ctx), "tool", client(ctx))
             tool = RetrieveTool(engine, sess, as_of=as_of)
             return await anyio.to_thread.run_sync(lambda: tool(query, mode=mode, filters=filters, top_k=top_k))
         rows = await typed(work, ToolError)
@@ -159,7 +169,7 @@ def build_mcp(engine: "Engine", *, session: Optional[Mapping[str, Any] | Session
     async def record_outcome(trace_id: str, outcome: str, ctx: Context, rationale: Optional[str] = None,
                              cited: Optional[list[str]] = None, as_of: Optional[str] = None) -> dict[str, Any]:
         async def work() -> Any:
-            sess, caller = ident.resolve(headers(ctx), "full")
+            sess, caller = ident.resolve(headers(ctx), "full", client(ctx))
             return await anyio.to_thread.run_sync(lambda: engine.record_outcome(
                 trace_id, session=sess, outcome=outcome, decided_by=caller, rationale=rationale, cited=cited or (),
                 as_of=as_of))
@@ -170,7 +180,7 @@ def build_mcp(engine: "Engine", *, session: Optional[Mapping[str, Any] | Session
                      description="The goal types of the caller's tenant and their traversal patterns (read-only).")
     async def goals(tenant_id: str, ctx: Context) -> str:
         async def work() -> str:
-            sess, _ = ident.resolve(headers(ctx), "tool")
+            sess, _ = ident.resolve(headers(ctx), "tool", client(ctx))
             if tenant_id != sess.tenant_id:
                 raise CallerMismatchError(f"the caller's tenant is {sess.tenant_id!r}, not {tenant_id!r}")
             return json.dumps(describe_goals(engine, sess.tenant_id), sort_keys=True, indent=1)

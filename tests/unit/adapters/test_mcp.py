@@ -169,3 +169,25 @@ def test_record_outcome_over_http_is_the_callers_customers_only(server: str, eng
     rec = _payload(asyncio.run(_session_call(server, _token("CUST_4421"), "record_outcome",
                                              {"trace_id": trace_id, "outcome": "fee_waived", "as_of": "2026-05-13"})))
     assert rec["trace_id"] == trace_id and rec["outcome"] == "fee_waived"
+
+
+def test_http_mcp_failed_credentials_count_against_the_client_address(tmp_path: Path) -> None:
+    from hopweave.adapters.identity import FailureBudget, Verifier
+    from hopweave.adapters.mcp_server import _Identity
+    from hopweave.errors import AuthenticationError, RateLimitedError
+
+    secret = tmp_path / "secret"
+    secret.write_text(SECRET)
+    verifier = Verifier(IdentityConfig(jwt_secret_file=str(secret)))
+    verifier.failures = FailureBudget(rate=1.0, clock=lambda: 0.0)  # a burst of 2, never refilled
+    ident = _Identity(None, verifier, None, None)
+    bad = {"authorization": "Bearer " + _token("CUST_4421").replace("a", "b", 1) + "x"}
+    for _ in range(2):
+        with pytest.raises(AuthenticationError):
+            ident.resolve(bad, "tool", "10.0.0.9")
+    with pytest.raises(RateLimitedError):
+        ident.resolve(bad, "tool", "10.0.0.9")  # that address has spent its failures
+    with pytest.raises(AuthenticationError):
+        ident.resolve(bad, "tool", "10.0.0.10")  # another address has not
+    good = {"authorization": f"Bearer {_token('CUST_4421')}"}
+    assert ident.resolve(good, "tool", "10.0.0.10")[0].customer_id == "CUST_4421"
