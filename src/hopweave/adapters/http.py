@@ -247,7 +247,7 @@ class FactsBody(BaseModel):
 
 
 class ToolBody(BaseModel):
-    """Seed 003's agent tool call, scoped by the session."""
+    """An agent tool call (query, mode, filters, top_k), scoped by the session."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -23,11 +23,14 @@ fit the token budget). Without a chat model the graph is deterministic.
 
 from __future__ import annotations
 
-from typing import Any, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, Optional, TypedDict
 
 from hopweave.adapters.agent_tool import RetrieveTool
 from hopweave.engine.boundary import check_as_of, check_session
 from hopweave.errors import MissingDependencyError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.engine.engine import Engine
 
 
 class RetrievalState(TypedDict, total=False):
@@ -49,7 +52,7 @@ class HopweaveNodes:
     """The graph's nodes, bound to an engine and an authenticated session (each returns the
     state update it makes)."""
 
-    def __init__(self, engine: Any, session: Any, *, as_of: Any = None, token_budget: int | None = None,
+    def __init__(self, engine: Engine, session: Any, *, as_of: Any = None, token_budget: int | None = None,
                  chat_model: Any = None, max_agent_rounds: int = 2, top_k: int = 5) -> None:
         self.engine = engine
         self.session = check_session(session, "the LangGraph nodes' session")
@@ -114,7 +117,7 @@ class HopweaveNodes:
         return {"context": text, "tokens": count(text)}
 
 
-def build_retrieval_graph(engine: Any, session: Any, **kwargs: Any) -> Any:
+def build_retrieval_graph(engine: Engine, session: Any, **kwargs: Any) -> Any:
     """The prebuilt graph (compiled): understand -> retrieve -> assess (loop while "more") ->
     budget. ``kwargs`` go to :class:`HopweaveNodes`. Raises MissingDependencyError without
     langgraph."""

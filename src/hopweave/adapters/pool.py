@@ -66,7 +66,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from hopweave.engine.boundary import Request, check_request
 from hopweave.engine.config import EngineConfig
@@ -75,6 +75,9 @@ from hopweave.engine.trace_writer import settle
 from hopweave.errors import HopweaveError, InputError, OverloadedError, WorkerError
 from hopweave.models.common import Session
 from hopweave.wire import error_from_json, error_json, frame, read_frame, send_loop
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.engine.engine import Engine
 
 __all__ = ["EnginePool"]
 
@@ -625,7 +628,7 @@ def _worker_main(fd: int, spec: dict[str, Any]) -> int:
     writer = threading.Thread(target=_worker_write, args=(sock, out), name="hopweave-pool-send", daemon=True)
     writer.start()
     copy: Path | None = None
-    engine: Any = None
+    engine: Engine | None = None
     refresher: Any = None
     try:
         try:
@@ -653,7 +656,7 @@ def _worker_write(sock: socket.socket, out: "queue.SimpleQueue[bytes | None]") -
     send_loop(sock, out, lambda data: data)  # a broken socket: the parent is gone, nothing to answer
 
 
-def _serve(engine: Any, sock: socket.socket, out: "queue.SimpleQueue[bytes | None]", handoff_s: float) -> None:
+def _serve(engine: Engine, sock: socket.socket, out: "queue.SimpleQueue[bytes | None]", handoff_s: float) -> None:
     """Read requests until a close frame or the parent's end of the socket closes; run each on
     a thread of its own, as a caller's thread runs ``Engine.retrieve`` (the engine's admission
     bounds the work done at once); on the way out, wait for the requests in flight (each ends by
@@ -689,7 +692,7 @@ def _serve(engine: Any, sock: socket.socket, out: "queue.SimpleQueue[bytes | Non
         requests.shutdown(wait=True)
 
 
-def _tool(engine: Any, call: Mapping[str, Any], t0: float) -> bytes:
+def _tool(engine: Engine, call: Mapping[str, Any], t0: float) -> bytes:
     """One agent-tool call in a worker: the results list as JSON bytes."""
     from hopweave.adapters.agent_tool import RetrieveTool
 
@@ -706,7 +709,7 @@ def _mono(arrived: float | None) -> float:
     return now if arrived is None else now - max(time.perf_counter() - arrived, 0.0)
 
 
-def _worker_cleanup(engine: Any, refresher: Any, copy: Path | None) -> None:
+def _worker_cleanup(engine: Engine | None, refresher: Any, copy: Path | None) -> None:
     if refresher is not None:
         refresher.stop()
     if engine is not None:

@@ -31,7 +31,7 @@ from hopweave.search.embedder import Embedder
 from hopweave.search.fusion import fuse
 from hopweave.search.lexical import Bm25Encoder, Bm25Params, bm25_reference
 
-#: Seed 004: hybrid at alpha = 0.8 (semantic weight), min-max normalised per channel.
+#: Precedent ranking: hybrid at alpha = 0.8 (semantic weight), min-max normalised per channel.
 PRECEDENT_PROFILE = RankingProfile(
     name="precedent_convex",
     version=1,
