@@ -130,7 +130,8 @@ def audit(
     With --trace ID: the chunks and context lines the trace showed, as pinned, against today's
     index and today's store (exit 1 when the pins no longer rebuild the recorded context).
     With --caller ID: who saw which customer's data when (the caller's recorded retrievals in
-    --tenant, newest first)."""
+    --tenant, newest as_of first: a trace keeps the instant its request asked about, which is
+    the time of the request when it named no as_of)."""
     if caller is not None:
         _audit_caller(store, caller, tenant, as_json)
         return
@@ -202,5 +203,5 @@ def _audit_caller(store: Optional[str], caller: str, tenant: Optional[str], as_j
         emit_json(rows)
         return
     for r in rows:
-        typer.echo(f"{r['as_of']}  {r['trace_id']}  customer={r['customer_id']}  goal={r['goal']}")
+        typer.echo(f"as_of={r['as_of']}  {r['trace_id']}  customer={r['customer_id']}  goal={r['goal']}")
     typer.echo(f"{len(rows)} recorded retrievals by {caller} in {who}")

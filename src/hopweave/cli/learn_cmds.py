@@ -85,6 +85,9 @@ def consolidate(
         emit_json({"goal": goal, "tenant": tenant, "cases": len(cases), "proposals": out})
         return
     typer.echo(f"{len(cases)} decided cases of {goal}; {len(out)} heuristic(s)")
+    if not out and len(cases) < min_support:
+        typer.echo(f"  (a heuristic rests on at least --min-support {min_support} cases: record more outcomes with "
+                   "`hopweave outcome`, or lower --min-support)")
     for p in out:
         typer.echo(f"  {p['id']} [{p['status']}] {p['text']}  (support {p['support']}, "
                    f"confidence {p['confidence']:.2f}, {p['evidence']} traces)")
@@ -173,6 +176,9 @@ def pattern_report(
         typer.echo(f"  {p['name']} v{p['version']}: rows in {p['retrieved_in']}, cited in {p['cited_in']} "
                    f"{p['cited_by_outcome']}{flag}")
     typer.echo(f"cases citing ids no pattern retrieved: {rep['unretrieved']['cases']}")
+    if not out["proposals"] and rep["cases"] < min_cases:
+        typer.echo(f"  (a flag or a proposal rests on at least --min-cases {min_cases} decided cases: record more "
+                   "outcomes with `hopweave outcome --cite ID`, or lower --min-cases)")
     for pr in out["proposals"]:
         typer.echo(f"proposal {pr['id']} [{pr['status']}] {pr['kind']} {pr['pattern']}: {pr['reason']}")
 

@@ -67,7 +67,8 @@ def write_facts(
     as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """Upsert facts from a system of record (Engine.write_facts): schema-validated, all or
-    nothing, stamped recorded_at / recorded_by; time travel sees them from then on."""
+    nothing, stamped recorded_at / recorded_by; time travel sees them from then on. The tenant
+    must be one the store serves (examples/*/facts/ hold example files)."""
     from hopweave.engine.facts import parse_records
     from hopweave.errors import FactError, InputError
     try:
@@ -89,6 +90,7 @@ def write_facts(
     parse_records(nodes, "node"), parse_records(edges, "edge")  # malformed records fail before the store opens
     engine = _memory_engine(store)
     try:
+        engine.settings_for(tenant)  # a tenant no domain of the store serves (a typo) is a TenantError, not orphan facts
         res = engine.write_facts(tenant, nodes, edges, source=source)
     finally:
         engine.close()

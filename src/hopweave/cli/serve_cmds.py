@@ -75,11 +75,11 @@ def serve(
         "Retry-After. With --workers N each worker allows 1/N of it (at least 1). Below --max-active, it keeps "
         "engine slots for the other tenants."),
     mcp: bool = typer.Option(
-        False, "--mcp", help="Also serve the MCP tools (retrieve, search) over streamable HTTP at /mcp, each call "
+        False, "--mcp", help="Also serve the MCP tools (retrieve, search, record_outcome) over streamable HTTP at /mcp, each call "
         "verified like the /v1 routes (extra mcp)."),
 ) -> None:
-    """Serve retrievals over HTTP: POST /v1/retrieve, POST /v1/tool/retrieve, GET /healthz,
-    GET /readyz, /openapi.json. --workers N runs N processes on one socket (default: one per
+    """Serve retrievals over HTTP: POST /v1/retrieve, POST /v1/tool/retrieve, POST /v1/outcomes,
+    POST /v1/facts, GET /healthz, GET /readyz, /openapi.json (and /mcp with --mcp). --workers N runs N processes on one socket (default: one per
     CPU); SIGTERM drains requests in flight and queued traces in every worker, then closes the
     stores. Callers are verified by bearer JWT (--jwt-*) and/or service keys (--api-keys); without
     either (and without --trust-body-session) the service listens on loopback only."""
@@ -215,8 +215,9 @@ def mcp(
     store: Optional[str] = GraphOpt,
     vectors: Optional[str] = VectorsOpt,
 ) -> None:
-    """Serve hopweave to a local agent over the Model Context Protocol on stdio: tools `retrieve`
-    and `search`, resource `hopweave://goals` (extra `mcp`; docs/serve.md, "MCP")."""
+    """Serve hopweave to a local agent over the Model Context Protocol on stdio: tools `retrieve`,
+    `search` and `record_outcome`, resource template `hopweave://{tenant_id}/goals` (extra `mcp`;
+    docs/serve.md, "MCP")."""
     import json
     from pathlib import Path
 

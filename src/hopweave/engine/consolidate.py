@@ -362,7 +362,9 @@ def _iso(v: Any) -> str | None:
 def review(graph: GraphStore, write: Any, tenant_id: str, goals: Mapping[str, GoalType], heuristic_id_: str, *,
            decision: Literal["approve", "reject"], by: str, at: datetime, note: str | None = None) -> dict[str, Any]:
     """Approve or reject the proposal ``heuristic_id_`` as ``by`` at ``at``. Approving enables it
-    and links it ``HAS_HEURISTIC`` from its goal's case states (recorded at ``at``). Returns the
+    and links it ``HAS_HEURISTIC`` from its goal's case states (recorded at ``at``). The same
+    review again writes nothing: the first reviewer and instant stand, so an approval is never
+    moved later (a request at an as_of between the two still sees the heuristic). Returns the
     reviewed proposal. Raises NotFoundError (no such proposal in the tenant) or InputError (an
     empty reviewer, an unknown decision, a proposal already reviewed the other way)."""
     check_tenant(tenant_id)
@@ -378,6 +380,8 @@ def review(graph: GraphStore, write: Any, tenant_id: str, goals: Mapping[str, Go
     if node.props.get("status") not in ("proposed", status):
         raise InputError(f"{heuristic_id_} is already {node.props.get('status')}; a reviewed proposal is not "
                          "reversed (consolidate again to propose it anew)")
+    if node.props.get("status") == status:  # the same review again: the first one stands (its instant is
+        return next(p for p in proposals(graph, tenant_id) if p["id"] == heuristic_id_)  # when it took effect)
     goal = goals.get(str(node.props.get("goal")))
     if goal is None:
         raise NotFoundError(f"goal {node.props.get('goal')!r} of {heuristic_id_} is not in the store")

@@ -324,6 +324,8 @@ def _review(graph: GraphStore, write: Any, tenant_id: str, pid: str, status: str
         raise NotFoundError(f"no pattern proposal {pid!r} in tenant {tenant_id!r}")
     if node.props.get("status") not in ("proposed", status):
         raise InputError(f"{pid} is already {node.props.get('status')}; propose it anew to review it again")
+    if node.props.get("status") == status:  # the same review again: the first one stands, nothing written
+        return node
     props = {**node.props, "status": status, "reviewed_by": by, "reviewed_at": at, "review_note": note}
     write(tenant_id, [Node(pid, "PatternProposal", {k: v for k, v in props.items() if v is not None})], [])
     return node
@@ -335,7 +337,8 @@ def approve_pattern(graph: GraphStore, write: Any, tenant_id: str, pid: str, *, 
     runs from then on; a ``retire`` proposal writes the stored pattern's next version with
     ``status: retired`` (gated; author ``by``, created ``at``): it stays in the metagraph (the
     audit, the Browser queries, the traces that ran it replay as recorded) and its goal no longer
-    runs it. Returns the proposal. Raises NotFoundError (no such proposal, or the pattern to
+    runs it. Approving an approved proposal again writes nothing (the first review's reviewer
+    and instant stand). Returns the proposal. Raises NotFoundError (no such proposal, or the pattern to
     retire is gone), InputError (a bad reviewer, a proposal already reviewed, a pattern changed
     since the retire proposal) or the gates' errors; nothing is approved then."""
     from hopweave.graph.metagraph_io import write_metagraph
