@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from hopweave.engine.boundary import check_session, check_session_attributes, check_utterance_input
 from hopweave.engine.scope import scoped
-from hopweave.errors import FilterError, InputError, MissingDependencyError
+from hopweave.errors import FilterError, HopweaveError, InputError, MissingDependencyError
 from hopweave.models.common import Session
 from hopweave.models.filters import And, Eq, FilterTree, In, check_fields, parse_filter
 
@@ -176,10 +176,24 @@ class RetrieveTool:
 
 DECISION_DESCRIPTION = (
     "Record what was decided on a case: trace_id is the id the retrieval returned, outcome one of "
-    "the goal's outcomes (e.g. fee_waived, declined, escalated), rationale why, cited the "
+    "the goal's outcomes (listed below when known), rationale why, cited the "
     "provenance ids (src: ...) of the context lines the decision rests on. Recording the same "
     "decision again changes nothing; a different one is a correction (a new version)."
 )
+
+
+def _outcome_vocabulary(engine: "Engine", tenant_id: str) -> str:
+    """`` Outcomes by goal: G: a, b, c; H: ...`` for the goals of ``tenant_id``'s domain that declare
+    outcomes ('' when the engine has no domains or no goal declares any)."""
+    try:
+        domain = engine.settings_for(tenant_id).name
+    except HopweaveError:
+        return ""
+    vocab = sorted((g.name, list(g.outcomes.vocabulary)) for g in engine.graph.domain_goal_types(domain)
+                   if g.outcomes is not None)
+    if not vocab:
+        return ""
+    return " Outcomes by goal: " + "; ".join(f"{name}: {', '.join(v)}" for name, v in vocab) + "."
 
 
 class RecordDecisionTool:
@@ -196,6 +210,9 @@ class RecordDecisionTool:
         self.engine = engine
         self.session = check_session(session, "the agent tool's session")
         self.decided_by = decided_by
+        #: What the agent reads: :data:`DECISION_DESCRIPTION` plus the outcomes of the session
+        #: domain's goals (``Outcomes by goal: G: a, b, c.``), so it never guesses another domain's.
+        self.description = DECISION_DESCRIPTION + _outcome_vocabulary(engine, self.session.tenant_id)
 
     def __call__(self, trace_id: str, outcome: str, rationale: str | None = None,
                  cited: list[str] | tuple[str, ...] = (), as_of: Any = None) -> dict[str, Any]:

@@ -114,8 +114,12 @@ def review(
 
     if approve and reject:
         raise InputError("give --approve or --reject, not both")
+    if status is not None and status not in ("proposed", "approved", "rejected"):
+        raise InputError(f"--status must be proposed, approved or rejected, not {status!r}")
     engine = _engine(store)
     try:
+        if goal is not None:
+            _goal(engine, tenant, goal)  # an unknown goal is a NotFoundError naming the goals, not an empty list
         if approve or reject:
             if not by:
                 raise InputError("--by is required to approve or reject: name the reviewer")

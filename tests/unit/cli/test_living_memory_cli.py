@@ -107,3 +107,25 @@ def test_too_few_decided_cases_say_what_to_do(telecom: Path) -> None:
     res = CliRunner().invoke(app, ["pattern-report", "--goal", GOAL, "--tenant", "acme", "--graph", str(telecom)])
     assert res.exit_code == 0, res.output
     assert "--min-cases 20" in res.output and "hopweave outcome --cite" in res.output
+
+
+def test_review_refuses_an_unknown_status_or_goal(telecom: Path) -> None:
+    base = ["review", "--tenant", "acme", "--graph", str(telecom)]
+    res = CliRunner().invoke(app, [*base, "--status", "approve"])
+    assert res.exit_code == 2 and "--status must be proposed, approved or rejected" in res.output
+    res = CliRunner().invoke(app, [*base, "--goal", "LateFeeDispute"])
+    assert res.exit_code == 2 and "NotFoundError" in res.output and "RoamingChargeDispute" in res.output
+
+
+def test_the_record_decision_tool_names_the_domains_own_outcomes(telecom: Path) -> None:
+    from hopweave.adapters.agent_tool import RecordDecisionTool
+    from hopweave.engine.engine import Engine
+
+    stores = open_stores(str(telecom), None, graph_only=True)
+    eng = Engine(stores.graph, None, domains=stores.domains(), settings=stores.settings, store_dir=stores.store_dir)
+    try:
+        tool = RecordDecisionTool(eng, json.loads((TELECOM / "sessions" / "ana.json").read_text()))
+        assert tool.description.endswith("Outcomes by goal: RoamingChargeDispute: credited, declined, escalated.")
+        assert "fee_waived" not in tool.description  # another domain's vocabulary
+    finally:
+        eng.close()
