@@ -73,6 +73,8 @@ _SOCKET = "search.sock"
 
 #: Operations that change nothing: sent again to a new child when the first one died.
 _READS = frozenset({"search", "retrieve", "count", "scroll"})
+#: Operations that change the shard's points (the child's caches start again).
+_WRITES = frozenset({"create", "upsert", "set_payload", "delete_dense", "begin_ingest", "end_ingest"})
 
 
 def _exit_status(proc: "subprocess.Popen[bytes] | None", wait_s: float = 2.0) -> int | None:
@@ -415,6 +417,11 @@ class _Child:
 
     def _other(self, op: str, head: dict[str, Any]) -> Any:
         ix = self.index
+        if op in _WRITES:
+            # The parent sends the write hooks, so the child's own index never sees upsert() /
+            # set_payload(): start its write generation here, or what it keeps per generation
+            # (counts, filtered IDF, returned hits' payloads) would outlive the write.
+            ix._bump()
         if op == "retrieve":
             return [[payload, vec] for payload, vec in ix._retrieve(head["ids"], head["with_vector"])]
         if op == "count":

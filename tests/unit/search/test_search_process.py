@@ -191,3 +191,26 @@ def test_a_script_that_never_closes_leaves_the_shard_released(store, schema):
         assert plain.count("t1") == int(out.stdout)
     finally:
         plain.close()
+
+
+def test_a_write_through_the_parent_starts_the_childs_caches_again(store, schema, hash_embedder):
+    """The child keeps counts, filtered IDF and returned hits' payloads per write generation;
+    writes arrive as the parent's hooks, so the child must start a new generation for each."""
+    remote = ProcessEdgeIndex(store, schema)
+    q, prof = "late fee waiver platinum", get_profile("hybrid_convex_v1")
+    try:
+        def hits():
+            res = remote.search("t1", q, prof, limit=8, query_vector=hash_embedder.embed_one(q),
+                                query_space=hash_embedder.space)
+            return {h.chunk_id: h for h in res.hits}
+
+        first = hits()
+        assert first and all(h.payload.get("region") != "XX" for h in first.values())
+        before = remote.count("t1", Eq(field="region", value="XX"))
+        remote.set_payload("t1", {"region": "XX"}, Eq(field="document_id", value=next(iter(first.values())).document_id))
+        again = hits()
+        changed = [h for h in again.values() if h.document_id == next(iter(first.values())).document_id]
+        assert changed and all(h.payload["region"] == "XX" for h in changed)  # not the payload kept before
+        assert remote.count("t1", Eq(field="region", value="XX")) > before
+    finally:
+        remote.close()
