@@ -30,20 +30,46 @@ def _memory_engine(store: Optional[str]) -> "Engine":
 def outcome(
     trace_id: str = typer.Argument(..., help="The trace_id the retrieval returned."),
     session: Path = typer.Option(..., "--session", help="Session JSON file: the customer whose trace it is."),
-    outcome_name: str = typer.Option(..., "--outcome", help="One of the goal's outcomes (the pack's vocabulary)."),
+    outcome_name: Optional[str] = typer.Option(None, "--outcome", help="One of the goal's outcomes (the pack's "
+                                               "vocabulary); required unless --history."),
     decided_by: Optional[str] = typer.Option(None, "--decided-by", help="Who decided."),
     rationale: Optional[str] = typer.Option(None, "--rationale", help="Why."),
     cite: Optional[list[str]] = typer.Option(None, "--cite", help="A provenance id the decision rests on (repeat)."),
     as_of: Optional[str] = typer.Option(None, "--as-of", help="The decision's ISO instant (default now)."),
     store: Optional[str] = GraphOpt,
+    history: bool = typer.Option(False, "--history", help="Instead of recording: list every recorded version "
+                                                          "of the trace's outcome, oldest first."),
     as_json: bool = typer.Option(False, "--json", help="Print the record as JSON."),
 ) -> None:
     """Record the outcome of a retrieval (Engine.record_outcome): idempotent, a different outcome
-    is a new version."""
+    is a new version. With --history: every version recorded on the trace (the audit of
+    corrections)."""
+    from hopweave.errors import InputError
     from hopweave.models.common import read_session_file
 
+    if history and (outcome_name or decided_by or rationale or cite or as_of):
+        raise InputError("--history lists the recorded versions: give it without --outcome, --decided-by, "
+                         "--rationale, --cite or --as-of")
+    if not history and not outcome_name:
+        raise InputError("--outcome is required: one of the goal's outcomes (or --history to list the versions)")
     sess = read_session_file(session)
     engine = _memory_engine(store)
+    if history:
+        try:
+            versions = engine.outcomes.history(trace_id, session=sess)
+        finally:
+            engine.close()
+        if as_json:
+            emit_json([v.model_dump(mode="json") for v in versions])
+            return
+        if not versions:
+            typer.echo(f"no outcome recorded on {trace_id}")
+        for v in versions:
+            by = f" by {v.decided_by}" if v.decided_by else ""
+            cited = f", cited {', '.join(v.cited)}" if v.cited else ""
+            typer.echo(f"v{v.version} {v.decided_at.isoformat()}  {v.outcome}{by}{cited}")
+        return
+    assert outcome_name is not None
     try:
         rec = engine.record_outcome(trace_id, session=sess, outcome=outcome_name, decided_by=decided_by,
                                     rationale=rationale, cited=tuple(cite or ()), as_of=as_of)
