@@ -71,6 +71,7 @@ def to_documents(result: RetrievalResult, *, k: int = 8, include_context: bool =
 
 
 if _HAVE_LANGCHAIN:
+    from hopweave.engine.engine import Engine  # the retriever's field type (resolved by pydantic)
 
     class HopweaveRetriever(BaseRetriever):
         """LangChain retriever over a hopweave :class:`~hopweave.engine.engine.Engine`.
@@ -87,7 +88,7 @@ if _HAVE_LANGCHAIN:
 
         model_config = ConfigDict(arbitrary_types_allowed=True)
 
-        engine: Any
+        engine: Engine
         session: Any
         as_of: Any = None  # an ISO string, date or datetime (checked by the engine boundary)
         k: int = 8
@@ -115,8 +116,6 @@ if _HAVE_LANGCHAIN:
         @field_validator("engine", mode="before")
         @classmethod
         def _engine(cls, v: Any) -> Any:
-            from hopweave.engine.engine import Engine
-
             if not isinstance(v, Engine):
                 raise InputError(f"HopweaveRetriever.engine must be a hopweave Engine, not {type(v).__name__}")
             return v
