@@ -609,8 +609,10 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
     async def facts(body: FactsBody, request: HTTPRequest) -> Any:
         """Upsert a system of record's facts (``Engine.write_facts``): all or nothing, 200 with what
         was written, 400 for a schema violation or a malformed record, 403 for a customer session
-        (facts are written for the tenant by a system of record) or another tenant's node."""
-        session, caller = authorize(request, {"tenant_id": body.tenant_id} if body.tenant_id else None, "full")
+        (facts are written for the tenant by a system of record) or another tenant's node. Without
+        ``tenant_id`` the tenant is the service key's."""
+        tenant = body.tenant_id or getattr(request.state.caller, "tenant_id", None)  # a service key names its tenant
+        session, caller = authorize(request, {"tenant_id": tenant} if tenant else None, "full")
         if session.customer_id is not None:
             raise IdentityError("facts are written by a system of record for the tenant, not in a customer's "
                                 "session; use a tenant-scoped service key")

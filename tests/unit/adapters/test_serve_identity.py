@@ -327,3 +327,13 @@ def test_a_tenant_concurrency_cap_keeps_slots_for_the_other_tenants(engine: Engi
     assert other.status_code == 200, other.text
     limited = next(r for r in flood if r.status_code == 429)
     assert limited.json()["error"] == "RateLimitedError" and limited.headers["Retry-After"] == "1"
+
+
+def test_facts_with_a_full_service_key_default_to_the_keys_tenant(client: TestClient) -> None:
+    key = {"X-API-Key": "hwk_full_key"}
+    res = client.post("/v1/facts", json={"nodes": [], "edges": [], "source": "crm"}, headers=key)
+    assert res.status_code == 200, res.text
+    other = client.post("/v1/facts", json={"tenant_id": "northbank", "nodes": [], "edges": []}, headers=key)
+    assert other.status_code == 403 and other.json()["error"] == "CallerMismatchError"
+    tool_only = client.post("/v1/facts", json={"nodes": [], "edges": []}, headers={"X-API-Key": "hwk_tool_key"})
+    assert tool_only.status_code == 403
