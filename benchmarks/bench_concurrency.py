@@ -154,7 +154,7 @@ def answers(results: list[tuple[float, Any]], reqs: list[dict[str, Any]], db: li
         rungs[rung] = rungs.get(rung, 0) + 1
         passed += not check(by_name[q["name"]], r)
         full += intact(r)
-    ok_rung = {k: 0 for k in rungs}
+    ok_rung = dict.fromkeys(rungs, 0)
     for (_, r), q in zip(results, reqs):
         if not isinstance(r, BaseException) and not check(by_name[q["name"]], r):
             ok_rung[getattr(r, "rung", "full")] += 1
@@ -180,7 +180,7 @@ def rung_quality(engine: Any, reqs: list[dict[str, Any]], db: list[Any]) -> dict
     request so the machine's load falls on both alike."""
     out: dict[str, Any] = {}
     got: dict[str, list[tuple[float, Any]]] = {"full": [], "facts_and_lexical": []}
-    cpu = {k: 0.0 for k in got}
+    cpu = dict.fromkeys(got, 0.0)
     for q in reqs:
         for rung in got:
             c = engine_cpu_s(engine)

@@ -109,7 +109,7 @@ def _texts(pack: Path) -> list[str]:
         doc = read_yaml(f, "utterances")
         items = [t for v in doc.values() for t in v] if isinstance(doc, dict) else doc or []
         out.extend(x["text"] if isinstance(x, dict) else x for x in items if x)
-    return sorted(set(t for t in out if isinstance(t, str) and t.strip()))
+    return sorted({t for t in out if isinstance(t, str) and t.strip()})
 
 
 def build_world(engine: Engine, rng: random.Random, per_tenant: int = 25) -> World:

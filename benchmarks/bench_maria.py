@@ -28,11 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "deltabank"))
 
 import maria_measure as mm  # noqa: E402
-from machine import machine  # noqa: E402
-from maria_baselines import langchain_available, langchain_ensemble, post_filtered, quality  # noqa: E402
-
 from generator.scale import DEFAULT_SEED, GENERATOR_VERSION, QUALITY_QUERIES  # noqa: E402
 from generator.scale_store import build_scale_store  # noqa: E402
+from machine import machine  # noqa: E402
+from maria_baselines import langchain_available, langchain_ensemble, post_filtered, quality  # noqa: E402
 
 #: Targets of issue 7 (benchmarks, not tests).
 TARGETS = {"maria_p50_ms_concurrent": 50.0, "maria_p99_ms_concurrent": 150.0, "search_alone_p50_ms": 15.0,

@@ -23,8 +23,7 @@ from pathlib import Path
 from deltabank_pack import PACK_DIR
 from machine import machine_line
 
-from hopweave.engine import pins as pins_mod
-from hopweave.engine import record as trace_record
+from hopweave.engine import pins as pins_mod, record as trace_record
 from hopweave.engine.engine import Engine
 from hopweave.engine.replay import REPLAY_CONFIG
 from hopweave.models.common import read_session_file

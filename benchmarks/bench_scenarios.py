@@ -71,7 +71,6 @@ def run(store: str, runs: int, vectors: str | None = None) -> dict[str, Any]:
     from hopweave.engine.engine import Engine
     from hopweave.engine.replay import REPLAY_CONFIG, check, load_scenario, run_scenario, scenario_paths
     from hopweave.engine.tokens import count_tokens
-
     from hopweave.search.embedder import SentenceTransformerEmbedder
 
     # No query-embedding cache: every request (hopweave and naive alike) pays for its embeddings,

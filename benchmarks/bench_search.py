@@ -27,11 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
+import deltabank_pack
 import numpy as np
 
 from hopweave.models.documents import Document
 from hopweave.models.filters import And, Eq, In
-import deltabank_pack
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -109,8 +109,7 @@ def bench_ingest(n_docs: int = 60) -> dict:
 
 def bench_filtered(n: int = 50_000, queries: int = 200) -> dict:
     from hopweave.search.edge_index import EdgeIndex
-    from hopweave.search.embedder import EmbeddingSpace
-    from hopweave.search.embedder import default_embedder
+    from hopweave.search.embedder import EmbeddingSpace, default_embedder
     from hopweave.search.index_base import SPACE_FIELD, CollectionInfo, IndexPoint
     from hopweave.search.profiles import default_profile
 

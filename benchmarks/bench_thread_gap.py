@@ -52,8 +52,9 @@ def measure(label: str, work: Callable[[], None], n: int) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from hopweave.engine.engine import Engine
     from machine import machine
+
+    from hopweave.engine.engine import Engine
 
     host = machine()
     if args.switch_ms:

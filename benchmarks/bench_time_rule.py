@@ -16,9 +16,9 @@ import argparse
 import time
 
 import deltabank_pack  # noqa: F401  (puts the DeltaBank pack's generator on sys.path)
+from generator.maria import AS_OF, CUSTOMER_ID, TENANT
 from machine import machine_line
 
-from generator.maria import AS_OF, CUSTOMER_ID, TENANT
 from hopweave.graph import open_graph_store
 from hopweave.graph.traverse import seed_entities
 from hopweave.models.common import Bindings, Session, to_datetime

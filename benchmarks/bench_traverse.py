@@ -22,10 +22,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import deltabank_pack  # noqa: F401  (puts the DeltaBank pack's generator on sys.path)
-from machine import machine_line
-
 from generator.build import load_deltabank
 from generator.maria import AS_OF, CUSTOMER_ID, TENANT
+from machine import machine_line
+
 from hopweave.graph import open_graph_store
 from hopweave.graph.traverse import run_goal_patterns, seed_entities
 from hopweave.models.common import Bindings, Session, to_datetime

@@ -18,11 +18,10 @@ import time
 from typing import Any, Sequence
 
 import numpy as np
-
 from generator.scale import TENANT, maria_filter, topic_of_heading
-from hopweave.models.filters import matches
-
 from maria_measure import summary
+
+from hopweave.models.filters import matches
 
 
 def quality(tops: Sequence[Sequence[dict[str, Any]]], topics: Sequence[str], k: int = 10) -> dict[str, float]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from generator.scale import TENANT, maria_filter, scale_documents
+
 from hopweave.search.embedder import Embedder
 
 MARIA_UTTERANCE = "I want to dispute this $39 late fee on my Platinum card."
@@ -174,7 +175,7 @@ STAGES = ("classify", "resolve", "understand", "embed", "search", "traverse", "p
 
 def _stage_row(result: Any, extra: dict[str, float]) -> dict[str, float]:
     t = dict(result.timings_ms)
-    row = {k: v for k, v in extra.items()}
+    row = dict(extra.items())
     for k in ("understand", "traverse", "precedent", "assemble", "record", "total"):
         if k in t:
             row[k] = t[k]
@@ -418,6 +419,7 @@ def ingest_sample(embedder: Any, chunks: int, seed: int) -> dict[str, Any]:
     """A live, uncached ingest of a fresh ``chunks``-chunk scale corpus into a temporary store:
     chunks/s and the share of the ingest's wall time spent inside the embedder."""
     import deltabank_pack
+
     from hopweave.search.edge_index import EdgeIndex
     from hopweave.search.ingest import Ingestor
 

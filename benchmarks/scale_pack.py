@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # generic helpers of the DeltaBank scale store (embedding cache, pre-computed embedder)
 sys.path.insert(0, str(ROOT / "examples" / "deltabank"))
 
+from generator.scale_store import PrecomputedEmbedder, chunk_texts, embed_texts_cached  # noqa: E402
 from machine import machine  # noqa: E402
 
-from generator.scale_store import PrecomputedEmbedder, chunk_texts, embed_texts_cached  # noqa: E402
 from hopweave.models.schema import GraphSchema  # noqa: E402
 from hopweave.pack.manifest import read_manifest  # noqa: E402
 from hopweave.pack.scale_corpus import SCALE_CORPUS_VERSION, load_pack_documents, scale_corpus  # noqa: E402

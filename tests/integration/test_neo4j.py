@@ -82,9 +82,10 @@ def test_saved_browser_query_runs_on_neo4j(deltabank, path: Path) -> None:
 
 
 def test_budget_and_errors(deltabank) -> None:
+    from factories import make_pattern
+
     from hopweave.errors import QueryTimeoutError, StoreError
     from hopweave.models.common import Bindings, Session
-    from factories import make_pattern
 
     _ref, store = deltabank
     p = make_pattern()

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from engine_congruence import assert_congruent, describe, run_pack
 from stores import PACKS, engine_pair
 

@@ -16,7 +16,15 @@ import random
 import time
 from typing import Any
 
-from congruence import TENANTS, bindings_for, comparable, graph_batches, load_networkx, random_graph, random_pattern
+from congruence import (
+    TENANTS,
+    bindings_for,
+    comparable,
+    graph_batches,
+    load_networkx,
+    random_graph,
+    random_pattern,
+)
 
 from hopweave.graph.base import Edge, GraphStore, Node
 from hopweave.models.common import Bindings, Session, to_datetime

@@ -6,17 +6,16 @@ from __future__ import annotations
 import ast
 import random
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import sys
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "deltabank"))  # the pack's generator
 
 from congruence import Tally, comparable
-
 from generator.maria import AS_OF, CUSTOMER_ID, TENANT, expected_facts  # noqa: E402
+
 from hopweave.graph.base import Edge, GraphStore, Node
 from hopweave.graph.traverse import run_goal_patterns, seed_entities
 from hopweave.models.common import Bindings, Session, to_datetime

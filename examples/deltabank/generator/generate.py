@@ -29,11 +29,12 @@ import json
 import random
 from typing import Iterable, Iterator
 
+from hopweave.graph.base import Edge, Node
+from hopweave.models.schema import GLOBAL_TENANT
+
 from .maria import maria, precedent
 from .population import population
 from .vocabulary import procedural, vocabulary
-from hopweave.graph.base import Edge, Node
-from hopweave.models.schema import GLOBAL_TENANT
 
 Item = Node | Edge
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import random
 from typing import Iterator
 
-from .vocabulary import GOALS, TIER_CARD
 from hopweave.graph.base import Edge, Node
+
+from .vocabulary import GOALS, TIER_CARD
 
 Item = Node | Edge
 

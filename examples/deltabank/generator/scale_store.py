@@ -14,9 +14,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .scale import DEFAULT_CHUNKS, DEFAULT_SEED, TENANT, corpus_stats, maria_filter, scale_documents
 from hopweave.models.documents import Document
 from hopweave.search.embedder import Embedder
+
+from .scale import DEFAULT_CHUNKS, DEFAULT_SEED, TENANT, corpus_stats, maria_filter, scale_documents
 
 
 class PrecomputedEmbedder(Embedder):
@@ -106,9 +107,9 @@ def chunk_texts(docs: Sequence[Document], max_words: int | None = None) -> list[
 def precompute_traces(store: Path, embedder: Embedder | None = None) -> dict[str, Any]:
     """Embed the store's precedent traces into its text-vector cache (what ``hopweave load``
     does; the scale build loads the graph without vectors)."""
-    from hopweave.search.text_vectors import precompute_trace_vectors
     from hopweave.graph import open_graph_store
     from hopweave.models.store_settings import read_store_settings
+    from hopweave.search.text_vectors import precompute_trace_vectors
 
     settings = read_store_settings(store)
     tenants = sorted(settings.tenant_domains()) if settings is not None else []

@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Callable, Iterator, Sequence
 
-from .vocabulary import TIER_CARD
 from hopweave.graph.base import Edge, Node
+
+from .vocabulary import TIER_CARD
 
 TENANT = "deltabank"
 GOAL = "LateFeeDispute"

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Liter
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hopweave.adapters.identity import Caller, IdentityConfig, RateLimiter, Scope, Verifier
 from hopweave.errors import (
     AuthenticationError,
     ConfigError,
@@ -76,8 +77,6 @@ from hopweave.errors import (
     TenantError,
     UnknownProfileError,
 )
-
-from hopweave.adapters.identity import Caller, IdentityConfig, RateLimiter, Scope, Verifier
 from hopweave.models.common import Session
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from hopweave.engine.boundary import check_as_of, check_positive, check_session
-from hopweave.engine.boundary import MAX_TOKEN_BUDGET
+from hopweave.engine.boundary import MAX_TOKEN_BUDGET, check_as_of, check_positive, check_session
 from hopweave.engine.result import RetrievalResult
 from hopweave.engine.section_kinds import ITEM_LINES, LINE_KINDS
 from hopweave.errors import InputError, MissingDependencyError

@@ -34,8 +34,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from hopweave.fileio import copy_sparse, pid_alive
 from hopweave.errors import InputError, StoreError, StoreIOError, StoreUnavailableError
+from hopweave.fileio import copy_sparse, pid_alive
 
 __all__ = ["GraphRefresher", "check_workers", "open_worker_engine", "private_vectors", "remove_private", "sweep_stale", "worker_count", "worker_vectors"]
 
@@ -120,7 +120,6 @@ def worker_vectors(graph: str, vectors: str | None, scratch: str | Path | None =
     process can open that cannot be copied (``qdrant-local``), and what :func:`private_vectors`
     raises."""
     from hopweave.search.edge_index import VECTORS_DIR
-
     from hopweave.stores.kinds import vector_kind
 
     uri = _vectors_uri(graph, vectors)

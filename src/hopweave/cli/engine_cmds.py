@@ -111,7 +111,6 @@ def demo(
 
     from hopweave.engine.replay import check, run_scenario
     from hopweave.models.scenario import load_scenario
-
     from hopweave.stores.uri import default_graph_uri
 
     example = pack

@@ -157,8 +157,7 @@ def pattern_report(
 ) -> None:
     """How often each of the goal's patterns had its rows cited by decided cases (per outcome),
     the patterns never cited, and a candidate pattern for cited nodes no pattern retrieved."""
-    from hopweave.engine import consolidate as C
-    from hopweave.engine import pattern_learning as PL
+    from hopweave.engine import consolidate as C, pattern_learning as PL
 
     engine = _engine(store)
     try:

@@ -87,9 +87,8 @@ def serve(
         import uvicorn
     except ModuleNotFoundError as exc:
         raise MissingDependencyError(exc.name or "fastapi", "serve", "hopweave serve") from exc
-    from hopweave.stores.uri import default_graph_uri, parse_graph_uri
-
     from hopweave.adapters.identity import IdentityConfig, Verifier, check_bind
+    from hopweave.stores.uri import default_graph_uri, parse_graph_uri
 
     claims: dict[str, str] = {}
     for item in jwt_claim:

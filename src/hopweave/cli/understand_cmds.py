@@ -42,7 +42,7 @@ def _print_human(d: dict[str, Any]) -> None:
     t = Table("type", "value", "source", "span", "text", title="entities")
     for e in d["entities"]:
         span = "" if e["span"] is None else f"{e['span'][0]}-{e['span'][1]}"
-        extra = {k: v for k, v in e["properties"].items()}
+        extra = dict(e["properties"].items())
         value = f"{e['value']}" + (f" {extra}" if extra else "")
         t.add_row(e["type"], value, e["source"], span, e["text"] or "")
     con.print(t)
@@ -214,9 +214,9 @@ def _register_eval_intents() -> None:
         calibration error and every mistake. Built from the pack's files (goal types,
         classifier.yaml, its calibration file) without loading a store."""
         from hopweave.errors import InputError
+        from hopweave.pack.intent_eval import intent_report, pack_classifier
         from hopweave.pack.manifest import pack_path, read_manifest
         from hopweave.understand.datasets import load_split
-        from hopweave.pack.intent_eval import intent_report, pack_classifier
 
         m = read_manifest(pack)
         path = Path(split)

@@ -29,8 +29,8 @@ from hopweave.engine.engine import Engine
 from hopweave.engine.pins import PinCheck, PinStatus, pinned_texts
 from hopweave.engine.replay import as_recorded, check, replay_trace, run_scenario, scenario_paths
 from hopweave.engine.result import RetrievalResult
-from hopweave.models.scenario import load_scenario
 from hopweave.models.filters import In
+from hopweave.models.scenario import load_scenario
 
 
 class CitedRevision(BaseModel):

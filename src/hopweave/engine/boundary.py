@@ -20,8 +20,7 @@ from typing import Any, Mapping
 from hopweave.errors import InputError, UnknownProfileError
 from hopweave.models.common import Session, parse_session, to_datetime
 from hopweave.models.domain import check_session_attributes
-from hopweave.understand.text import MAX_CHARS as MAX_UTTERANCE_CHARS
-from hopweave.understand.text import check_utterance
+from hopweave.understand.text import MAX_CHARS as MAX_UTTERANCE_CHARS, check_utterance
 
 #: Longest accepted wall-clock budget of one retrieval (ms).
 MAX_BUDGET_MS = 600_000

@@ -21,7 +21,6 @@ from hopweave.models.ranking import RankingProfile
 from hopweave.search.embedder import Embedder
 
 
-
 @dataclass(frozen=True)
 class SearchOutcome:
     """The document search's chunks, the profile it ranked them by, the channels it skipped as

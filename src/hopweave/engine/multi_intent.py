@@ -35,9 +35,9 @@ import re
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hopweave.bounded import DataRegex, compile_data_regex
-from hopweave.engine.tokens import count_joined
 from hopweave.engine.result import ContextBlock, ContextLine, RequestPart, RetrievalResult, UnhandledClause
 from hopweave.engine.section_kinds import ITEM_KINDS
+from hopweave.engine.tokens import count_joined
 from hopweave.errors import HopweaveError
 
 if TYPE_CHECKING:  # pragma: no cover

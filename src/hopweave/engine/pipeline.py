@@ -51,15 +51,21 @@ from hopweave.engine.admission import NO_SLOT_FALLBACK, Grant
 from hopweave.engine.agentic import Rounds, rounds_for
 from hopweave.engine.assemble import Assembly, assemble
 from hopweave.engine.boundary import Request, check_session_attributes
-from hopweave.engine.branches import GraphOutcome, SearchOutcome, graph_branch, pattern_degradations, search_documents
+from hopweave.engine.branches import (
+    GraphOutcome,
+    SearchOutcome,
+    graph_branch,
+    pattern_degradations,
+    search_documents,
+)
 from hopweave.engine.config import Run, make_result
 from hopweave.engine.deps import StageDeps
 from hopweave.engine.ladder import LADDER, RungSpec
 from hopweave.engine.plan import NEUTRAL_NOTE, Plan, agent_notes, build_plan, neutral_filter
+from hopweave.engine.procedure import Case, case_for
 from hopweave.engine.query_vectors import bound
 from hopweave.engine.rerank_stage import rerank_chunks
 from hopweave.engine.result import ChunkItem, Degradation, PrecedentItem, RetrievalResult
-from hopweave.engine.procedure import Case, case_for
 from hopweave.engine.stages import MIN_STAGE_S
 from hopweave.errors import HopweaveError, InputError, PatternValidationError
 from hopweave.models.common import Bindings, PatternResult

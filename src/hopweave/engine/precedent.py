@@ -14,22 +14,22 @@ after the request's ``as_of`` (a replay must not see the future).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from hopweave.engine.result import ChannelView, PrecedentItem
-from hopweave.search.text_vectors import NOT_PRECEDENT_KINDS, TextVectorCache
 from hopweave.models.common import PatternResult, Row
-from hopweave.models.instants import format_datetime
 from hopweave.models.fusion_methods import FUSION_METHODS
+from hopweave.models.instants import format_datetime
 from hopweave.models.ranking import RankingProfile
 from hopweave.search.embedder import Embedder
 from hopweave.search.fusion import fuse
 from hopweave.search.lexical import Bm25Encoder, Bm25Params, bm25_reference
+from hopweave.search.text_vectors import NOT_PRECEDENT_KINDS, TextVectorCache
 
 #: Precedent ranking: hybrid at alpha = 0.8 (semantic weight), min-max normalised per channel.
 PRECEDENT_PROFILE = RankingProfile(

@@ -27,9 +27,9 @@ from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
-from hopweave.search.text_vectors import TextVectorCache, vectors_dir
 from hopweave.errors import DeadlineError
 from hopweave.search.embedder import Embedder, EmbeddingSpace
+from hopweave.search.text_vectors import TextVectorCache, vectors_dir
 
 T = TypeVar("T")
 __all__ = ["RequestVectors", "SharedEmbedder", "bound", "dense_vector", "shared_embedder", "utterance_vector"]

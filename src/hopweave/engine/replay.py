@@ -48,10 +48,9 @@ from hopweave.engine.engine import Engine, EngineConfig
 from hopweave.engine.result import ChunkItem, RetrievalResult
 from hopweave.errors import InputError, StoreUnavailableError
 from hopweave.models.common import Session, parse_session
-from hopweave.models.scenario import UNSET as _UNSET
-from hopweave.models.scenario import Expect, Scenario, load_scenario
 from hopweave.models.filters import FilterTree
 from hopweave.models.ranking import RankingProfile, SearchResult
+from hopweave.models.scenario import UNSET as _UNSET, Expect, Scenario, load_scenario
 from hopweave.search.embedder import EmbeddingSpace
 from hopweave.search.index_base import CollectionInfo
 from hopweave.understand.models import Understanding

@@ -20,6 +20,7 @@ from hopweave.models.case import CaseFact, CaseSpec
 from hopweave.models.common import PatternResult, Row, Session
 from hopweave.models.expr import evaluate
 from hopweave.models.metagraph import Bind, TraversalPattern
+
 #: The entity type that carries the resolved case state into patterns (``entity.CaseState``).
 STATE_ENTITY = "CaseState"
 

@@ -3,7 +3,15 @@ row in :data:`hopweave.engine.section_kinds.SECTION_KINDS` names :func:`collect`
 
 from __future__ import annotations
 
-from hopweave.engine.context_lines import Candidate, Collected, SectionDraft, SectionInputs, cut_ranked, pattern_notes, render
+from hopweave.engine.context_lines import (
+    Candidate,
+    Collected,
+    SectionDraft,
+    SectionInputs,
+    cut_ranked,
+    pattern_notes,
+    render,
+)
 from hopweave.engine.result import PrecedentItem
 
 

@@ -13,8 +13,7 @@
 from __future__ import annotations
 
 import time
-from concurrent.futures import Executor, Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Executor, Future, TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Callable, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
 
@@ -25,9 +24,8 @@ from hopweave.engine.result import Degradation, Stage
 from hopweave.errors import TenantError
 from hopweave.graph.base import GraphStore
 from hopweave.models.filters import FilterTree
-from hopweave.models.ranking import RankingProfile
+from hopweave.models.ranking import RankingProfile, SearchResult
 from hopweave.search.embedder import Embedder, EmbeddingSpace
-from hopweave.models.ranking import SearchResult
 from hopweave.search.index_base import CollectionInfo
 
 T = TypeVar("T")

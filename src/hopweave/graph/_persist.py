@@ -286,7 +286,7 @@ def read_snapshot(directory: Path, schema: GraphSchema) -> Snapshot | Columns | 
     snapshot) naming the file and what to do, StoreIOError when it cannot be read."""
     path = directory / SNAPSHOT
     try:
-        f = open(path, "rb")
+        f = open(path, "rb")  # noqa: SIM115 - the `with f` below closes it
     except FileNotFoundError:
         legacy = directory / LEGACY_SNAPSHOT
         if legacy.exists():

@@ -21,8 +21,7 @@ import hashlib
 import time
 from abc import abstractmethod
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from typing import Any, Iterable, Sequence
 
 from hopweave.errors import InputError, QueryTimeoutError, StoreError
@@ -264,7 +263,7 @@ class CypherGraphStore(GraphStore):
         node_rows: dict[str, list[Record]] = defaultdict(list)
         for node in nodes:
             props, removed = self.validator.node(tenant_id, node, known.get(node.id))
-            node_rows[node.label].append({"id": node.id, "props": {**props, **{k: None for k in removed}}})
+            node_rows[node.label].append({"id": node.id, "props": {**props, **dict.fromkeys(removed)}})
             merged = {**known.get(node.id, {}), **props, LABEL_KEY: node.label}
             known[node.id] = {k: v for k, v in merged.items() if k not in removed}
         edge_rows: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
@@ -420,7 +419,7 @@ class _BulkLoader:
                 self.nodes[node.label].append({"id": node.id, **props})
             else:  # an update (or a node seen twice in a fresh load): MERGE it after the CREATEs
                 self.merge_nodes[node.label].append(
-                    {"id": node.id, "props": {**props, **{k: None for k in removed}}}
+                    {"id": node.id, "props": {**props, **dict.fromkeys(removed)}}
                 )
             self.known[node.id] = {LABEL_KEY: node.label, "tenant_id": props["tenant_id"]}
             self.n_nodes += 1

@@ -27,7 +27,6 @@ functions. Also: :func:`patterns_using` (co-evolution: which patterns use a rela
 from __future__ import annotations
 
 import string
-
 from typing import Any, Iterable, Iterator, Mapping
 
 from pydantic import ValidationError

@@ -33,9 +33,9 @@ from hopweave.fileio import read_yaml
 from hopweave.graph.base import Edge, GraphStore, Node
 from hopweave.graph.gates import gate_write, labels_used
 from hopweave.graph.write_rules import GatedNode
-from hopweave.models.keys import with_key_hints
 from hopweave.models.common import to_datetime
 from hopweave.models.instants import format_datetime
+from hopweave.models.keys import with_key_hints
 from hopweave.models.metagraph import (
     GoalType,
     TraversalPattern,

@@ -97,7 +97,7 @@ class Neo4jGraphStore(CypherGraphStore):
         try:
             with self._driver.session(database=self.database, default_access_mode=mode) as session:
                 result = session.run(neo4j.Query(query, timeout=timeout), params)
-                return [{k: rec[k] for k in rec.keys()} for rec in result]
+                return [{k: rec[k] for k in rec.keys()} for rec in result]  # noqa: SIM118 - a Record iterates its values
         except Exception as exc:
             raise self._translate(exc, timeout_ms) from exc
 

@@ -761,7 +761,7 @@ def _record_items(rec: dict[str, Any]) -> tuple[list[Node], list[Edge]]:
     become None values, as a writer passes them. Metagraph nodes were gated when written; on
     replay they are GatedNodes, so the validator re-runs the definition gates (a forged record
     cannot smuggle a pattern past the bounds)."""
-    nodes = [(GatedNode if label in METAGRAPH_LABELS else Node)(nid, label, {**props, **{k: None for k in removed}})
+    nodes = [(GatedNode if label in METAGRAPH_LABELS else Node)(nid, label, {**props, **dict.fromkeys(removed)})
              for nid, label, props, removed in rec.get("n", ())]
     edges = [Edge(src, dst, rel, props) for src, rel, dst, props in rec.get("e", ())]
     return nodes, edges

@@ -266,9 +266,7 @@ CHUNK = 1024
 
 def _checked(it: Iterator[str], deadline: float) -> Iterator[str]:
     """Yield from ``it`` checking the deadline every :data:`CHUNK` items (raises _Stop)."""
-    n = 0
-    for x in it:
-        n += 1
+    for n, x in enumerate(it, 1):
         if n % CHUNK == 0 and time.perf_counter() > deadline:
             raise _Stop("budget_ms")
         yield x

@@ -22,8 +22,14 @@ from typing import Any, Callable, Sequence, cast
 from hopweave.errors import InputError, MetagraphWriteError, PatternValidationError, SchemaError, TenantError
 from hopweave.graph._persist import loads_json
 from hopweave.graph.base import Edge, Node
+from hopweave.models.instants import (
+    format_date,
+    format_datetime,
+    is_date_text,
+    is_datetime_text,
+    parse_instant,
+)
 from hopweave.models.limits import MAX_ID_CHARS, MAX_LIST_ITEMS, MAX_PROPERTY_CHARS
-from hopweave.models.instants import format_date, format_datetime, is_date_text, is_datetime_text, parse_instant
 from hopweave.models.schema import GLOBAL_TENANT, SAFE_IDENTIFIER, GraphSchema, PropertySpec
 
 _ID_MAX = MAX_ID_CHARS

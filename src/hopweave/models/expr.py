@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from datetime import date, datetime
+from functools import lru_cache
 from typing import Any, Callable, Mapping, Union
 
 from hopweave.errors import RuleExpressionError

@@ -26,8 +26,10 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hopweave.models.embedding import EmbeddingSpace
-from hopweave.models.fusion_methods import FUSION_METHODS
-from hopweave.models.fusion_methods import Method as Method  # re-exported: the names live with their rows
+from hopweave.models.fusion_methods import (
+    FUSION_METHODS,
+    Method as Method,  # re-exported: the names live with their rows
+)
 
 Normalisation = Literal["none", "minmax", "zscore"]
 

@@ -256,7 +256,7 @@ def _csv_cell(value: str, ptype: str) -> Any:
             raise ValueError(value)
         return low == "true"
     if ptype == "list[str]":
-        return [x for x in value.split(";")]
+        return list(value.split(";"))
     return value
 
 

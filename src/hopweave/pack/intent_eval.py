@@ -149,7 +149,7 @@ def pack_classifier(pack_dir: str | Path) -> "GoalClassifier":
 
     p = read_pack(pack_dir)
     graph = NetworkxGraphStore(None, p.schema)
-    graph.tenant_domains = {t: p.manifest.name for t in p.manifest.tenants}
+    graph.tenant_domains = dict.fromkeys(p.manifest.tenants, p.manifest.name)
     with graph.bulk() as bulk:
         bulk.write(GLOBAL_TENANT, metagraph_items(p))
     config, calibration = classifier_settings(p.classifier, p.calibration)

@@ -21,9 +21,9 @@ def pack_json_schemas() -> dict[str, dict[str, Any]]:
     from hopweave.models.domain import DomainSettings
     from hopweave.models.metagraph import GoalType, TraversalPattern
     from hopweave.models.scenario import Scenario
-    from hopweave.understand.classifier import ClassifierConfig
     from hopweave.models.schema import GraphSchema, LabelExtension, LabelSpec, SchemaExtension
     from hopweave.pack.manifest import PackManifest
+    from hopweave.understand.classifier import ClassifierConfig
     from hopweave.understand.filter_map import FilterMapping
 
     ext = SchemaExtension.model_json_schema(by_alias=True)

@@ -23,8 +23,8 @@ from hopweave.models.metagraph import GoalType
 from hopweave.models.schema import DOMAIN_PROPERTY, GLOBAL_TENANT, GraphSchema
 from hopweave.models.store_settings import DomainRecord, StoreSettings, read_store_settings
 from hopweave.pack.files import PackFiles
-from hopweave.pack.readers import classifier_files, has_classifier_file, store_schema
 from hopweave.pack.manifest import MANIFEST, SHARED, PackManifest, expand_globs, read_manifest
+from hopweave.pack.readers import classifier_files, has_classifier_file, store_schema
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.stores.front import Stores
@@ -209,10 +209,8 @@ def load_pack(
     PatternValidationError (a goal file fails a gate), SchemaError/TenantError (a record),
     StoreError (the store), the URI errors of :func:`hopweave.open`."""
     from hopweave.errors import InputError
-    from hopweave.stores.front import open_stores
+    from hopweave.stores.front import Stores, open_stores
     from hopweave.stores.uri import default_graph_uri, default_vectors_uri, parse_graph_uri, parse_vectors_uri
-
-    from hopweave.stores.front import Stores
 
     t0 = time.perf_counter()
     say = progress or (lambda step, i, n: None)
@@ -261,7 +259,7 @@ def load_pack(
     graph = stores.graph
     try:
         tenant_domains = dict(existing.tenant_domains()) if existing else {}
-        tenant_domains.update({t: p.manifest.name for t in p.manifest.tenants})
+        tenant_domains.update(dict.fromkeys(p.manifest.tenants, p.manifest.name))
         graph.tenant_domains = tenant_domains
         _check_goal_names(graph, p)
         say("graph", 2, len(STEPS))

@@ -14,8 +14,8 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hopweave.errors import PackError
-from hopweave.models.domain import DomainSettings
 from hopweave.models.common import _TENANT_RE
+from hopweave.models.domain import DomainSettings
 from hopweave.models.schema import check_identifier
 
 MANIFEST = "hopweave.yaml"

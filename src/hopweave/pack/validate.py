@@ -410,8 +410,8 @@ def check_examples(d: Path, m: PackManifest, goals: set[str] | None, files: Pack
     """Sessions and scenarios parse with the models replay uses, name the pack's tenants and
     goals (``goals`` None: not checked; ``goals_complete`` False: a goal file is unreadable, which
     the fix mentions); a scenario's session file exists inside the pack."""
-    from hopweave.models.domain import check_session_attributes
     from hopweave.models.common import parse_session
+    from hopweave.models.domain import check_session_attributes
     from hopweave.models.scenario import UNSET, parse_scenario
 
     pf = files or PackFiles(d)

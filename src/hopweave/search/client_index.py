@@ -20,7 +20,6 @@ from hopweave.models.filters import FilterTree
 from hopweave.models.schema import GraphSchema
 from hopweave.search.index_base import (
     DENSE,
-    payload_index_kinds,
     LEXICAL,
     SPACE_FIELD,
     Candidate,
@@ -28,6 +27,7 @@ from hopweave.search.index_base import (
     CollectionInfo,
     IndexPoint,
     VectorIndex,
+    payload_index_kinds,
     point_id,
 )
 from hopweave.search.qdrant_filter import to_qdrant

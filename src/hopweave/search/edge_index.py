@@ -39,7 +39,6 @@ from hopweave.models.filters import Eq, FilterTree
 from hopweave.models.schema import GraphSchema
 from hopweave.search.index_base import (
     DENSE,
-    payload_index_kinds,
     LEXICAL,
     SPACE_FIELD,
     Candidate,
@@ -47,6 +46,7 @@ from hopweave.search.index_base import (
     CollectionInfo,
     IndexPoint,
     VectorIndex,
+    payload_index_kinds,
     point_id,
 )
 from hopweave.search.qdrant_filter import to_edge

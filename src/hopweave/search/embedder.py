@@ -28,8 +28,8 @@ import atexit
 import hashlib
 import os
 import threading
-from collections import OrderedDict
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence

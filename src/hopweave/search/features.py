@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from datetime import date
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from hopweave.models.ranking import FeatureScore, FeatureWeights

@@ -31,9 +31,21 @@ from hopweave.search.embedder import EmbeddingSpace
 from hopweave.search.features import with_features
 from hopweave.search.fusion import Fused, fuse_raw, fused_of, rank_channel
 from hopweave.search.idf_cache import IdfCache
-from hopweave.search.index_types import (DENSE, INTERNAL_KEYWORD_FIELDS, LEXICAL, SPACE_FIELD, Candidate,
-                                          ChannelRequest, CollectionInfo, IndexPoint, dense_request, hit_of,
-                                          lexical_request, payload_index_kinds, point_id)
+from hopweave.search.index_types import (
+    DENSE,
+    INTERNAL_KEYWORD_FIELDS,
+    LEXICAL,
+    SPACE_FIELD,
+    Candidate,
+    ChannelRequest,
+    CollectionInfo,
+    IndexPoint,
+    dense_request,
+    hit_of,
+    lexical_request,
+    payload_index_kinds,
+    point_id,
+)
 
 __all__ = ["DENSE", "INTERNAL_KEYWORD_FIELDS", "LEXICAL", "LEXICAL_CUT_HEADROOM", "LEXICAL_TIE_HEADROOM",
            "SPACE_FIELD", "Candidate", "ChannelRequest", "CollectionInfo", "IndexPoint", "VectorIndex", "payload_index_kinds", "point_id"]

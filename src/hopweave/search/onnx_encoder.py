@@ -97,9 +97,9 @@ def _export(model_dir: Path, dest: Path) -> None:
         MissingDependencyError: torch, transformers or onnx is not installed.
     """
     try:
+        import onnx  # noqa: F401  (torch.onnx.export needs it)
         import torch
         from transformers import AutoModel
-        import onnx  # noqa: F401  (torch.onnx.export needs it)
     except ImportError as exc:
         raise MissingDependencyError(
             getattr(exc, "name", None) or "torch", "embed", "exporting the bundled MiniLM to ONNX") from exc
@@ -128,7 +128,7 @@ def _export(model_dir: Path, dest: Path) -> None:
             _Hidden(bert).eval(), (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(tmp),
             input_names=["input_ids", "attention_mask", "token_type_ids"],
             output_names=["last_hidden_state"],
-            dynamic_axes={n: axes for n in ("input_ids", "attention_mask", "token_type_ids", "last_hidden_state")},
+            dynamic_axes=dict.fromkeys(("input_ids", "attention_mask", "token_type_ids", "last_hidden_state"), axes),
             opset_version=OPSET, dynamo=False,
         )
     os.replace(tmp, dest)

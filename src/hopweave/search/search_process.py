@@ -55,8 +55,8 @@ from hopweave.errors import HopweaveError, StoreUnavailableError
 from hopweave.models.filters import FilterTree, parse_filter
 from hopweave.models.ranking import RankingProfile, SearchResult
 from hopweave.models.schema import GraphSchema
-from hopweave.search.embedder import EmbeddingSpace
 from hopweave.search.edge_index import VECTORS_DIR, EdgeIndex
+from hopweave.search.embedder import EmbeddingSpace
 from hopweave.search.index_types import CollectionInfo, IndexPoint
 from hopweave.search.lexical import SparseVec
 from hopweave.search.qdrant_filter import to_edge

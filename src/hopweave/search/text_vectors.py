@@ -89,16 +89,16 @@ class TextVectorCache:
                 rows.update(got)
         for k, v in rows.items():
             self._vecs.setdefault((space_key, k), v)
-        if len(headers) > COMPACT_AT and rows:
-            if _write_shard(d, space_key, list(rows), np.stack(list(rows.values()))) is not None:
-                keep = _shard_name(list(rows))
-                for h in headers:
-                    if h.stem != keep:
-                        for p in (h, h.with_suffix(".npy")):
-                            try:
-                                p.unlink()
-                            except OSError:
-                                pass
+        if len(headers) > COMPACT_AT and rows and \
+                _write_shard(d, space_key, list(rows), np.stack(list(rows.values()))) is not None:
+            keep = _shard_name(list(rows))
+            for h in headers:
+                if h.stem != keep:
+                    for p in (h, h.with_suffix(".npy")):
+                        try:
+                            p.unlink()
+                        except OSError:
+                            pass
 
     def vectors(self, embedder: "Embedder", texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dims) float32: cached rows, the others embedded (one call) and kept."""

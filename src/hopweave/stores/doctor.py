@@ -22,7 +22,13 @@ from pydantic import BaseModel, ConfigDict
 from hopweave.errors import HopweaveError
 from hopweave.stores.checks import Severity, fix_for, load_fix
 from hopweave.stores.kinds import graph_kind, vector_kind
-from hopweave.stores.uri import StoreURI, default_graph_uri, default_vectors_uri, parse_graph_uri, parse_vectors_uri
+from hopweave.stores.uri import (
+    StoreURI,
+    default_graph_uri,
+    default_vectors_uri,
+    parse_graph_uri,
+    parse_vectors_uri,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from hopweave.search.embedder import Embedder

@@ -8,7 +8,6 @@ The engine calls :class:`Understander`::
     u.goal, u.confidence, u.entities, u.filter, u.lexical.query
 """
 
-from hopweave.understand.understander import Understander, UnderstandingStage
 from hopweave.understand.models import (
     Classification,
     Entity,
@@ -18,6 +17,7 @@ from hopweave.understand.models import (
     Mention,
     Understanding,
 )
+from hopweave.understand.understander import Understander, UnderstandingStage
 
 __all__ = [
     "Classification",

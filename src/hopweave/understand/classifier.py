@@ -24,7 +24,6 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hopweave.bounded import DataRegex, compile_data_regex, regex_problem
-
 from hopweave.errors import ConfigError, InputError
 from hopweave.fileio import read_yaml
 from hopweave.models.keys import with_key_hints

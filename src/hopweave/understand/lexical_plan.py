@@ -12,8 +12,8 @@ never empty by accident. Mentions (ids the session may not use) never become ter
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable
 
 from hopweave.models.common import Bindings, Session

@@ -18,9 +18,9 @@ from hopweave.understand.classifier import GoalClassifier
 from hopweave.understand.filter_map import FilterMapping, compile_filter, instant, read_filter_mapping
 from hopweave.understand.lexical_plan import _stop_words, build_lexical_plan
 from hopweave.understand.models import Understanding
-from hopweave.understand.temporal import time_windows
 from hopweave.understand.resolver import EntityResolver
 from hopweave.understand.scope import session_scope
+from hopweave.understand.temporal import time_windows
 from hopweave.understand.text import MAX_CHARS, check_utterance, looks_non_english
 
 if TYPE_CHECKING:  # pragma: no cover

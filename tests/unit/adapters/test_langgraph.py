@@ -7,12 +7,11 @@ import pytest
 
 pytest.importorskip("langgraph")
 
+from domains import AS_OF, MARIA, UTTERANCE  # noqa: E402
 from langchain_core.language_models.fake_chat_models import FakeListChatModel  # noqa: E402
+from scope_checks import foreign, out_of_scope  # noqa: E402
 
 from hopweave.adapters.langgraph import build_retrieval_graph  # noqa: E402
-
-from domains import AS_OF, MARIA, UTTERANCE  # noqa: E402
-from scope_checks import foreign, out_of_scope  # noqa: E402
 
 UNMET = "Someone used my savings account without permission"  # still unmet after the engine's rounds
 

@@ -21,8 +21,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
 
+from domains import AS_OF, MARIA, UTTERANCE  # noqa: E402 (seed 004)
+
 from hopweave.adapters.pool import EnginePool  # noqa: E402
-from hopweave.wire import error_from_json, error_json  # noqa: E402
 from hopweave.adapters.serve_workers import PREFIX  # noqa: E402
 from hopweave.engine.engine import Engine  # noqa: E402
 from hopweave.engine.replay import REPLAY_CONFIG  # noqa: E402
@@ -34,8 +35,7 @@ from hopweave.errors import (  # noqa: E402
     TenantError,
     WorkerError,
 )
-
-from domains import AS_OF, MARIA, UTTERANCE  # noqa: E402 (seed 004)
+from hopweave.wire import error_from_json, error_json  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -16,7 +16,14 @@ from pathlib import Path
 import pytest
 from domains import AS_OF, MARIA, UTTERANCE
 
-from hopweave.adapters.serve_workers import PREFIX, check_workers, private_vectors, remove_private, sweep_stale, worker_vectors
+from hopweave.adapters.serve_workers import (
+    PREFIX,
+    check_workers,
+    private_vectors,
+    remove_private,
+    sweep_stale,
+    worker_vectors,
+)
 from hopweave.errors import InputError, StoreUnavailableError
 from hopweave.search.edge_index import SHARD_DIR, VECTORS_DIR, read_marker
 

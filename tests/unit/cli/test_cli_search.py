@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
+from domains import write_deltabank_settings
 from typer.testing import CliRunner
 
-from domains import write_deltabank_settings
 from hopweave.cli import app
 
 runner = CliRunner()

@@ -9,8 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from hopweave.cli import app
-from hopweave.graph import GRAPH_SUBDIR, open_graph_store
-from hopweave.graph import _persist as P
+from hopweave.graph import GRAPH_SUBDIR, _persist as P, open_graph_store
 from hopweave.graph.base import Node
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
 from typer.testing import CliRunner
-
-import sys
-from pathlib import Path
 
 from hopweave.cli import app
 

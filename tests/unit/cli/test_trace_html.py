@@ -8,23 +8,23 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import zlib
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-import sys
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
 
-from hopweave.cli import app
 import sys
 
-from hopweave.cli.trace_html import BASE_COLORS, color_of, colors, collect, render
+from generator.build import deltabank_batches  # noqa: E402
+
+from hopweave.cli import app
+from hopweave.cli.trace_html import BASE_COLORS, collect, color_of, colors, render
 from hopweave.graph import open_graph_store
 from hopweave.graph.base import Edge, Node
-from generator.build import deltabank_batches  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
 from domains import DELTABANK, write_deltabank_settings  # noqa: E402

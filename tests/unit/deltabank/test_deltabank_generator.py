@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "delta
 
 from generator.build import PACK_DIR, load_deltabank  # noqa: E402
 from generator.generate import generate, write_graph_files  # noqa: E402
+
 from hopweave.graph import open_graph_store
 from hopweave.graph.base import Node
 

@@ -10,10 +10,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "deltabank"))  # the pack's generator
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
 
+import deltabank_checks as checks  # noqa: E402
 from generator.build import load_deltabank  # noqa: E402
 from generator.maria import expected_facts  # noqa: E402
 
-import deltabank_checks as checks  # noqa: E402
 from hopweave.graph import open_graph_store
 from hopweave.graph.traverse import run_goal_patterns, seed_entities
 from hopweave.models.common import Bindings, Session, to_datetime

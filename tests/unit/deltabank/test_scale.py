@@ -19,6 +19,7 @@ from generator.scale import (  # noqa: E402
     topic_of_heading,
 )
 from generator.scale_store import PrecomputedEmbedder  # noqa: E402
+
 from hopweave.errors import InputError
 from hopweave.models.filters import matches
 from hopweave.search.chunker import chunk_document

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from domains import AS_OF, MARIA, UTTERANCE
 
 from hopweave.engine.agentic import LoopInputs, RoundQuery, assess, expansion_terms, run_rounds
 from hopweave.engine.plan import Plan
@@ -13,8 +14,6 @@ from hopweave.engine.result import ChannelView, ChunkItem
 from hopweave.models.escalation import EscalationPolicy
 from hopweave.models.filters import Eq, FilterTree, and_
 from hopweave.models.metagraph import GoalType, SectionTemplate
-
-from domains import AS_OF, MARIA, UTTERANCE
 
 SCOPE = [Eq(field="status", value="active"), Eq(field="region", value="US"), Eq(field="tenant_id", value="deltabank")]
 POLICY_SECTION = SectionTemplate(name="Applicable policy", title="Applicable policy", source="chunks", required=True)

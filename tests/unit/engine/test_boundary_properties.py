@@ -18,8 +18,7 @@ from typing import Any, Callable
 
 import pytest
 from domains import AS_OF, MARIA, UTTERANCE
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 from typer.testing import CliRunner
 
 from hopweave.adapters.agent_tool import RetrieveTool

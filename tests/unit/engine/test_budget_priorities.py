@@ -4,14 +4,12 @@ pressure lower-priority sections shrink first and no required section disappears
 from __future__ import annotations
 
 import pytest
+from domains import AS_OF as MARIA_AS_OF, MARIA, UTTERANCE
 from pydantic import ValidationError
+from test_assemble import AS_OF, SECTIONS, _chunks, _facts, _precedent  # noqa: E402
 
 from hopweave.engine.assemble import assemble
 from hopweave.models.metagraph import GoalType, SectionTemplate
-
-from test_assemble import AS_OF, SECTIONS, _chunks, _facts, _precedent  # noqa: E402
-
-from domains import AS_OF as MARIA_AS_OF, MARIA, UTTERANCE
 
 
 def _with(name: str, **kw: object) -> list[SectionTemplate]:

@@ -23,6 +23,7 @@ sys.path.insert(0, str(_ROOT / "examples" / "deltabank"))  # the pack's generato
 sys.path.insert(0, str(_ROOT / "tests" / "shared"))
 from domains import DELTABANK_REGISTRY  # noqa: E402
 from generator import simulate as S  # noqa: E402
+
 from hopweave.cli import app  # noqa: E402
 from hopweave.engine import consolidate as C  # noqa: E402
 from hopweave.engine.engine import Engine  # noqa: E402

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from domains import AS_OF, DELTABANK, DELTABANK_REGISTRY, MARIA, UTTERANCE
+from domains import AS_OF, DELTABANK, DELTABANK_REGISTRY, MARIA, UTTERANCE, deltabank_schema
 
 from hopweave.engine.engine import Engine, EngineConfig
 from hopweave.engine.replay import REPLAY_CONFIG
-from domains import deltabank_schema
 from hopweave.search.edge_index import EdgeIndex
 
 

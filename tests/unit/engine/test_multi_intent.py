@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 
-from hopweave.engine.multi_intent import clause_spans
-
 from domains import AS_OF, MARIA, UTTERANCE
 from engine_store import SCENARIOS
 from two_requests import DELTABANK_TWO, silent_drops, single_request_utterances  # tests/shared
+
+from hopweave.engine.multi_intent import clause_spans
 
 SEPS = re.compile(r"[.?!;]+|,|\b(?:and also|also|but|then|by the way|besides)\b", re.IGNORECASE)
 ASK = "I want the late fee waived and can you also tell me my due date?"
@@ -94,7 +94,10 @@ def test_the_combined_trace_is_recorded_within_the_request_budget_not_100_ms(eng
     """The combined trace of a multi-intent request waits for what is left of the request's
     budget (at least record_min_ms), like any trace: a store slower than 100 ms must not make
     ``recorded`` depend on timing under a 60 s budget."""
-    from domains import DELTABANK, DELTABANK_REGISTRY  # tests/shared: a late `from conftest` may find another folder's
+    from domains import (  # tests/shared: a late `from conftest` may find another folder's
+        DELTABANK,
+        DELTABANK_REGISTRY,
+    )
 
     from hopweave.engine import record as trace_record
     from hopweave.engine.config import EngineConfig

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 import pytest
-from domains import MARIA
+from domains import DELTABANK_REGISTRY, MARIA
 from engine_store import EXAMPLE
 from typer.testing import CliRunner
 
-from domains import DELTABANK_REGISTRY
 from hopweave.cli import app
 from hopweave.engine import record as rec
 from hopweave.engine.audit import audit_trace, word_diff

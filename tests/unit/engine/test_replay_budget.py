@@ -5,9 +5,8 @@ the audit budgets; a bad budget is refused before anything runs."""
 from __future__ import annotations
 
 import pytest
-from typer.testing import CliRunner
-
 from engine_store import SCENARIOS
+from typer.testing import CliRunner
 
 from hopweave.cli import app
 from hopweave.engine.config import EngineConfig

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from domains import AS_OF, MARIA
+
 from hopweave.engine.rules import apply_case, case_facts, resolve_state
 from hopweave.models.case import CaseSpec
 from hopweave.models.common import PatternResult, Row, Session
 from hopweave.models.metagraph import Bind, EdgeStep, Seed, TraversalPattern
-
-from domains import AS_OF, MARIA
 
 SESSION = Session(tenant_id="deltabank", customer_id="CUST_4412", region="US")
 SPEC = CaseSpec.model_validate({

@@ -5,9 +5,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from hopweave.engine.scenario_eval import evaluate
-
 from engine_store import SCENARIOS
+
+from hopweave.engine.scenario_eval import evaluate
 
 
 def test_eval_scenarios_modes_goals_and_patterns(engine, tmp_path: Path) -> None:  # noqa: ANN001

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from domains import AS_OF, MARIA
 
 from hopweave.adapters.agent_tool import RetrieveTool
@@ -43,7 +42,7 @@ def test_scope_for_maria_is_her_record_then_the_always_on_clauses(engine) -> Non
     assert {c.field: c.value for c in scope.clauses[2:]} == {  # type: ignore[union-attr]
         "status": "active", "region": "US", "tenant_id": "deltabank"}
     assert scope.authoritative == {"tier": ("Platinum",), "product": ("Platinum_Card",), "region": ("US",)}
-    assert "CUST_4421 -HOLDS-> Account.product" == scope.origins["product"]
+    assert scope.origins["product"] == "CUST_4421 -HOLDS-> Account.product"
     assert {"tenant_id", "customer_id", "status", "valid_from", "valid_until"} <= scope.locked
     # at an as_of: exactly the clauses the engine's own filter carries (the in-force clause too)
     at = scope_for(engine.graph, settings, Session(**MARIA), to_datetime(AS_OF))

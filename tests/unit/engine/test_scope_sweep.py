@@ -29,7 +29,6 @@ from typing import Any, Iterator
 
 import pytest
 import yaml
-
 from domains import AS_OF
 
 from hopweave.adapters.agent_tool import RetrieveTool
@@ -164,7 +163,7 @@ def test_claims_follow_the_record(engines: dict[str, Engine]) -> None:
         covered[(pack, entity)] = covered.get((pack, entity), 0) + 1
         followed += claimed not in allowed
         mentions += any(m.kind == "claim" for m in u.mentions)
-    assert {k for k in covered} == {(p, a.entity) for p in PACKS for a in _settings(p).authoritative}
+    assert set(covered) == {(p, a.entity) for p in PACKS for a in _settings(p).authoritative}
     assert followed > CLAIMS // 3 and mentions > CLAIMS // 3  # most claims contradict the record; reported
 
 

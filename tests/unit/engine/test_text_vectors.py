@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hopweave.search.text_vectors import COMPACT_AT, TextVectorCache, precedent_texts, vectors_dir
 from hopweave.search.embedder import default_embedder
+from hopweave.search.text_vectors import COMPACT_AT, TextVectorCache, precedent_texts, vectors_dir
 
 
 class _Counting:

@@ -6,7 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from domains import AS_OF, DELTABANK, DELTABANK_REGISTRY, MARIA  # tests/shared (on sys.path via this folder's conftest)
+from domains import (  # tests/shared (on sys.path via this folder's conftest)
+    AS_OF,
+    DELTABANK,
+    DELTABANK_REGISTRY,
+    MARIA,
+)
 
 from hopweave.engine.engine import Engine
 from hopweave.engine.query_vectors import SharedEmbedder
@@ -105,7 +110,6 @@ def test_group_commit_makes_many_traces_durable_in_few_writes(engine: Engine, ma
     import shutil
     import threading
     import time
-
 
     from hopweave.engine import record as trace_record
     from hopweave.engine.stages import open_graph

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from domains import deltabank_schema
 from engine_store import EXAMPLE
 
-from hopweave.pack.corpus import document_graph, load_corpus, store_resolver
-from hopweave.pack.manifest import read_manifest
 from hopweave.engine import tokens
 from hopweave.errors import ConfigError
-from domains import deltabank_schema
+from hopweave.pack.corpus import document_graph, load_corpus, store_resolver
+from hopweave.pack.manifest import read_manifest
 from hopweave.search.chunker import chunk_document
 
 QUOTE = ("Platinum customers in good standing may receive one fee waiver per calendar year at the discretion "

@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from domains import DELTABANK  # tests/shared
+from domains import (
+    AS_OF,
+    DELTABANK,  # tests/shared
+    MARIA,
+    UTTERANCE,
+)
 
 from hopweave.engine import record as trace_record
 from hopweave.models.common import Session
-
-from domains import AS_OF, MARIA, UTTERANCE
 
 
 class _CountingReads:

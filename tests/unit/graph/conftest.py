@@ -10,6 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
 
 from graph_helpers import load_schema, small_graph
+
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.schema import GraphSchema
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from domains import deltabank_schema
+
 from hopweave.graph.base import Edge, Node
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.common import Bindings, Session
 from hopweave.models.metagraph import EdgeStep, Seed, TraversalPattern
 from hopweave.models.schema import GraphSchema
-from domains import deltabank_schema
 
 AS_OF = datetime(2026, 5, 12, 23, 59, 59)
 

@@ -15,8 +15,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-
 from factories import make_pattern
+
 from hopweave.errors import FilterError, SchemaError, UnsafeIdentifierError
 from hopweave.graph.capabilities import FALKORDB, NEO4J, capabilities
 from hopweave.graph.cypher import (
@@ -67,9 +67,9 @@ def edge_known(e: str) -> str:
 
 
 def shipped_patterns(schema: GraphSchema) -> list[TraversalPattern]:
-    from hopweave.graph.gates import gate_write
     from domains import GOALS_DIR
 
+    from hopweave.graph.gates import gate_write
     from hopweave.graph.metagraph_io import load_goal_files
 
     goals, raws = load_goal_files(GOALS_DIR)

@@ -6,15 +6,13 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
+from test_gates import GOOD
 
 from hopweave.errors import HopweaveError, PatternValidationError
 from hopweave.graph.gate_rules import BOUNDS
 from hopweave.graph.gates import gate_write, validate_pattern
 from hopweave.models.metagraph import GoalType
-
-from test_gates import GOOD
 
 GOAL = GoalType(name="LateFeeDispute", description="late fee", examples=("x",), version=1)
 CHECKED = {"n": 0}

@@ -14,7 +14,16 @@ import pytest
 from hopweave.graph.base import Edge, Node
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.common import Bindings, Session
-from hopweave.models.metagraph import Bind, EdgeStep, Literal_, OrderBy, Predicate, RelativeTime, Seed, TraversalPattern
+from hopweave.models.metagraph import (
+    Bind,
+    EdgeStep,
+    Literal_,
+    OrderBy,
+    Predicate,
+    RelativeTime,
+    Seed,
+    TraversalPattern,
+)
 from hopweave.models.schema import GraphSchema
 
 T = "deltabank"

@@ -5,13 +5,13 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from domains import GOALS_DIR, deltabank_schema
 
 from hopweave.errors import PatternConflictError, PatternValidationError, PIIError
 from hopweave.graph.gates import patterns_using, validate_all
 from hopweave.graph.metagraph_io import load_goal_files, load_metagraph, write_metagraph
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.schema import GraphSchema
-from domains import GOALS_DIR, deltabank_schema
 
 
 @pytest.fixture

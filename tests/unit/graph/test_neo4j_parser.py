@@ -22,9 +22,9 @@ import os
 import re
 from typing import Any
 
+import cypher_statements as cs
 import pytest
 
-import cypher_statements as cs
 from hopweave.models.schema import GraphSchema
 
 GRAPHS, PATTERNS_PER_GRAPH, FILTERS_PER_GRAPH = 3, 50, 25

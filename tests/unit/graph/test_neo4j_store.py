@@ -13,6 +13,7 @@ neo4j = pytest.importorskip(
 )
 
 from factories import make_pattern  # noqa: E402
+
 from hopweave.errors import (  # noqa: E402
     ConfigError,
     QueryTimeoutError,

@@ -9,10 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from graph_helpers import bindings, pattern, small_graph
-from snapshot_forge import array as _array, forge as _forge, meta as _meta, parts as _parts
-from snapshot_forge import props_of as _props_of, section as _section, set_value as _set
+from snapshot_forge import (
+    array as _array,
+    forge as _forge,
+    meta as _meta,
+    parts as _parts,
+    props_of as _props_of,
+    section as _section,
+    set_value as _set,
+)
+
 from hopweave.errors import StoreCorruptError, StoreError
 from hopweave.graph import _persist as P
 from hopweave.graph._columns import IdOrder

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from domains import write_deltabank_settings
+
 from hopweave.graph import open_graph_store
 
 _WRITER = r"""

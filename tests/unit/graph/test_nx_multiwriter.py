@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from domains import write_deltabank_settings
+
 from hopweave.graph import open_graph_store
 
 WRITES = 150

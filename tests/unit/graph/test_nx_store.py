@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import pytest
+from graph_helpers import bindings, pattern, small_graph
 
-from hopweave.errors import InputError, SchemaError, StoreCorruptError, StoreError, TenantError, UnsafeIdentifierError
+from hopweave.errors import (
+    InputError,
+    SchemaError,
+    StoreCorruptError,
+    StoreError,
+    TenantError,
+    UnsafeIdentifierError,
+)
 from hopweave.graph import open_graph_store
 from hopweave.graph.base import Edge, Node
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.filters import Eq, Range, and_
-
-from graph_helpers import bindings, pattern, small_graph
 
 
 def test_get_node_is_tenant_scoped(mem_store):

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from domains import SCHEMA_FILE
 from graph_helpers import small_graph
+
 from hopweave.errors import StoreBusyError, StoreCorruptError, StoreError, StoreIOError
 from hopweave.graph import _persist as P
 from hopweave.graph._columns import SECTIONS

@@ -10,8 +10,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-
 from graph_helpers import small_graph
+
 from hopweave.errors import SchemaError, StoreCorruptError
 from hopweave.graph import _persist as P
 from hopweave.graph.base import Node

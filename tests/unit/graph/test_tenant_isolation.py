@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import random
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from graph_helpers import bindings, load_schema, pattern
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hopweave.graph.base import Edge, Node, visible
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.metagraph import EdgeStep, Literal_, Seed
-
-from graph_helpers import bindings, load_schema, pattern
 
 SCHEMA = load_schema()
 TENANTS = ("a", "b")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from graph_helpers import bindings, pattern, small_graph
 
 from hopweave.errors import TenantError
 from hopweave.graph.base import Edge, Node
@@ -10,8 +11,6 @@ from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.graph.traverse import run_goal_patterns, seed_entities
 from hopweave.models.common import PatternResult, Row
 from hopweave.models.metagraph import EdgeStep, Literal_, Seed
-
-from graph_helpers import bindings, pattern, small_graph
 
 
 @pytest.fixture

@@ -5,13 +5,20 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
+from graph_helpers import bindings, pattern
+
 from hopweave.graph.base import Edge, Node
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.models.metagraph import (
-    AsOfYear, Bind, EdgeStep, Literal_, OrderBy, Predicate, RelativeTime, Seed,
+    AsOfYear,
+    Bind,
+    EdgeStep,
+    Literal_,
+    OrderBy,
+    Predicate,
+    RelativeTime,
+    Seed,
 )
-
-from graph_helpers import bindings, pattern
 
 
 def ids(result):

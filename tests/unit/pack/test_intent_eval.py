@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from hopweave.cli import app
-from hopweave.understand.datasets import LabeledUtterance
 from hopweave.pack.intent_eval import NO_GOAL, intent_report
+from hopweave.understand.datasets import LabeledUtterance
 from hopweave.understand.models import Classification
 
 ROOT = Path(__file__).resolve().parents[3]

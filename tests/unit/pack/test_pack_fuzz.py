@@ -39,7 +39,14 @@ import yaml
 
 from hopweave.errors import HopweaveError
 from hopweave.pack.init import init_pack
-from hopweave.pack.loader import PackInvalidError, document_items, graph_items, load_pack, metagraph_items, read_pack
+from hopweave.pack.loader import (
+    PackInvalidError,
+    document_items,
+    graph_items,
+    load_pack,
+    metagraph_items,
+    read_pack,
+)
 from hopweave.pack.validate import validate_pack
 
 pytestmark = pytest.mark.slow

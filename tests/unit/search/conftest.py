@@ -8,11 +8,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers (domains)
 
 import pytest
+from domains import deltabank_schema
+from search_fixtures import HashEmbedder
 
 from hopweave.models.schema import GraphSchema
-from domains import deltabank_schema
-
-from search_fixtures import HashEmbedder
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from search_fixtures import load, make_index
 
 from hopweave.errors import FilterError
 from hopweave.models.common import Session
@@ -18,8 +19,6 @@ from hopweave.search.qdrant_filter import to_edge, to_qdrant
 from hopweave.understand.filter_map import FilterMapping, compile_filter, read_mapping_file
 from hopweave.understand.models import Entity
 from hopweave.understand.scope import SubjectRecord, session_scope
-
-from search_fixtures import load, make_index
 
 PACK = Path(__file__).resolve().parents[3] / "examples" / "deltabank"
 BASE = read_mapping_file(PACK / "filters.yaml")

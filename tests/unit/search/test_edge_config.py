@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 
+from search_fixtures import load, random_payloads
+
 from hopweave.search.edge_index import SEARCH_THREADS, EdgeIndex
 from hopweave.search.profiles import get_profile
-
-from search_fixtures import load, random_payloads
 
 
 def _config(store):

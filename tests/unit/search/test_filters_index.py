@@ -5,11 +5,10 @@ from __future__ import annotations
 import random
 
 import pytest
+from search_fixtures import POLICY, PRODUCTS, REGIONS, TIERS, load, make_index, random_payloads
 
 from hopweave.models.filters import And, Eq, In, Not, Or, Range, matches
 from hopweave.models.ranking import RankingProfile
-
-from search_fixtures import POLICY, PRODUCTS, REGIONS, TIERS, load, make_index, random_payloads
 
 WIDE = RankingProfile(name="wide_rrf", version=1, method="rrf", rank_constant=60, candidates_per_channel=500)
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 import math
 
 import pytest
+from search_fixtures import load, random_payloads
 
 from hopweave.models.filters import And, Eq, In
 from hopweave.search.edge_index import EdgeIndex
 from hopweave.search.idf_cache import UNIT_IDF, IdfCache, exact_idf, snap_df
 from hopweave.search.index_types import lexical_request
 from hopweave.search.profiles import get_profile
-
-from search_fixtures import load, random_payloads
 
 QUERIES = ["late fee waiver platinum", "fraud claim refund dispute card", "overdraft courtesy hardship",
            "annual fee statement interest escalation", "gold card payment limit"]

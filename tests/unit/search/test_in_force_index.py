@@ -6,12 +6,11 @@ from __future__ import annotations
 import random
 
 import pytest
+from search_fixtures import load, make_index, random_payloads
 
 from hopweave.models.filters import And, Eq, In, matches
 from hopweave.models.ranking import RankingProfile
 from hopweave.understand.filter_map import InForce, instant
-
-from search_fixtures import load, make_index, random_payloads
 
 WIDE = RankingProfile(name="wide_rrf", version=1, method="rrf", rank_constant=60, candidates_per_channel=500)
 RULE = InForce.model_validate({"from": "valid_from", "until": "valid_until", "status": "status"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from search_fixtures import HashEmbedder, load, make_index, random_payloads
 
 from hopweave.errors import EmbeddingSpaceError, FilterError, StoreError, TenantError
 from hopweave.models.filters import Eq
@@ -12,8 +13,6 @@ from hopweave.search.edge_index import EdgeIndex
 from hopweave.search.embedder import EmbeddingSpace
 from hopweave.search.index_base import SPACE_FIELD, CollectionInfo, IndexPoint
 from hopweave.search.profiles import get_profile
-
-from search_fixtures import HashEmbedder, load, make_index, random_payloads
 
 KINDS = ["edge", "client"]
 Q = "late fee waiver for a platinum card payment dispute"

@@ -5,12 +5,11 @@ null or an empty list."""
 from __future__ import annotations
 
 import pytest
+from search_fixtures import load, make_index, random_payloads
 
 from hopweave.models.filters import And, Eq, IsEmpty, Not, matches, parse_filter, to_display
 from hopweave.models.ranking import RankingProfile
 from hopweave.search.qdrant_filter import to_edge, to_qdrant
-
-from search_fixtures import load, make_index, random_payloads
 
 WIDE = RankingProfile(name="wide_rrf", version=1, method="rrf", rank_constant=60, candidates_per_channel=500)
 

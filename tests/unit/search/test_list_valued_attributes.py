@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from search_fixtures import load, make_index
 
 from hopweave.errors import InputError
 from hopweave.graph.base import Node
@@ -20,8 +21,6 @@ from hopweave.models.schema import SchemaExtension
 from hopweave.pack.manifest import read_manifest
 from hopweave.understand.filter_map import FilterMapping, read_mapping_file
 from hopweave.understand.scope import SubjectRecord, read_record, session_scope
-
-from search_fixtures import load, make_index
 
 PACK = Path(__file__).resolve().parents[3] / "examples" / "deltabank"
 BASE = read_manifest(PACK).domain_settings()

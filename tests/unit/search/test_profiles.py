@@ -137,8 +137,8 @@ def test_rrf_k60_equals_qdrant_fusion_rrf_k61(tmp_path, schema, hash_embedder):
 def test_every_fusion_method_has_a_channel_scorer():
     from typing import get_args
 
-    from hopweave.models.ranking import Method
     from hopweave.models.fusion_methods import FUSION_METHODS
+    from hopweave.models.ranking import Method
 
     assert set(FUSION_METHODS) == set(get_args(Method))
     assert all(name == row.name for name, row in FUSION_METHODS.items())

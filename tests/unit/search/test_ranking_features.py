@@ -4,14 +4,13 @@ z-score fusion: values, explanations, determinism, published fingerprints untouc
 from __future__ import annotations
 
 import pytest
+from search_fixtures import load, make_index, random_payloads
 
 from hopweave.models.ranking import FeatureWeights, RankingProfile
 from hopweave.search.features import FEATURES, context, query_sections, score
 from hopweave.search.fusion import fuse
 from hopweave.search.lexical import Tokenizer
 from hopweave.search.profiles import get_profile
-
-from search_fixtures import load, make_index, random_payloads
 
 KINDS = ["edge", "client"]
 Q = "late fee waiver for a platinum card payment dispute"

@@ -4,13 +4,12 @@ engine batch per search, cached compiled filters. Each must leave results untouc
 from __future__ import annotations
 
 import pytest
+from search_fixtures import load, make_index, random_payloads
 
 from hopweave.models.ranking import FeatureWeights, RankingProfile
 from hopweave.search.edge_index import CandidatePayloads, EdgeIndex
 from hopweave.search.index_base import VectorIndex
 from hopweave.search.profiles import get_profile
-
-from search_fixtures import load, make_index, random_payloads
 
 Q = "late fee waiver for a platinum card payment dispute"
 AUTH = RankingProfile(name="t_auth_cost", version=1, method="convex", alpha=0.5, normalisation="minmax",

@@ -13,14 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
+from search_fixtures import load, random_payloads
 
 from hopweave.errors import FilterError, InputError, StoreIncompleteError, StoreUnavailableError, TenantError
 from hopweave.models.filters import And, Eq, In, IsEmpty, Or, Range
 from hopweave.search.edge_index import COMPLETE_FILE, INCOMPLETE_FILE, EdgeIndex
 from hopweave.search.profiles import get_profile
 from hopweave.search.search_process import ProcessEdgeIndex
-
-from search_fixtures import load, random_payloads
 
 QUERIES = ["late fee waiver platinum", "fraud claim refund dispute card", "overdraft courtesy hardship",
            "annual fee statement interest escalation"]

@@ -146,8 +146,7 @@ def test_deep_decodes_every_node_and_names_a_forged_one(copy: Path) -> None:
 
 @pytest.mark.slow  # several seconds (processes, CLI runs): the slow suite, which CI also runs
 def test_an_old_snapshot_format_and_a_long_journal_are_warnings(copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hopweave.graph import _persist as P
-    from hopweave.graph import networkx_store, open_graph_store
+    from hopweave.graph import _persist as P, networkx_store, open_graph_store
     from hopweave.graph.base import Node
 
     d = _compacted(copy)
@@ -196,8 +195,7 @@ def test_a_shard_held_by_a_serving_engine_is_a_warning(copy: Path) -> None:
 
 @pytest.mark.slow  # several seconds (doctor and CLI runs): the slow suite, which CI also runs
 def test_a_bad_journal_record_is_quarantined_and_reported_the_store_still_opens(copy: Path) -> None:
-    from hopweave.graph import GRAPH_SUBDIR
-    from hopweave.graph import _persist as P
+    from hopweave.graph import GRAPH_SUBDIR, _persist as P
 
     d = copy / GRAPH_SUBDIR
     # what an older hopweave appended for a retrieval at as_of 0999-12-31 (the year not zero-padded)

@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples" / "delta
 from generator.build import metagraph_items  # noqa: E402
 from generator.generate import generate  # noqa: E402
 from generator.vocabulary import vocabulary  # noqa: E402
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))  # tests/shared helpers
 from domains import DELTABANK, DELTABANK_CALIBRATION, DELTABANK_CONFIG, deltabank_schema  # noqa: E402
 

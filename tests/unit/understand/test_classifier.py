@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import MARIA_UTTERANCE
 from domains import DELTABANK_CALIBRATION, DELTABANK_CONFIG, UTTERANCES_DIR
+
 from hopweave.errors import ConfigError, InputError
 from hopweave.graph.metagraph_io import write_metagraph
 from hopweave.models.metagraph import GoalType

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import MARIA_UTTERANCE
+from domains import PACK
+from generator.build import load_deltabank  # the pack's generator (conftest puts it on sys.path)
 from typer.testing import CliRunner
 
-from conftest import MARIA_UTTERANCE
 from hopweave.cli import app
-from generator.build import load_deltabank  # the pack's generator (conftest puts it on sys.path)
-from domains import PACK
 
 SESSIONS = PACK / "sessions"
 

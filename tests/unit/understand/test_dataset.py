@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections import Counter
 
 import yaml
+from domains import GOALS_DIR, UTTERANCES_DIR, deltabank_classifier_config
 
 from hopweave.graph.metagraph_io import load_goal_files
 from hopweave.understand.datasets import load_examples, load_split
 from hopweave.understand.text import normalize
-
-from domains import GOALS_DIR, UTTERANCES_DIR, deltabank_classifier_config
 
 GOALS = {"LateFeeDispute", "FraudClaim", "CreditLimitIncrease", "NameChange"}
 

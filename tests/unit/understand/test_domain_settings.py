@@ -8,9 +8,9 @@ import ast
 from pathlib import Path
 
 import pytest
-
 from conftest import AS_OF
 from domains import DELTABANK
+
 from hopweave.engine.boundary import check_session_attributes
 from hopweave.errors import InputError
 from hopweave.models.common import Session
@@ -76,12 +76,12 @@ _DELTABANK_NAMES = {"Customer", "CUST", "ACCT", "TRACE", "Tier", "Product", "Eve
 
 
 @pytest.mark.parametrize("module", sorted(
-    [p for p in (SRC / "engine").glob("*.py")]
+    list((SRC / "engine").glob("*.py"))
     # classifier/calibration: the hygiene helper's; datasets.py: the default example folder for
     # the classifier CLI (moves to the pack with issue 10's loader)
     + [p for p in (SRC / "understand").glob("*.py") if p.name not in ("classifier.py", "calibration.py",
                                                                       "datasets.py")]
-    + [p for p in (SRC / "adapters").glob("*.py")]), ids=lambda p: f"{p.parent.name}/{p.name}")
+    + list((SRC / "adapters").glob("*.py"))), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_core_code_names_no_deltabank_label(module: Path) -> None:
     """String literals and names in code (docstrings and comments aside) name no DeltaBank label,
     id prefix or tenant."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from pydantic import ValidationError
-
 from conftest import AS_OF, MARIA_UTTERANCE
 from domains import DELTABANK, FILTERS_FILE
+from pydantic import ValidationError
+
 from hopweave.errors import ConfigError, FilterError, SchemaError, TenantError
 from hopweave.models.common import Session
 from hopweave.models.filters import And, Eq, In, IsEmpty, Or, Range, matches

@@ -6,9 +6,9 @@ session gets no segment-specific policy (``tier`` must be empty)."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import AS_OF
 from domains import DELTABANK, DELTABANK_CALIBRATION, DELTABANK_CONFIG
+
 from hopweave.models.common import Session
 from hopweave.models.domain import DomainSettings
 from hopweave.models.filters import Eq, IsEmpty, fields

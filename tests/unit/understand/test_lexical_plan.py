@@ -7,6 +7,7 @@ from datetime import datetime
 from conftest import AS_OF, MARIA_UTTERANCE
 from domains import DELTABANK
 from generator.vocabulary import concept_id  # the pack's generator (conftest puts it on sys.path)
+
 from hopweave.graph.base import Edge, Node
 from hopweave.models.common import Session
 from hopweave.models.schema import GLOBAL_TENANT

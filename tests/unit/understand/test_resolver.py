@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
-
 from conftest import AS_OF, MARIA_UTTERANCE
 from domains import DELTABANK, DELTABANK_CALIBRATION, DELTABANK_CONFIG
+
 from hopweave.graph.base import Node
 from hopweave.models.common import Bindings, Session
 from hopweave.models.schema import GLOBAL_TENANT

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import AS_OF, MARIA_UTTERANCE
+
 from hopweave.errors import InputError, TenantError
 from hopweave.models.common import Session
 from hopweave.understand import Understander, Understanding

@@ -9,13 +9,12 @@ from typing import Sequence
 
 import numpy as np
 import pytest
+from domains import DELTABANK_CALIBRATION, DELTABANK_CONFIG
 
 from hopweave.graph.networkx_store import NetworkxGraphStore
 from hopweave.search.embedder import Embedder
 from hopweave.understand.classifier import GoalClassifier
 from hopweave.understand.vector_cache import cache_dir_for, load_vectors, save_vectors, vectors_key
-
-from domains import DELTABANK_CALIBRATION, DELTABANK_CONFIG
 
 TEXTS = ["waive my late fee", "my card was stolen", "change my surname"]
 

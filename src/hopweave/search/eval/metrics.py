@@ -76,7 +76,7 @@ def mean_metrics(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, floa
     """Macro average of each metric over queries (each asserted in [0, 1])."""
     n = len(per_query)
     if n == 0:
-        return {m: 0.0 for m in METRICS}
+        return dict.fromkeys(METRICS, 0.0)
     return {
         m: _check(m, sum(q[m] for q in per_query.values()) / n) for m in METRICS
     }
