@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -38,6 +37,7 @@ sys.path.insert(0, str(ROOT / "examples" / "deltabank"))
 sys.path.insert(0, str(ROOT / "tests" / "shared"))
 
 from domains import MARIA as SESSION, UTTERANCE  # noqa: E402
+from serving import stop_serve  # noqa: E402
 
 HEADER = "x-hopweave-worker"
 ACCOUNT = "ACCT_99812"  # Maria's account
@@ -81,12 +81,7 @@ def serve(store: Path, port: int, scratch: Path, *, start_timeout_s: float = 240
             raise RuntimeError(f"serve --workers 2 did not start both workers (answered: {pids}) {err}")
         yield url, pids
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(90)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
+        stop_serve(proc)
     if proc.returncode != 0:
         raise RuntimeError(f"serve exited {proc.returncode}")
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ from pathlib import Path
 import pytest
 from domains import MARIA, UTTERANCE
 from engine_store import REPO
+from serving import stop_serve
 
 pytest.importorskip("fastapi", reason="the serve extra is not installed")
 
@@ -91,12 +91,7 @@ def test_a_load_while_serving_loses_no_recorded_trace(cli_store: Path, tmp_path:
         worker.join(90)
     finally:
         stop.set()
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(90)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
+        stop_serve(proc)
     assert proc.returncode == 0
     assert all(ld.returncode == 0 for ld in loads), [ld.stderr[-500:] for ld in loads if ld.returncode]
     assert not failures, failures[:3]

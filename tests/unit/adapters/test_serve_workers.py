@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from domains import AS_OF, MARIA, UTTERANCE
+from serving import stop_serve
 
 from hopweave.adapters.serve_workers import (
     PREFIX,
@@ -161,12 +162,7 @@ def test_two_workers_serve_record_and_stop_cleanly(store: Path, tmp_path: Path) 
                 if r.status_code == 200:
                     traces.append(r.json()["trace_id"])
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(90)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
+        stop_serve(proc)
     assert proc.returncode == 0
     assert list(scratch.glob(f"{PREFIX}*")) == []  # every worker removed its copy
     graph = open_graph_store(store)
