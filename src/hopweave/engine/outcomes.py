@@ -6,7 +6,9 @@ the session, the outcome and its provenance, checks it through the memory-write 
 - the **decided trace** ``DEC_<hash of tenant and trace id>``: a ``:DecisionTrace`` of the kind the
   goal's ``outcomes.precedent.kind`` names (``decision`` without a precedent link) with the
   current outcome, who decided, the rationale, the cited ids, the case facts the goal keeps
-  (``outcomes.keep``, read from the retrieval's ``case_json``), a ``text`` and a ``summary``;
+  (``outcomes.keep``, read from the retrieval's ``case_json``), a ``summary`` (the goal's
+  template, kept names as words) and a ``text`` (the goal's name as words, the summary, the
+  rationale: what the precedent ranking compares with the case);
   ``timestamp`` and ``recorded_at`` are the first decision's instant, so a pattern at an earlier
   ``as_of`` (and every replay of an earlier trace) never sees it (docs/engine.md, "Time");
 - one **version** node per distinct outcome, ``DEC_<hash>_v<N>`` (``kind: outcome_version``,
@@ -70,7 +72,7 @@ from hopweave.models.common import Bindings, Session, to_datetime
 from hopweave.models.domain import SubjectSpec
 from hopweave.models.internal_patterns import internal_pattern
 from hopweave.models.metagraph import EdgeStep, GoalType, Literal_, Seed
-from hopweave.models.outcomes import OutcomeSpec
+from hopweave.models.outcomes import OutcomeSpec, as_words, goal_words
 
 __all__ = ["DECIDED_PREFIX", "OutcomeRecord", "OutcomeRecorder", "VERSION_KIND", "commit", "decided_id"]
 
@@ -282,7 +284,9 @@ class OutcomeRecorder:
         tenant, trace_id = c.session.tenant_id, c.trace.id
         first = (to_datetime(str(current.props.get("timestamp"))) if current is not None else None) or c.instant
         kept = _kept(c.spec, c.trace.props.get("case_json"))
-        values = {**kept, "outcome": c.outcome, "decided_by": c.decided_by}
+        # the texts read the kept values as words (a plan `Unlimited_Plus` as "Unlimited Plus"), as
+        # shipped precedent texts do: the precedent ranking compares them with the case's words
+        values = {**{k: as_words(v) for k, v in kept.items()}, "outcome": c.outcome, "decided_by": c.decided_by}
         summary = c.spec.render_summary(values)
         if c.decided_by:
             summary += f" (decided by {c.decided_by})"
@@ -292,7 +296,7 @@ class OutcomeRecorder:
             "outcome_version": version, "decided_by": c.decided_by, "approved_by": c.decided_by,
             "rationale": c.rationale, "cited": list(c.cited), "decided_at": c.instant,
         }
-        text = f"{c.goal.name} case: {summary}." + (f" {c.rationale}" if c.rationale else "")
+        text = f"{goal_words(c.goal.name)} case: {summary}." + (f" {c.rationale}" if c.rationale else "")
         kind = c.spec.precedent.kind if c.spec.precedent is not None else "decision"
         # the decided trace shows the latest version: a field the amendment leaves out is removed (None)
         decided = Node(dec, "DecisionTrace", {

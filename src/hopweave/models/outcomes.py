@@ -29,6 +29,10 @@ from hopweave.models.schema import GraphSchema, check_identifier
 #: ``{name}`` placeholders of a summary template (nothing else is substituted: no attribute or
 #: index access, unlike ``str.format``).
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: A value written as an identifier with underscores between word parts (``Unlimited_Plus``).
+IDENTIFIER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")
+#: The words of a CamelCase name (``RoamingChargeDispute``, ``ATMFee``).
+CAMEL_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 #: Longest outcome name.
 MAX_OUTCOME_CHARS = 64
 
@@ -146,6 +150,24 @@ class OutcomeSpec(_Frozen):
             shown = ", ".join(f"{k} {_fmt(values[k])}" for k in sorted(self.keep) if values.get(k) is not None)
             return f"{shown} → {values.get('outcome')}" if shown else f"→ {values.get('outcome')}"
         return PLACEHOLDER.sub(lambda m: _fmt(values.get(m.group(1))), self.summary)
+
+
+def as_words(value: Any) -> Any:
+    """A kept value as a text reads it: an identifier-like name of a vocabulary node with
+    underscores and lower-case letters (``Unlimited_Plus``) as its words (``Unlimited Plus``,
+    as the resolver and the lexical plan read it); any other value (a code such as
+    ``SUB_1001``, a number) unchanged."""
+    if isinstance(value, str) and IDENTIFIER_NAME.fullmatch(value) and any(ch.islower() for ch in value):
+        return value.replace("_", " ")
+    return value
+
+
+def goal_words(name: str) -> str:
+    """A goal type's name as words for a text: ``LateFeeDispute`` -> ``Late fee dispute``
+    (CamelCase and underscores split; an all-capital run such as ``ATM`` kept)."""
+    parts = [w for chunk in name.split("_") for w in CAMEL_WORD.findall(chunk)] or [name]
+    words = [parts[0]] + [w if w.isupper() and len(w) > 1 else w.lower() for w in parts[1:]]
+    return " ".join(words)
 
 
 def _fmt(v: Any) -> str:

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from hopweave.errors import UnsafeIdentifierError
 from hopweave.models.metagraph import GoalType, to_json
-from hopweave.models.outcomes import OutcomeSpec
+from hopweave.models.outcomes import OutcomeSpec, as_words, goal_words
 from hopweave.models.schema import GraphSchema
 
 PACK = Path(__file__).resolve().parents[3] / "examples" / "deltabank" / "schema.yaml"
@@ -60,3 +60,12 @@ def test_a_goal_without_outcomes_keeps_its_stored_definition() -> None:
     assert "outcomes" not in to_json(g)
     with_spec = g.model_copy(update={"outcomes": OutcomeSpec(vocabulary=("done",))})
     assert GoalType.model_validate_json(to_json(with_spec)).outcomes == with_spec.outcomes
+
+
+def test_decided_trace_texts_read_names_as_words() -> None:
+    """A kept vocabulary name with underscores reads as its words, a code or number stays; a
+    goal's CamelCase name reads as words (the decided trace's text; precedent ranks by it)."""
+    assert [as_words(v) for v in ("Unlimited_Plus", "Prepaid_Go", "Platinum", "SUB_1001", "RoamingCharge", 39.0)] \
+        == ["Unlimited Plus", "Prepaid Go", "Platinum", "SUB_1001", "RoamingCharge", 39.0]
+    assert [goal_words(g) for g in ("RoamingChargeDispute", "LateFeeDispute", "ATMFeeDispute", "plan_change")] \
+        == ["Roaming charge dispute", "Late fee dispute", "ATM fee dispute", "plan change"]
