@@ -163,7 +163,7 @@ def as_words(value: Any) -> Any:
 
 
 def goal_words(name: str) -> str:
-    """A goal type's name as words for a text: ``LateFeeDispute`` -> ``Late fee dispute``
+    """A goal type's name as words for a text: ``PlanChangeRequest`` -> ``Plan change request``
     (CamelCase and underscores split; an all-capital run such as ``ATM`` kept)."""
     parts = [w for chunk in name.split("_") for w in CAMEL_WORD.findall(chunk)] or [name]
     words = [parts[0]] + [w if w.isupper() and len(w) > 1 else w.lower() for w in parts[1:]]
