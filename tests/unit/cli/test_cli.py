@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,9 @@ def _retrieve(store: Path) -> dict:
 
 
 @pytest.mark.slow  # several seconds (processes, CLI runs): the slow suite, which CI also runs
-def test_retrieve_replay_and_trace_diff_after_a_pattern_edit(cli_store: Path) -> None:
+def test_retrieve_replay_and_trace_diff_after_a_pattern_edit(cli_store: Path, tmp_path: Path) -> None:
+    # a copy of the session's store: the pattern edit below must not reach the other tests using it
+    cli_store = Path(shutil.copytree(cli_store, tmp_path / "store"))
     before = _retrieve(cli_store)
     for key in ("trace_id", "goal", "confidence", "entities", "filter", "chunks", "facts", "context", "tokens",
                 "degraded", "timings_ms"):
