@@ -150,7 +150,9 @@ class IdentityConfig:
         jwks_file: a JSON Web Key Set file (keys chosen by the token's ``kid``).
         jwt_issuer: the required ``iss`` (None: not checked).
         jwt_audience: the required ``aud`` (None: a token carrying ``aud`` is refused).
-        claims: session field -> claim name, over :data:`DEFAULT_CLAIMS`.
+        claims: session field -> claim name, over :data:`DEFAULT_CLAIMS`; a field
+            ``attributes.NAME`` takes one session attribute from a claim of its own (over the
+            same name in the ``attributes`` claim).
         api_keys_file: a JSON file ``{"keys": [{"id", "sha256", "tenant_id", "scope"}]}``.
         trust_body_session: accept body sessions from a trusted gateway (no verification here).
         leeway_s: clock skew tolerated on ``exp`` / ``nbf``.
@@ -390,9 +392,10 @@ class Verifier:
         if config.trust_body_session and config.verifies:
             raise ConfigError("--trust-body-session is for a gateway that verifies callers itself: do not combine it "
                               "with --jwt-secret-file / --jwt-public-key / --jwks-file / --api-keys")
-        unknown = set(config.claims) - set(DEFAULT_CLAIMS)
+        unknown = {f for f in config.claims if f not in DEFAULT_CLAIMS and not _attribute_field(f)}
         if unknown:
-            raise ConfigError(f"claim mapping names {sorted(unknown)}: session fields are {sorted(DEFAULT_CLAIMS)}")
+            raise ConfigError(f"claim mapping names {sorted(unknown)}: session fields are {sorted(DEFAULT_CLAIMS)} "
+                              "or attributes.NAME (one declared session attribute from a claim of its own)")
         self.config = config
         self.claims = {**DEFAULT_CLAIMS, **config.claims}
         self._keys = load_keys(config.api_keys_file) if config.api_keys_file else {}
@@ -523,8 +526,13 @@ class Verifier:
     def _claims_session(self, claims: Mapping[str, Any]) -> dict[str, Any]:
         session: dict[str, Any] = {}
         for name, claim in self.claims.items():
-            if claim in claims and claims[claim] is not None:
+            if claim in claims and claims[claim] is not None and not _attribute_field(name):
                 session[name] = claims[claim]
+        for name, claim in self.claims.items():  # attributes.NAME <- a claim of its own, over the attributes claim
+            attr = _attribute_field(name)
+            if attr and claims.get(claim) is not None:
+                base = session.get("attributes")
+                session["attributes"] = {**(base if isinstance(base, Mapping) else {}), attr: claims[claim]}
         if not isinstance(session.get("tenant_id"), str):
             raise AuthenticationError(f"the token carries no tenant (claim {self.claims['tenant_id']!r})")
         try:
@@ -564,6 +572,12 @@ class Verifier:
             raise CallerMismatchError(f"the caller {caller.id} acts for tenant {caller.tenant_id!r}, "
                                       f"not {session.tenant_id!r}")
         return session
+
+
+def _attribute_field(field_name: str) -> Optional[str]:
+    """``NAME`` of a claim-mapping field ``attributes.NAME`` (an identifier), else None."""
+    prefix, dot, name = field_name.partition(".")
+    return name if prefix == "attributes" and dot and name.isidentifier() else None
 
 
 def _credential(headers: Mapping[str, str]) -> Optional[str]:

@@ -56,11 +56,11 @@ def serve(
     jwt_audience: Optional[str] = typer.Option(None, "--jwt-audience", help="The required aud claim."),
     jwt_claim: list[str] = typer.Option(
         [], "--jwt-claim", help="FIELD=CLAIM: take the session field FIELD (tenant_id, customer_id, region, channel, "
-        "agent_id, locale, attributes) from the token's claim CLAIM (default customer_id=sub, tenant_id=tenant_id, "
-        "the others by their own name). Repeatable."),
+        "agent_id, locale, attributes, or attributes.NAME for one session attribute) from the token's claim CLAIM "
+        "(default customer_id=sub, tenant_id=tenant_id, the others by their own name). Repeatable."),
     api_keys: Optional[str] = typer.Option(
         None, "--api-keys", help="Accept service keys from this file (SHA-256 digests, each scoped to a tenant and to "
-        "tool or full; `hopweave keys add` writes it)."),
+        "tool or full; `hopweave api-key FILE` writes it)."),
     trust_body_session: bool = typer.Option(
         False, "--trust-body-session", help="Behind a gateway that authenticates callers: take the request body's "
         "session as it is (logged at start; not with token or key verification)."),

@@ -207,6 +207,19 @@ def test_claims_map_to_the_session_as_configured(keyfiles: dict[str, str]) -> No
         v.session_for(caller, {"customer_id": "CUST_5104"})
 
 
+def test_a_flat_claim_maps_to_one_session_attribute(keyfiles: dict[str, str]) -> None:
+    v = Verifier(IdentityConfig(jwt_secret_file=keyfiles["secret"], jwt_audience=AUD,
+                                claims={"attributes.market": "mkt"}))
+    t = token({"sub": "SUB_1001", "tenant_id": "acme", "mkt": "consumer", "attributes": {"market": "x", "plan": "p"}})
+    session = v.session_for(v.caller(bearer(t)), None)
+    assert session.attributes == {"market": "consumer", "plan": "p"}  # the own claim over the attributes claim
+    alone = v.session_for(v.caller(bearer(token({"sub": "SUB_1001", "tenant_id": "acme", "mkt": "business"}))), None)
+    assert alone.attributes == {"market": "business"}
+    for bad in ("attributes.", "attributes.not-a-name", "tier"):
+        with pytest.raises(ConfigError, match="attributes.NAME"):
+            Verifier(IdentityConfig(jwt_secret_file=keyfiles["secret"], claims={bad: "x"}))
+
+
 def test_rate_limits_per_tenant_and_per_caller() -> None:
     now = [100.0]
     rl = RateLimiter(per_tenant=2, per_caller=0, clock=lambda: now[0])
