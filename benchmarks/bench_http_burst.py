@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -31,7 +30,9 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "shared"))
 from machine import machine  # noqa: E402
+from serving import stop_serve, wait_ready  # noqa: E402
 
 SESSION = {"tenant_id": "deltabank", "customer_id": "CUST_4421", "region": "US", "channel": "phone"}
 
@@ -120,19 +121,12 @@ def main() -> None:
                             env=os.environ.copy())
     base = f"http://127.0.0.1:{a.port}"
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                if httpx.get(base + "/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+        if not wait_ready(base, proc, 120):
+            raise RuntimeError("hopweave serve did not become ready within 120 s")
         asyncio.run(_burst(base + "/v1/retrieve", 1))
         res = asyncio.run(_burst(base + "/v1/retrieve", a.burst) if a.client == "httpx" else _burst_raw(a.port, a.burst))
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
+        stop_serve(proc, 60)
     codes = sorted({c for c, _, _, _ in res})
     by = {str(code): {"client": _stats([ms for c, ms, _, _ in res if c == code]),
                       "server": _stats([srv for c, _, srv, _ in res if c == code and srv == srv])} for code in codes}

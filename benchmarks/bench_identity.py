@@ -43,8 +43,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "shared"))
 from bench_isolation import ensure_store  # noqa: E402
 from machine import machine  # noqa: E402
+from serving import stop_serve, wait_ready  # noqa: E402
 
 from hopweave.adapters.agent_tool import RetrieveTool  # noqa: E402
 from hopweave.adapters.http import create_app  # noqa: E402
@@ -312,7 +314,6 @@ def phase_flood_served(store: Path, secret: Path, rate: float, flood_n: int, ste
     the flooder in a process of its own (so neither the server nor the flooder shares a GIL with
     the timed caller): quiet, then while the flood runs for the whole timed series."""
     import os
-    import signal
     import subprocess
 
     import httpx
@@ -329,14 +330,8 @@ def phase_flood_served(store: Path, secret: Path, rate: float, flood_n: int, ste
     url = base + "/v1/tool/retrieve"
     vt = token(victim)
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                if httpx.get(base + "/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+        if not wait_ready(base, server, 120):
+            raise RuntimeError("hopweave serve did not become ready within 120 s")
 
         def steady(client: httpx.Client, n: int, codes: Counter[int]) -> list[float]:
             lat = []
@@ -364,8 +359,7 @@ def phase_flood_served(store: Path, secret: Path, rate: float, flood_n: int, ste
             flood_out = json.loads(flood.stdout.readline())
             flood.wait(30)
     finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(60)
+        stop_serve(server, 60)
 
     def p99(xs: list[float]) -> float:
         return round(sorted(xs)[max(0, int(len(xs) * 0.99) - 1)], 1)

@@ -1,12 +1,14 @@
-"""Stopping a ``hopweave serve`` process started by a test or benchmark the way an operator does:
-SIGTERM, then a bounded wait for its clean shutdown (queued traces written, worker copies removed)."""
+"""A ``hopweave serve`` process started by a test or benchmark: waiting until it is ready, and
+stopping it the way an operator does (SIGTERM, then a bounded wait for its clean shutdown: queued
+traces written, worker copies removed)."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
+import time
 
-__all__ = ["stop_serve"]
+__all__ = ["stop_serve", "wait_ready"]
 
 
 def stop_serve(proc: "subprocess.Popen[str] | subprocess.Popen[bytes]", timeout_s: float = 90.0) -> None:
@@ -18,3 +20,19 @@ def stop_serve(proc: "subprocess.Popen[str] | subprocess.Popen[bytes]", timeout_
     except subprocess.TimeoutExpired:
         proc.kill()
         raise
+
+
+def wait_ready(base: str, proc: "subprocess.Popen[str] | subprocess.Popen[bytes]", timeout_s: float = 180.0) -> bool:
+    """Poll ``base``/readyz until it answers 200 (True); False when ``proc`` exits first or
+    ``timeout_s`` passes."""
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if httpx.get(f"{base}/readyz", timeout=5).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    return False

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from domains import MARIA, UTTERANCE
 from engine_store import REPO
-from serving import stop_serve
+from serving import stop_serve, wait_ready
 
 pytest.importorskip("fastapi", reason="the serve extra is not installed")
 
@@ -72,14 +72,7 @@ def test_a_load_while_serving_loses_no_recorded_trace(cli_store: Path, tmp_path:
 
     loads: list[subprocess.CompletedProcess[str]] = []
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                if httpx.get(f"{url}/readyz", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+        wait_ready(url, proc)
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else "serve exited"
         worker = threading.Thread(target=client, daemon=True)
         worker.start()
