@@ -4,11 +4,13 @@ traces written, worker copies removed)."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 import time
+from typing import Any
 
-__all__ = ["stop_serve", "wait_ready"]
+__all__ = ["hold_retrievals", "stop_serve", "wait_ready"]
 
 
 def stop_serve(proc: "subprocess.Popen[str] | subprocess.Popen[bytes]", timeout_s: float = 90.0) -> None:
@@ -36,3 +38,17 @@ def wait_ready(base: str, proc: "subprocess.Popen[str] | subprocess.Popen[bytes]
             pass
         time.sleep(0.5)
     return False
+
+
+def hold_retrievals(engine: Any) -> asyncio.Event:
+    """Make ``engine.aretrieve`` wait for the returned event before it retrieves (a test of a
+    full service holds its requests in flight this way); ``set()`` it to let them through."""
+    release = asyncio.Event()
+    real = engine.aretrieve
+
+    async def held(*a: Any, **k: Any) -> Any:
+        await release.wait()
+        return await real(*a, **k)
+
+    engine.aretrieve = held
+    return release

@@ -8,6 +8,7 @@ from typing import Any, Iterator
 
 import pytest
 from domains import AS_OF, MARIA, UTTERANCE
+from serving import hold_retrievals
 
 from hopweave.engine.engine import Engine
 from hopweave.engine.result import RetrievalResult
@@ -91,14 +92,7 @@ def test_a_full_service_sheds_load_with_503_and_retry_after(engine: Engine) -> N
 
     sib = engine.sibling(index=engine.index, understander=None)
     app = create_app(sib, warm=False, close=False, max_inflight=2, retry_after_s=3)
-    release = asyncio.Event()
-    real = sib.aretrieve
-
-    async def slow(*a: Any, **k: Any) -> Any:
-        await release.wait()
-        return await real(*a, **k)
-
-    sib.aretrieve = slow  # type: ignore[method-assign]
+    release = hold_retrievals(sib)
 
     async def burst() -> list[httpx.Response]:
         transport = httpx.ASGITransport(app=app)

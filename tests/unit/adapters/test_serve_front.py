@@ -12,6 +12,7 @@ from typing import Any, Iterator
 
 import pytest
 from domains import AS_OF, MARIA, UTTERANCE
+from serving import hold_retrievals
 
 from hopweave.engine.engine import Engine
 
@@ -143,14 +144,7 @@ def test_limits_are_shared_among_the_worker_processes() -> None:
 
 def test_a_retrieval_that_would_start_too_late_is_refused_at_once(sib: Engine) -> None:
     app = create_app(sib, warm=False, close=False)
-    release = asyncio.Event()
-    real = sib.aretrieve
-
-    async def slow(*a: Any, **k: Any) -> Any:
-        await release.wait()
-        return await real(*a, **k)
-
-    sib.aretrieve = slow  # type: ignore[method-assign]
+    release = hold_retrievals(sib)
     n = sib.config.max_active
     for _ in range(4):
         sib.admission.hold_clock.add(600.0, busy=True)  # every slot held about 600 ms

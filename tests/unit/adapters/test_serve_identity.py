@@ -11,6 +11,7 @@ from typing import Any, Iterator
 
 import pytest
 from domains import AS_OF, DELTABANK_REGISTRY, MARIA, UTTERANCE
+from serving import hold_retrievals
 
 from hopweave.engine.engine import Engine, EngineConfig
 
@@ -312,14 +313,7 @@ def test_a_tenant_concurrency_cap_keeps_slots_for_the_other_tenants(engine: Engi
 
     sib = engine.sibling(index=engine.index, understander=None)
     app = create_app(sib, warm=False, close=False, identity=IdentityConfig(tenant_concurrency=2))
-    release = asyncio.Event()
-    real = sib.aretrieve
-
-    async def slow(*a: Any, **k: Any) -> Any:
-        await release.wait()
-        return await real(*a, **k)
-
-    sib.aretrieve = slow  # type: ignore[method-assign]
+    release = hold_retrievals(sib)
     northbank = {"tenant_id": "northbank", "customer_id": "NB_CUST_4421", "region": "US", "channel": "phone"}
 
     async def burst() -> tuple[list[httpx.Response], httpx.Response]:
