@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from busy import all_slots_held
 from domains import AS_OF, MARIA
 
 from hopweave.engine.admission import REFUSED, HoldClock, RecentTimes, Slots
@@ -138,23 +139,16 @@ def test_a_request_that_cannot_finish_in_time_answers_at_once_without_starting(e
 
     sib = engine.sibling(index=engine.index, understander=None,
                          config=dataclasses.replace(engine.config, ladder_max_active=0))
-    sib.warmup()
-    for _ in range(8):
-        sib.admission.hold_clock.add(5_000.0, True)
-    held = 0
-    while sib.admission.slots.acquire(0):
-        held += 1
     try:
-        t = time.perf_counter()
-        out = sib.retrieve("Why was I charged a monthly fee? I am on the Gold tier.", session=MARIA, as_of=AS_OF,
-                           record=False, budget_ms=2_000)
-        waited = time.perf_counter() - t
+        with all_slots_held(sib):
+            t = time.perf_counter()
+            out = sib.retrieve("Why was I charged a monthly fee? I am on the Gold tier.", session=MARIA, as_of=AS_OF,
+                               record=False, budget_ms=2_000)
+            waited = time.perf_counter() - t
         assert waited < 1.0, waited
         assert any(d.what == "request capacity" for d in out.degraded)
         assert out.chunks == () and out.goal is None
     finally:
-        for _ in range(held):
-            sib.admission.slots.release()
         sib.close_pools()
 
 

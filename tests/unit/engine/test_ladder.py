@@ -10,6 +10,7 @@ import time
 from typing import Any, Iterator
 
 import pytest
+from busy import all_slots_held
 from domains import AS_OF, DELTABANK, MARIA, UTTERANCE
 
 from hopweave.engine.admission import LADDER_RUNG, REFUSED, Admission, Grant, HoldClock
@@ -40,15 +41,8 @@ def busy(engine: Engine) -> Iterator[Engine]:
     """A sibling engine whose request slots are all held and whose last holds took 5 s: every
     request is told at once that the full pipeline does not fit its budget."""
     sib = engine.sibling(index=engine.index, understander=None)
-    sib.warmup()
-    for _ in range(8):
-        sib.admission.hold_clock.add(5_000.0, True)
-    held = 0
-    while sib.admission.slots.acquire(0):
-        held += 1
-    yield sib
-    for _ in range(held):
-        sib.admission.slots.release()
+    with all_slots_held(sib):
+        yield sib
     sib.close_pools()
 
 
