@@ -108,8 +108,8 @@ FrontCheck = Callable[[Any, Any, float], Awaitable[tuple[Optional[Refusal], Any,
 class _Front:
     """Outermost ASGI middleware: stamps each HTTP request's arrival (before the body is read,
     parsed and validated, so its budget covers all of that and any queueing), then runs
-    ``check`` on ``/v1`` requests and sends its refusal at once when it has one: no routing, no
-    body parsing, no exception handler, so a refusal costs a small fraction of an answer."""
+    ``check`` on ``/v1`` and ``/mcp`` requests and sends its refusal at once when it has one: no
+    routing, no body parsing, no exception handler, so a refusal costs a small fraction of an answer."""
 
     def __init__(self, app: Any, check: Optional[FrontCheck] = None) -> None:
         self.app = app
@@ -119,7 +119,7 @@ class _Front:
         if scope["type"] == "http":
             arrived = time.perf_counter()
             _ARRIVED.set(arrived)  # the endpoint runs in this task: it reads it back
-            if self.check is not None and scope["path"].startswith("/v1/"):
+            if self.check is not None and (scope["path"].startswith("/v1/") or _is_mcp(scope["path"])):
                 refusal, receive, done = await self.check(scope, receive, arrived)
                 if refusal is not None:
                     status, headers, body = refusal
@@ -135,6 +135,11 @@ class _Front:
                         done()
                     return
         await self.app(scope, receive, send)
+
+
+def _is_mcp(path: str) -> bool:
+    """Whether ``path`` is the MCP endpoint's (``/mcp``, mounted by ``serve --mcp``)."""
+    return path == "/mcp" or path.startswith("/mcp/")
 
 
 def _refusal(exc: HopweaveError, retry_after_s: int, extra: tuple[tuple[bytes, bytes], ...] = ()) -> Refusal:
@@ -304,7 +309,8 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
     concurrency cap (at least 1), so the service's totals are the stated ones.
 
     Before routing, an outer layer (:class:`_Front`) refuses what it can without reading the
-    body: a missing or failing credential (401), a source past its budget of failed credentials,
+    body: a missing or failing credential (401; on ``/mcp`` too, so an unverified client cannot
+    even list the tools), a source past its budget of failed credentials,
     a verified caller over its rate limit or its tenant's concurrency cap (429), and a retrieval
     that the engine's expected wait for a request slot would start too late to finish within its
     budget (503); a repeated bearer token is not verified again
@@ -445,6 +451,8 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
             except (AuthenticationError, RateLimitedError) as exc:
                 return _refusal(exc, retry_after_s, tuple(worker_header_raw)), receive, None
             state["caller"] = caller
+            if _is_mcp(scope["path"]):  # verified; each tool call takes its rate limits itself
+                return None, receive, None
             if caller.tenant_id is not None:
                 held = tenant_inflight.get(caller.tenant_id, 0)
                 try:

@@ -112,6 +112,28 @@ def test_http_mcp_without_a_valid_token_is_refused(server: str) -> None:
         assert res.is_error and "AuthenticationError: " in res.content[0].text, res.content
 
 
+def test_http_mcp_lists_nothing_without_a_verified_credential(server: str) -> None:
+    """The front layer verifies every ``/mcp`` request: no tool list, no session set-up, 401."""
+    import httpx
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "probe", "version": "0"}}}
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    forged = _token("CUST_4421")[:-4] + "AAAA"
+    for auth in ({}, {"Authorization": f"Bearer {forged}"}, {"Authorization": "Basic eDp5"}):
+        for msg in (init, listing):
+            r = httpx.post(server, json=msg, headers={**accept, **auth}, timeout=30)
+            assert r.status_code == 401, (auth, msg["method"], r.status_code, r.text)
+            assert r.headers["www-authenticate"].startswith("Bearer")
+            assert r.json()["error"] == "AuthenticationError" and "tools" not in r.text
+        assert httpx.get(server, headers={"Accept": "text/event-stream", **auth}, timeout=30).status_code == 401
+    ok = httpx.post(server, json=listing, headers={**accept, "Authorization": f"Bearer {_token('CUST_4421')}"},
+                    timeout=30)
+    assert ok.status_code == 200 and "retrieve" in ok.text
+
+
 def test_search_over_http_is_scoped_like_the_agent_tool(server: str) -> None:
     got = _payload(asyncio.run(_session_call(server, _token("CUST_4421"), "search",
                                              {"query": "late fee waiver", "top_k": 5})))
