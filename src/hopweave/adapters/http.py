@@ -597,6 +597,7 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
         with the record (``created`` False for a repeat), 400 for an unknown outcome / bad field /
         outcome before its trace, 403 for another customer's trace, 404 for a trace the tenant
         does not have. ``decided_by`` defaults to the verified caller's id."""
+        verifier.check_may_decide(request.state.caller)
         session, caller = authorize(request, body.session, "full")
         if pool is not None:
             raise InputError("recording outcomes needs the engine in this process: serve with --workers, "

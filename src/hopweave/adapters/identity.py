@@ -120,6 +120,8 @@ class Caller:
             gateway modes).
         session: the session the credential names (a JWT's claims, a stdio session file);
             None when the body names it (API key, gateway, loopback).
+        grants: a JWT's OAuth scopes (its ``scope`` claim, space-separated, and its ``scp``
+            claim, a list or a string); empty for every other kind.
     """
 
     id: str
@@ -127,6 +129,7 @@ class Caller:
     scope: Scope = "full"
     tenant_id: Optional[str] = None
     session: Optional[Mapping[str, Any]] = None
+    grants: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,9 @@ class IdentityConfig:
         tenant_concurrency: requests of one tenant in progress at once for the service (0: no
             cap; past it: 429; each of N server processes holds 1/N of it, at least 1), so one
             tenant's burst cannot hold every engine slot.
+        decision_scope: the OAuth scope a JWT must grant (``scope`` / ``scp`` claim) to record
+            an outcome (None: any verified JWT may, for its own customer's traces). Service
+            keys of scope ``full`` always may; the gateway and loopback modes are not checked.
     """
 
     jwt_secret_file: Optional[str] = None
@@ -175,6 +181,7 @@ class IdentityConfig:
     rate_per_tenant: float = 0.0
     rate_per_caller: float = 0.0
     tenant_concurrency: int = 0
+    decision_scope: Optional[str] = None
 
     @property
     def jwt(self) -> bool:
@@ -517,7 +524,7 @@ class Verifier:
             raise AuthenticationError(f"the bearer token was refused: {exc}") from None
         session = self._claims_session(claims)
         caller = Caller(id=f"jwt:{claims['sub']}", kind="jwt", scope="full", tenant_id=session["tenant_id"],
-                        session=session)
+                        session=session, grants=_grants(claims))
         exp = claims.get("exp")
         if isinstance(exp, (int, float)) and not isinstance(exp, bool):
             self.tokens.put(token, caller, exp)
@@ -539,6 +546,15 @@ class Verifier:
             return parse_session(session, "the token's claims").model_dump(mode="json", exclude_defaults=True)
         except Exception as exc:  # a claim the Session model refuses
             raise AuthenticationError(f"the token's claims are not a session: {exc}") from None
+
+    def check_may_decide(self, caller: Caller) -> None:
+        """That ``caller`` may record an outcome: with :attr:`IdentityConfig.decision_scope` set, a
+        JWT must grant that scope. Raises CallerMismatchError (403) naming the scope otherwise."""
+        need = self.config.decision_scope
+        if need and caller.kind == "jwt" and need not in caller.grants:
+            raise CallerMismatchError(
+                f"the caller {caller.id} may not record outcomes: its token does not grant the scope {need!r} "
+                "(scope or scp claim; serve --jwt-decision-scope)")
 
     # ---- caller + body -> session -------------------------------------------------------------------
     def session_for(self, caller: Caller, body: Optional[Mapping[str, Any]], *, need: Scope = "full") -> Session:
@@ -572,6 +588,19 @@ class Verifier:
             raise CallerMismatchError(f"the caller {caller.id} acts for tenant {caller.tenant_id!r}, "
                                       f"not {session.tenant_id!r}")
         return session
+
+
+def _grants(claims: Mapping[str, Any]) -> frozenset[str]:
+    """A token's OAuth scopes: its ``scope`` claim (space-separated) and its ``scp`` claim (a list
+    of strings or one space-separated string); anything else grants nothing."""
+    out: set[str] = set()
+    for name in ("scope", "scp"):
+        value = claims.get(name)
+        if isinstance(value, str):
+            out.update(value.split())
+        elif isinstance(value, list):
+            out.update(v for v in value if isinstance(v, str))
+    return frozenset(out)
 
 
 def _attribute_field(field_name: str) -> Optional[str]:

@@ -56,7 +56,9 @@ class _Identity:
         self.session, self.verifier, self.limiter, self.caller_id = session, verifier, limiter, caller_id
 
     def resolve(self, headers: Optional[Mapping[str, str]], need: Scope,
-                source: Optional[str] = None) -> tuple[Session, Optional[str]]:
+                source: Optional[str] = None, decides: bool = False) -> tuple[Session, Optional[str]]:
+        """The call's session and the caller id to record; ``decides``: the call records an
+        outcome (the verifier's decision scope applies)."""
         if self.session is not None:
             return self.session, self.caller_id
         if self.verifier is None or headers is None:
@@ -66,6 +68,8 @@ class _Identity:
             raise AuthenticationError(
                 f"the caller {caller.id} carries no session: MCP tools take the session from a bearer token (a "
                 "service key names no customer, and tool arguments never do)")
+        if decides:
+            self.verifier.check_may_decide(caller)
         session = self.verifier.session_for(caller, None, need=need)
         if self.limiter is not None:
             self.limiter.take(session.tenant_id, caller.id)
@@ -169,7 +173,7 @@ def build_mcp(engine: "Engine", *, session: Optional[Mapping[str, Any] | Session
     async def record_outcome(trace_id: str, outcome: str, ctx: Context, rationale: Optional[str] = None,
                              cited: Optional[list[str]] = None, as_of: Optional[str] = None) -> dict[str, Any]:
         async def work() -> Any:
-            sess, caller = ident.resolve(headers(ctx), "full", client(ctx))
+            sess, caller = ident.resolve(headers(ctx), "full", client(ctx), decides=True)
             return await anyio.to_thread.run_sync(lambda: engine.record_outcome(
                 trace_id, session=sess, outcome=outcome, decided_by=caller, rationale=rationale, cited=cited or (),
                 as_of=as_of))

@@ -74,6 +74,10 @@ def serve(
         0, "--tenant-concurrency", help="Requests of one tenant in progress at once (0: no cap); past it: 429 + "
         "Retry-After. With --workers N each worker allows 1/N of it (at least 1). Below --max-active, it keeps "
         "engine slots for the other tenants."),
+    jwt_decision_scope: Optional[str] = typer.Option(
+        None, "--jwt-decision-scope", help="Record outcomes (POST /v1/outcomes, MCP record_outcome) only for JWTs "
+        "granting this OAuth scope (scope or scp claim), e.g. hopweave:decide, so a token handed to a customer-facing "
+        "client cannot write its own precedent (default: any verified JWT, for its own customer's traces)."),
     mcp: bool = typer.Option(
         False, "--mcp", help="Also serve the MCP tools (retrieve, search, record_outcome) over streamable HTTP at /mcp, each call "
         "verified like the /v1 routes (extra mcp)."),
@@ -99,7 +103,8 @@ def serve(
     identity = IdentityConfig(
         jwt_secret_file=jwt_secret_file, jwt_public_key=jwt_public_key, jwks_file=jwks_file, jwt_issuer=jwt_issuer,
         jwt_audience=jwt_audience, claims=claims, api_keys_file=api_keys, trust_body_session=trust_body_session,
-        rate_per_tenant=rate_limit_tenant, rate_per_caller=rate_limit_caller, tenant_concurrency=tenant_concurrency)
+        rate_per_tenant=rate_limit_tenant, rate_per_caller=rate_limit_caller, tenant_concurrency=tenant_concurrency,
+        decision_scope=jwt_decision_scope or None)
     if tenant_concurrency < 0:
         raise InputError("--tenant-concurrency must be >= 0")
     check_bind(host, identity)

@@ -176,6 +176,50 @@ def test_http_outcomes_status_codes_and_nothing_written(eng: Engine, trace: str)
     sib.close_pools()
 
 
+def test_a_decision_scope_keeps_outcomes_to_tokens_that_grant_it(eng: Engine, tmp_path: Path) -> None:
+    """``serve --jwt-decision-scope``: a verified token of the trace's own customer records an
+    outcome only when its ``scope`` / ``scp`` claim grants the scope; otherwise 403, nothing written."""
+    pytest.importorskip("fastapi", reason="the serve extra is not installed")
+    jwt = pytest.importorskip("jwt", reason="the serve extra (PyJWT) is not installed")
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from hopweave.adapters.http import create_app
+    from hopweave.adapters.identity import IdentityConfig
+
+    secret = "d" * 40
+    (tmp_path / "secret").write_text(secret)
+    ident = IdentityConfig(jwt_secret_file=str(tmp_path / "secret"), decision_scope="hopweave:decide")
+
+    def auth(**claims: Any) -> dict[str, str]:
+        now = int(time.time())
+        tok = jwt.encode({"sub": "CUST_4421", "tenant_id": "deltabank", "region": "US", "channel": "phone",
+                          "iat": now, "exp": now + 300, **claims}, secret, algorithm="HS256")
+        return {"Authorization": f"Bearer {tok}"}
+
+    res = eng.retrieve(UTTERANCE + " (decision scope)", session=MARIA, as_of=AS_OF)  # a trace of its own
+    assert res.recorded
+    body = {"trace_id": res.trace_id, "outcome": "declined", "as_of": "2026-06-04T00:00:00", "rationale": "scoped"}
+    sib = eng.sibling(index=eng.index, understander=None)
+    try:
+        with TestClient(create_app(sib, warm=False, close=False, identity=ident)) as client:
+            for claims in ({}, {"scope": "openid profile"}, {"scp": ["read"]}, {"scope": "hopweave:decide-all"},
+                           {"scp": 7}):
+                seq = _seq(eng)
+                res = client.post("/v1/outcomes", json=body, headers=auth(**claims))
+                assert res.status_code == 403, (claims, res.text)
+                assert res.json()["error"] == "CallerMismatchError" and "'hopweave:decide'" in res.json()["message"]
+                assert _seq(eng) == seq, claims
+            first = client.post("/v1/outcomes", json=body, headers=auth(scope="openid hopweave:decide"))
+            assert first.status_code == 200, first.text
+            again = client.post("/v1/outcomes", json=body, headers=auth(scp=["hopweave:decide"]))
+            assert again.status_code == 200 and again.json()["created"] is False, again.text
+            assert first.json()["decided_by"] == "jwt:CUST_4421"
+    finally:
+        sib.close_pools()
+
+
 def test_cli_outcome_records_and_rejects(mem_store: Path, tmp_path: Path, eng: Engine, trace: str) -> None:
     d = mem_store  # the CLI opens the graph alone: another process may hold the store's vectors
     session = tmp_path / "maria.json"
