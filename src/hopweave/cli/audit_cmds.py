@@ -130,8 +130,8 @@ def audit(
     With --trace ID: the chunks and context lines the trace showed, as pinned, against today's
     index and today's store (exit 1 when the pins no longer rebuild the recorded context).
     With --caller ID: who saw which customer's data when (the caller's recorded retrievals in
-    --tenant, newest as_of first: a trace keeps the instant its request asked about, which is
-    the time of the request when it named no as_of)."""
+    --tenant, the latest first: ``asked_at`` is when the request arrived, ``as_of`` the instant
+    it asked about; traces recorded before ``asked_at`` was kept show ``-`` and come last)."""
     if caller is not None:
         _audit_caller(store, caller, tenant, as_json)
         return
@@ -197,11 +197,12 @@ def _audit_caller(store: Optional[str], caller: str, tenant: Optional[str], as_j
 
     who = _tenant(tenant)
     with _open_graph(store) as graph:
-        rows = [{"trace_id": t.trace_id, "as_of": t.as_of, "customer_id": t.customer_id, "goal": t.goal,
-                 "caller": t.caller} for t in traces_by_caller(graph, who, caller)]
+        rows = [{"trace_id": t.trace_id, "asked_at": t.asked_at, "as_of": t.as_of, "customer_id": t.customer_id,
+                 "goal": t.goal, "caller": t.caller} for t in traces_by_caller(graph, who, caller)]
     if as_json:
         emit_json(rows)
         return
     for r in rows:
-        typer.echo(f"as_of={r['as_of']}  {r['trace_id']}  customer={r['customer_id']}  goal={r['goal']}")
+        typer.echo(f"asked_at={r['asked_at'] or '-'}  as_of={r['as_of']}  {r['trace_id']}  "
+                   f"customer={r['customer_id']}  goal={r['goal']}")
     typer.echo(f"{len(rows)} recorded retrievals by {caller} in {who}")

@@ -44,6 +44,7 @@ import dataclasses
 import functools
 import time
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping
 
 from hopweave.engine import record as trace_record
@@ -326,8 +327,11 @@ class Pipeline:
         deps = self.deps
         session, subject = run.req.session, run.settings.subject
         timeout = run.remaining(deps.admission.load_reserve_ms(run.budget_ms))
+        # the request's arrival on the wall clock (the run's clock is monotonic)
+        asked_at = datetime.now(timezone.utc) - timedelta(seconds=time.perf_counter() - run.t_start)
         fut = deps.trace_writer.submit(
-            result.tenant_id, lambda: trace_record.build(result, session, deps.graph, subject, run.req.caller),
+            result.tenant_id,
+            lambda: trace_record.build(result, session, deps.graph, subject, run.req.caller, asked_at=asked_at),
             run.deadline)
         if timeout < MIN_STAGE_S:  # queued, but no time to wait for it: never claimed
             run.degraded.append(Degradation(stage="record", what="decision trace", reason=(

@@ -89,11 +89,14 @@ def trace_id_for(
 
 
 def build(
-    result: RetrievalResult, session: Session, store: GraphStore, subject: SubjectSpec, caller: str | None = None
+    result: RetrievalResult, session: Session, store: GraphStore, subject: SubjectSpec, caller: str | None = None,
+    asked_at: datetime | None = None,
 ) -> tuple[list[Node], list[Edge]]:
     """The trace node and its edges for ``result`` (edges only to nodes visible to the tenant);
     ``subject`` names the session subject's label and the trace's relationship to it; ``caller``
-    (who asked: a verified token subject or key id) is recorded as the trace's ``caller``."""
+    (who asked: a verified token subject or key id) is recorded as the trace's ``caller``, and
+    ``asked_at`` (when the request arrived, UTC wall clock) as its ``asked_at`` on a store whose
+    schema declares it (not one of the trace id's inputs: an identical request later rewrites it)."""
     from hopweave.engine.pins import PIN_LABEL, PIN_REL, full_hash, pins, skeleton
 
     tenant = result.tenant_id
@@ -119,6 +122,8 @@ def build(
         "confidence": round(result.confidence, 6),
         "customer_id": session.customer_id,
         "caller": caller,
+        "asked_at": asked_at if asked_at is not None and "asked_at" in store.schema.label("DecisionTrace").props
+        else None,
         "utterance": result.utterance,
         "as_of": result.as_of,
         "timestamp": result.as_of,
@@ -278,6 +283,9 @@ class RecordedTrace(BaseModel):
     customer_id: str | None = None
     #: Who asked through the service (``jwt:<sub>``, ``key:<id>``, ``gateway[:<name>]``); None in process.
     caller: str | None = None
+    #: When the request arrived (UTC wall clock, ISO 8601, whole seconds); the latest arrival when an identical
+    #: request (same caller, inputs and answer: the same trace id) came again; None before it was kept.
+    asked_at: str | None = None
     utterance: str | None = None
     session: dict[str, Any] = Field(default_factory=dict)
     entities: list[Any] = Field(default_factory=list)
@@ -323,6 +331,11 @@ def json_prop(v: Any, default: Any) -> Any:
     return default if v is None else v
 
 
+def _iso(v: Any) -> str | None:
+    """A stored instant as ISO 8601 text (None stays None)."""
+    return v.isoformat() if isinstance(v, datetime) else None if v is None else str(v)
+
+
 def load(store: GraphStore, tenant_id: str, trace_id: str) -> RecordedTrace:
     """The recorded retrieval ``trace_id`` of the tenant. Raises NotFoundError (also for another
     tenant's trace: tenants cannot tell whether it exists)."""
@@ -343,6 +356,7 @@ def from_props(trace_id: str, p: Mapping[str, Any]) -> RecordedTrace:
         as_of=p.get("as_of"),
         customer_id=p.get("customer_id"),
         caller=p.get("caller"),
+        asked_at=_iso(p.get("asked_at")),
         utterance=p.get("utterance"),
         session=json_prop(p.get("session_json"), {}),
         entities=json_prop(p.get("entities_json"), []),
@@ -381,12 +395,14 @@ def traces_using(
     out = [load(store, tenant_id, r.node_id) for r in res.rows]
     if version is not None:
         out = [t for t in out if any(p.get("name") == pattern and p.get("version") == version for p in t.patterns)]
-    return sorted(out, key=lambda t: (t.as_of or "", t.trace_id), reverse=True)
+    return sorted(out, key=lambda t: (t.asked_at is not None, t.asked_at or "", t.as_of or "", t.trace_id),
+                  reverse=True)
 
 
 def traces_by_caller(store: GraphStore, tenant_id: str, caller: str) -> list[RecordedTrace]:
     """Recorded retrievals of the tenant asked for by ``caller`` (a trace's ``caller``: ``jwt:<sub>``,
-    ``key:<id>``, ...), newest as_of first, ties by id: who saw which customer's data when."""
+    ``key:<id>``, ...), the latest asked first (``asked_at``; traces without one last, newest
+    as_of first), ties by id: who saw which customer's data when."""
     from hopweave.models.filters import And, Eq
 
     where = And(clauses=(Eq(field="kind", value=KIND), Eq(field="caller", value=caller)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -49,6 +50,12 @@ def hs256_by_hand(secret: bytes, claims: dict[str, Any]) -> str:
 
 def maria_token(**kw: Any) -> str:
     return token({"sub": "CUST_4421", "tenant_id": "deltabank", "region": "US", "channel": "phone"}, **kw)
+
+
+def _utc(text: str) -> datetime:
+    """A stored instant (UTC; the store keeps instants without an offset) as an aware datetime."""
+    at = datetime.fromisoformat(text)
+    return at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)
 
 
 def bearer(t: str) -> dict[str, str]:
@@ -152,6 +159,7 @@ def test_the_caller_is_recorded_on_the_trace_never_the_token(engine: Engine, key
     sib = engine.sibling(index=engine.index, understander=None)
     ident = IdentityConfig(jwt_secret_file=keyfiles["secret"], jwt_issuer="bank-idp", jwt_audience=AUD)
     t = maria_token()
+    before = datetime.now(timezone.utc).replace(microsecond=0)  # the store keeps whole seconds
     try:
         with TestClient(create_app(sib, warm=False, close=False, identity=ident)) as c:
             res = c.post("/v1/retrieve", json={**RETRIEVE, "record": True, "utterance": UTTERANCE + " (caller test)"},
@@ -164,7 +172,11 @@ def test_the_caller_is_recorded_on_the_trace_never_the_token(engine: Engine, key
         recorded = sib.graph.get_node("deltabank", trace_id)
         assert recorded is not None and recorded.props["caller"] == "jwt:CUST_4421"
         assert t not in json.dumps(dict(recorded.props), default=str)
-        assert trace_record.load(sib.graph, "deltabank", trace_id).caller == "jwt:CUST_4421"
+        loaded = trace_record.load(sib.graph, "deltabank", trace_id)
+        assert loaded.caller == "jwt:CUST_4421"
+        # when it was asked: the request's arrival on the wall clock, not the as_of it asked about
+        assert loaded.asked_at is not None and loaded.as_of is not None and loaded.as_of.startswith(AS_OF)
+        assert before <= _utc(loaded.asked_at) <= datetime.now(timezone.utc)
         listed = trace_record.traces_by_caller(sib.graph, "deltabank", "jwt:CUST_4421")
         assert trace_id in [t.trace_id for t in listed]
         assert trace_record.traces_by_caller(sib.graph, "deltabank", "jwt:CUST_5104") == []
@@ -302,6 +314,10 @@ def test_audit_lists_a_callers_traces(cli_store: Path) -> None:
     assert res.exit_code == 0, res.output
     rows = json.loads(res.output)
     assert [row["trace_id"] for row in rows] == [r.trace_id] and rows[0]["customer_id"] == "CUST_4421"
+    asked = _utc(rows[0]["asked_at"])
+    assert timedelta(0) <= datetime.now(timezone.utc) - asked < timedelta(minutes=10)
+    res = CliRunner().invoke(app, ["audit", "--caller", "key:crm", "--tenant", "deltabank", "--graph", str(cli_store)])
+    assert res.exit_code == 0 and f"asked_at={rows[0]['asked_at']}" in res.output, res.output
     res = CliRunner().invoke(app, ["audit", "--caller", "key:crm", "--graph", str(cli_store)])
     assert res.exit_code == 2 and "--tenant" in res.output  # (HOPWEAVE_TENANT unset)
 
