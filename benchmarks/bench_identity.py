@@ -16,7 +16,9 @@ the flooder's 429s and the other tenant's p99 during the flood against its quiet
 the server runs in this process (uvicorn on a thread) and the flood is ``--flood-n`` calls; with
 ``--served`` it is a ``hopweave serve --workers 1`` process and the flooder a process of its own
 that floods for the whole timed series (at most ``--flood-n`` calls), so no client shares a GIL
-with the server or with the timed caller:
+with the server or with the timed caller; between quiet and flood the timed series runs once more
+while the flooding tenant sends about 0.9x its limit (its admitted share alone, no excess), so
+the report tells what the admitted calls cost the other tenant from what the refused excess does:
 
     python benchmarks/bench_identity.py --store /tmp/iso/store --served --flood-n 20000 --steady-n 60
 
@@ -278,22 +280,30 @@ def phase_flood(engine: Engine, secret: Path, rate: float, flood_n: int, steady_
             "victim_codes_quiet": out["quiet_codes"], "victim_codes_flood": out["during_codes"]}
 
 
-def _flood_client(url: str, tok: str, max_n: int, conc: int) -> None:
+def _flood_client(url: str, tok: str, max_n: int, conc: int, pace_s: float = 0.0) -> None:
     """The flooder of ``--served`` (its own process): ``conc`` callers send agent-tool calls with
-    ``tok`` back to back until stdin closes or ``max_n`` were sent; prints the status counts."""
+    ``tok`` back to back (``pace_s`` > 0: each caller waits that long after each call, so the
+    tenant sends at a chosen rate) until stdin closes or ``max_n`` were sent; prints the status
+    counts."""
     import httpx
 
     stop = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
-    codes: Counter[int] = Counter()
+    codes: Counter[int | str] = Counter()
     sent = [0]
 
     async def caller(client: httpx.AsyncClient) -> None:
         while not stop.is_set() and sent[0] < max_n:
             sent[0] += 1
-            r = await client.post(url, json={"query": TOOL_QUERIES[sent[0] % len(TOOL_QUERIES)], "top_k": 5},
-                                  headers={"Authorization": f"Bearer {tok}"})
+            try:
+                r = await client.post(url, json={"query": TOOL_QUERIES[sent[0] % len(TOOL_QUERIES)], "top_k": 5},
+                                      headers={"Authorization": f"Bearer {tok}"})
+            except httpx.TransportError as exc:  # counted (a reset connection), the flood goes on
+                codes[type(exc).__name__] += 1
+                continue
             codes[r.status_code] += 1
+            if pace_s:
+                await asyncio.sleep(pace_s)
 
     async def run() -> float:
         limits = httpx.Limits(max_connections=conc, max_keepalive_connections=conc)
@@ -309,14 +319,25 @@ def _flood_client(url: str, tok: str, max_n: int, conc: int) -> None:
 
 
 def phase_flood_served(store: Path, secret: Path, rate: float, flood_n: int, steady_n: int,
-                       tenant_concurrency: int, conc: int = 16, port: int = 8893) -> dict[str, Any]:
+                       tenant_concurrency: int, conc: int = 16, port: int = 8893,
+                       pin_flooder: bool = False) -> dict[str, Any]:
     """Phase 2 against a real ``hopweave serve --workers 1`` process (the one of ``PYTHONPATH``),
     the flooder in a process of its own (so neither the server nor the flooder shares a GIL with
-    the timed caller): quiet, then while the flood runs for the whole timed series."""
+    the timed caller): quiet, then while the flood runs for the whole timed series. With
+    ``pin_flooder`` the flooder's process runs on the last CPU and the server (with its search
+    process) and the timed caller on the others, in both phases: the load generator as on a
+    machine of its own, so what is measured is the server's isolation, not the CPU the flood
+    client itself takes from it."""
     import os
     import subprocess
 
     import httpx
+
+    cpus = sorted(os.sched_getaffinity(0))
+    if pin_flooder and len(cpus) < 2:
+        raise RuntimeError("--pin-flooder needs at least 2 CPUs")
+    flood_cpus, rest = ({cpus[-1]}, set(cpus[:-1])) if pin_flooder else (set(cpus), set(cpus))
+    before = os.sched_getaffinity(0)
 
     victim = json.loads((PACKS[1] / "sessions" / "ana.json").read_text())
     flooder = json.loads((PACKS[0] / "sessions" / "maria.json").read_text())
@@ -325,7 +346,8 @@ def phase_flood_served(store: Path, secret: Path, rate: float, flood_n: int, ste
            "--jwt-secret-file", str(secret), "--jwt-audience", AUD, "--rate-limit-tenant", str(rate)]
     if tenant_concurrency:
         cmd += ["--tenant-concurrency", str(tenant_concurrency)]
-    server = subprocess.Popen(cmd, env=os.environ.copy())
+    server = subprocess.Popen(cmd, env=os.environ.copy(), preexec_fn=lambda: os.sched_setaffinity(0, rest))
+    os.sched_setaffinity(0, rest)
     base = f"http://127.0.0.1:{port}"
     url = base + "/v1/tool/retrieve"
     vt = token(victim)
@@ -344,39 +366,64 @@ def phase_flood_served(store: Path, secret: Path, rate: float, flood_n: int, ste
                 time.sleep(1.0 / rate)  # within the victim's own limit
             return lat
 
+        def flooding(n_callers: int, pace_s: float) -> "subprocess.Popen[str]":
+            proc = subprocess.Popen([sys.executable, __file__, "--flood-client", url, token(flooder), str(flood_n),
+                                     str(n_callers), str(pace_s)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    text=True, preexec_fn=lambda: os.sched_setaffinity(0, flood_cpus))
+            assert proc.stdout is not None and proc.stdin is not None
+            assert proc.stdout.readline().strip() == "ready"
+            time.sleep(0.3)  # under way
+            return proc
+
+        def ended(proc: "subprocess.Popen[str]") -> dict[str, Any]:
+            assert proc.stdout is not None and proc.stdin is not None
+            proc.stdin.close()
+            out: dict[str, Any] = json.loads(proc.stdout.readline())
+            proc.wait(30)
+            return out
+
         quiet_codes: Counter[int] = Counter()
+        limit_codes: Counter[int] = Counter()
         during_codes: Counter[int] = Counter()
         with httpx.Client(timeout=30) as client:
             steady(client, 5, Counter())  # warm
             quiet = steady(client, steady_n, quiet_codes)
-            flood = subprocess.Popen([sys.executable, __file__, "--flood-client", url, token(flooder), str(flood_n),
-                                      str(conc)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            assert flood.stdout is not None and flood.stdin is not None
-            assert flood.stdout.readline().strip() == "ready"
-            time.sleep(0.3)  # the flood is under way
+            # the other tenant at its limit and no more: 4 callers, each pausing so the tenant sends
+            # about 0.9 x its rate (the admitted share, without the excess a flood adds)
+            at_limit_proc = flooding(4, max(4 / (0.9 * rate) - 0.005, 0.0))
+            at_limit = steady(client, steady_n, limit_codes)
+            limit_out = ended(at_limit_proc)
+            flood = flooding(conc, 0.0)
             during = steady(client, steady_n, during_codes)
-            flood.stdin.close()
-            flood_out = json.loads(flood.stdout.readline())
-            flood.wait(30)
+            flood_out = ended(flood)
     finally:
         stop_serve(server, 60)
+        os.sched_setaffinity(0, before)
 
     def p99(xs: list[float]) -> float:
         return round(sorted(xs)[max(0, int(len(xs) * 0.99) - 1)], 1)
 
     return {"served": True, "rate_per_tenant": rate, "tenant_concurrency": tenant_concurrency,
+            "pinned": {"flooder": sorted(flood_cpus), "server_and_caller": sorted(rest)} if pin_flooder else None,
             "flood_concurrency": conc, "flood_requests": flood_out["sent"], "flood_wall_s": flood_out["wall_s"],
             "flood_codes": flood_out["codes"],
             "victim_quiet_p50_ms": round(statistics.median(quiet), 1), "victim_quiet_p99_ms": p99(quiet),
+            "at_limit_requests": limit_out["sent"], "at_limit_wall_s": limit_out["wall_s"],
+            "at_limit_codes": limit_out["codes"],
+            "victim_at_limit_p50_ms": round(statistics.median(at_limit), 1), "victim_at_limit_p99_ms": p99(at_limit),
+            "p99_ratio_at_limit": round(p99(at_limit) / p99(quiet), 2),
+            "p99_ratio_flood_to_at_limit": round(p99(during) / p99(at_limit), 2),
             "victim_flood_p50_ms": round(statistics.median(during), 1), "victim_flood_p99_ms": p99(during),
             "p99_ratio": round(p99(during) / p99(quiet), 2), "p50_ratio": round(statistics.median(during) /
                                                                                statistics.median(quiet), 2),
-            "victim_codes_quiet": dict(quiet_codes), "victim_codes_flood": dict(during_codes)}
+            "victim_codes_quiet": dict(quiet_codes), "victim_codes_at_limit": dict(limit_codes),
+            "victim_codes_flood": dict(during_codes)}
 
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--flood-client":
-        _flood_client(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+        _flood_client(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
+                      float(sys.argv[6]) if len(sys.argv) > 6 else 0.0)
         return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--store", type=Path, default=Path("/tmp/hopweave-iso/store"))
@@ -389,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--served", action="store_true", help="phase 2 against a `hopweave serve` process, the flooder "
                     "in its own process, flooding for the whole timed series (at most --flood-n calls)")
     ap.add_argument("--port", type=int, default=8893, help="the served phase's port")
+    ap.add_argument("--pin-flooder", action="store_true", help="with --served: the flooder on the last CPU, the "
+                    "server and the timed caller on the others (the load generator as on a machine of its own)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     build_s = ensure_store(args.store)
@@ -404,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
         report: dict[str, Any] = {"benchmark": "bench_identity", "date": datetime.now(timezone.utc).isoformat(
             timespec="seconds"), "machine": machine(), "command": " ".join(sys.argv), "store_build_s": build_s,
             "flood": phase_flood_served(args.store, secret, args.rate, args.flood_n, args.steady_n,
-                                        args.tenant_concurrency, port=args.port)}
+                                        args.tenant_concurrency, port=args.port, pin_flooder=args.pin_flooder)}
         text = json.dumps(report, indent=2)
         print(text)
         if args.out:
