@@ -54,6 +54,8 @@ def consolidate(
     tenant: str = typer.Option(..., "--tenant", help="The tenant whose decided cases are mined."),
     min_support: int = typer.Option(20, "--min-support", help="Fewest cases a heuristic rests on."),
     min_confidence: float = typer.Option(0.8, "--min-confidence", help="Lowest share with the outcome."),
+    max_depth: Optional[int] = typer.Option(None, "--max-depth", help="Most conditions a heuristic has (the "
+                                            "depth of the tree mined; default 4); a rule over more facts needs more."),
     as_of: Optional[str] = typer.Option(None, "--as-of", help="The proposals' instant (default: the latest "
                                                               "decision mined)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Mine and print; write nothing."),
@@ -71,7 +73,8 @@ def consolidate(
         if g.outcomes is None:
             raise InputError(f"goal {goal} declares no outcomes; add `outcomes:` to the goal in its pack")
         cases = C.decided_cases(engine.graph, tenant, g)
-        mined = C.mine(cases, g.name, list(g.outcomes.keep), min_support=min_support, min_confidence=min_confidence)
+        mined = C.mine(cases, g.name, list(g.outcomes.keep), min_support=min_support, min_confidence=min_confidence,
+                       max_depth=C.DEFAULT_MAX_DEPTH if max_depth is None else max_depth)
         latest = max((c.decided_at for c in cases if c.decided_at is not None), default=None)
         at = _instant(as_of, latest)
         if dry_run:

@@ -119,8 +119,8 @@ def test_consolidation_recovers_the_rules_and_only_approved_heuristics_reach_the
     eng, sim = simulated
     goal = {g.name: g for g in eng.graph.goal_types()}[S.GOAL]
     assert goal.outcomes is not None
-    mined = C.mine(C.decided_cases(eng.graph, "deltabank", goal), goal.name, list(goal.outcomes.keep),
-                   min_support=SUPPORT)
+    decided = C.decided_cases(eng.graph, "deltabank", goal)
+    mined = C.mine(decided, goal.name, list(goal.outcomes.keep), min_support=SUPPORT)
     rec = S.recovery(mined, sim.played)
     assert rec["precision"] >= 0.9 and rec["recall"] >= 0.9, rec
     eng.close()  # the CLI opens the store itself
@@ -133,6 +133,13 @@ def test_consolidation_recovers_the_rules_and_only_approved_heuristics_reach_the
     assert out["cases"] == CASES and [p["text"] for p in out["proposals"]] == [h.text() for h in mined]
     assert {p["status"] for p in out["proposals"]} == {"proposed"}
     assert runner.invoke(app, args).output == first.output  # deterministic, idempotent
+    shallow = runner.invoke(app, [*args, "--dry-run", "--max-depth", "1"])
+    assert shallow.exit_code == 0, shallow.output
+    one = C.mine(decided, goal.name, list(goal.outcomes.keep), min_support=SUPPORT, max_depth=1)
+    texts = [h["text"] for h in json.loads(shallow.output)["proposals"]]
+    assert texts == [h.text() for h in one] and texts != [h.text() for h in mined]
+    assert all(len(h.conditions) == 1 for h in one)
+    assert runner.invoke(app, [*args, "--dry-run", "--max-depth", "0"]).exit_code == 2
     listed = json.loads(runner.invoke(app, ["review", "--tenant", "deltabank", "--graph", str(sim_store),
                                             "--json"]).output)["heuristics"]
     assert sorted(p["id"] for p in listed) == sorted(p["id"] for p in out["proposals"])
