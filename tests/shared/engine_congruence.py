@@ -5,8 +5,9 @@ What must be identical: the whole :class:`~hopweave.engine.result.RetrievalResul
 entities, filter, chunks with their scores and channels, facts with their rows, precedent, the
 context block line by line, degradations, rounds, trace id, revisions) except wall-clock timings
 (``timings_ms``, each fact's ``elapsed_ms``); and the recorded DecisionTrace as each store reads
-it back, except its timings. Runs use the replay budgets (``REPLAY_CONFIG``: a busy machine cuts
-no walk by time, as in ``hopweave replay`` and the demo), so timing never makes two runs differ.
+it back, except its timings and its ``asked_at`` (wall-clock instants). Runs use the replay
+budgets (``REPLAY_CONFIG``: a busy machine cuts no walk by time, as in ``hopweave replay`` and
+the demo), so timing never makes two runs differ.
 
 A difference that is a documented capability row of :mod:`hopweave.graph.capabilities` would be
 listed in :data:`CAPABILITY_ROWS` with the row that explains it; today there is none.
@@ -45,6 +46,7 @@ def comparable_trace(engine: Engine, tenant: str, trace_id: str) -> dict[str, An
         return None
     d = t.model_dump(mode="json")
     d.pop("timings_ms", None)
+    d.pop("asked_at", None)  # when the request arrived: wall clock, like the timings
     return d
 
 
