@@ -55,6 +55,7 @@ import os
 import threading
 import time
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Literal, Optional, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -288,7 +289,7 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
                close: bool = True, warm_first: bool = False, graph_refresh_s: float = 0.0,
                on_shutdown: Optional[Callable[[], None]] = None, worker: Optional[dict[str, Any]] = None,
                identity: Optional[IdentityConfig] = None, mcp: bool = False, host: str = "127.0.0.1",
-               processes: int = 1) -> "FastAPI":
+               processes: int = 1, shared_limits: Optional[Path] = None) -> "FastAPI":
     """The ASGI app serving ``engine``. ``warm`` warms the engine at startup: in the background
     (readiness is 503 until done), or, with ``warm_first``, before the server accepts any
     connection (a worker of several: a request never reaches a cold worker). ``close`` closes the
@@ -305,8 +306,10 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
     (:mod:`hopweave.adapters.mcp_server`; each call verified from its headers by the same
     verifier; ``host``, the address listened on, turns on the SDK's DNS-rebinding protection for
     loopback). ``processes``: the server processes serving the same socket (``--workers N``), each
-    with an app of its own: each holds ``1/processes`` of the rate limits and of the tenant
-    concurrency cap (at least 1), so the service's totals are the stated ones.
+    with an app of its own: each holds ``1/processes`` of the tenant concurrency cap (at least 1),
+    and of the rate limits unless ``shared_limits`` names the table of rate-limit buckets they
+    share (:class:`~hopweave.adapters.shared_buckets.SharedBuckets`: what ``hopweave serve``
+    gives its workers), so the service's totals are the stated ones.
 
     Before routing, an outer layer (:class:`_Front`) refuses what it can without reading the
     body: a missing or failing credential (401; on ``/mcp`` too, so an unverified client cannot
@@ -330,7 +333,13 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
     plain: Any = engine  # an Engine wherever pool is None
     gate = _Gate(max_inflight)
     verifier = Verifier(identity or IdentityConfig())
-    limiter = RateLimiter(verifier.config.rate_per_tenant, verifier.config.rate_per_caller, processes=processes)
+    shared = None
+    if shared_limits is not None and (verifier.config.rate_per_tenant or verifier.config.rate_per_caller):
+        from hopweave.adapters.shared_buckets import SharedBuckets
+
+        shared = SharedBuckets(shared_limits)
+    limiter = RateLimiter(verifier.config.rate_per_tenant, verifier.config.rate_per_caller, processes=processes,
+                          shared=shared)
     mcp_server: Any = None
     if mcp:
         if pool is not None:
@@ -384,6 +393,8 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
             try:
                 await loop.run_in_executor(None, drain)
             finally:
+                if shared is not None:
+                    shared.close()
                 if on_shutdown is not None:
                     on_shutdown()
 
@@ -667,7 +678,7 @@ SERVE_ENV = {"store": "HOPWEAVE_SERVE_STORE", "vectors": "HOPWEAVE_SERVE_VECTORS
              "switch_interval_ms": "HOPWEAVE_SERVE_SWITCH_INTERVAL_MS", "graph_refresh_s": "HOPWEAVE_SERVE_GRAPH_REFRESH_S",
              "max_active": "HOPWEAVE_SERVE_MAX_ACTIVE", "engine_processes": "HOPWEAVE_SERVE_ENGINE_PROCESSES",
              "search_process": "HOPWEAVE_SERVE_SEARCH_PROCESS", "identity": "HOPWEAVE_SERVE_IDENTITY",
-             "mcp": "HOPWEAVE_SERVE_MCP", "host": "HOPWEAVE_SERVE_HOST"}
+             "mcp": "HOPWEAVE_SERVE_MCP", "host": "HOPWEAVE_SERVE_HOST", "limits": "HOPWEAVE_SERVE_LIMITS"}
 
 
 def app_from_env() -> "FastAPI":
@@ -679,7 +690,8 @@ def app_from_env() -> "FastAPI":
     :mod:`hopweave.adapters.serve_workers`), warms up before accepting connections and catches the
     graph up with the other workers' commits every ``HOPWEAVE_SERVE_GRAPH_REFRESH_S`` (default 0.5), and
     its engine works on ``EngineConfig.max_active`` / N requests at once unless
-    ``HOPWEAVE_SERVE_MAX_ACTIVE`` says otherwise. With ``HOPWEAVE_SERVE_ENGINE_PROCESSES`` = N > 0
+    ``HOPWEAVE_SERVE_MAX_ACTIVE`` says otherwise; ``HOPWEAVE_SERVE_LIMITS`` names the rate-limit
+    table the workers share. With ``HOPWEAVE_SERVE_ENGINE_PROCESSES`` = N > 0
     (one server process) the engines run in an :class:`~hopweave.adapters.pool.EnginePool` of N
     processes and this one only serves HTTP.
     Raises InputError without a store or with a malformed setting, StoreError for an unreadable
@@ -733,6 +745,7 @@ def app_from_env() -> "FastAPI":
         engine, private = Engine.open(store, vectors=vectors, config=config), None
     return create_app(engine, max_inflight=_env_number(SERVE_ENV["max_inflight"], int, 128), warm_first=workers > 1,
                       identity=identity, mcp=mcp, host=host, processes=workers,
+                      shared_limits=Path(limits) if workers > 1 and (limits := os.environ.get(SERVE_ENV["limits"])) else None,
                       graph_refresh_s=refresh_s if workers > 1 else 0.0,
                       on_shutdown=(lambda: remove_private(private)) if private is not None else None,
                       worker={"workers": workers})

@@ -38,9 +38,10 @@ signature checks.
 
 Rate limits (:class:`RateLimiter`): a token bucket per tenant and one per caller id, each
 ``rate`` requests per second with a burst of ``burst``; an exhausted bucket is a
-:class:`~hopweave.errors.RateLimitedError` (429 with ``Retry-After``). The buckets live in one
-server process; with ``processes`` = N (``hopweave serve --workers N``) each holds ``1/N`` of
-the rate, so the service as a whole allows at most the stated rate.
+:class:`~hopweave.errors.RateLimitedError` (429 with ``Retry-After``). The buckets live in the
+server process, or, for the N processes of ``hopweave serve --workers N``, in one table they all
+share (:class:`~hopweave.adapters.shared_buckets.SharedBuckets`), so the service as a whole allows
+the stated rate however a caller's connections reach the workers.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Optional
 
 from hopweave.errors import (
     AuthenticationError,
@@ -66,6 +67,9 @@ from hopweave.errors import (
     RateLimitedError,
 )
 from hopweave.models.common import Session, parse_session
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hopweave.adapters.shared_buckets import SharedBuckets
 
 __all__ = [
     "ApiKey",
@@ -645,22 +649,30 @@ class RateLimiter:
         per_tenant: requests per second per tenant for the service (0: unlimited); the burst is
             the same number, at least 1.
         per_caller: requests per second per caller id for the service (0: unlimited).
-        clock: a monotonic clock in seconds (injected in tests).
-        processes: server processes sharing the limits, each with its own limiter (``serve
-            --workers N``): each allows ``1/processes`` of each rate (and of its burst, at least
-            1), so all of them together allow at most the stated rate.
+        clock: a monotonic clock in seconds (injected in tests; with ``shared``, the clock of
+            every process sharing the table, ``time.monotonic`` in service).
+        processes: server processes sharing the limits, each with its own limiter and no
+            ``shared`` table: each allows ``1/processes`` of each rate (and of its burst, at
+            least 1), so all of them together allow at most the stated rate.
+        shared: the table of buckets the server processes share (``serve --workers N``): each
+            process then allows the stated rates, which the table counts once for all of them
+            (``processes`` is then ignored).
+
+    Raises:
+        InputError: a negative or non-finite rate, or ``processes`` < 1.
     """
 
     def __init__(self, per_tenant: float = 0.0, per_caller: float = 0.0, clock: Any = time.monotonic,
-                 processes: int = 1) -> None:
+                 processes: int = 1, shared: "SharedBuckets | None" = None) -> None:
         for name, v in (("per-tenant", per_tenant), ("per-caller", per_caller)):
             if not math.isfinite(v) or v < 0:
                 raise InputError(f"the {name} rate limit must be a finite number >= 0, not {v}")
         if processes < 1:
             raise InputError(f"processes must be >= 1, not {processes}")
-        self.processes = processes
-        per_tenant, per_caller = per_tenant / processes, per_caller / processes
+        self.processes = 1 if shared is not None else processes
+        per_tenant, per_caller = per_tenant / self.processes, per_caller / self.processes
         self.per_tenant, self.per_caller, self._clock = per_tenant, per_caller, clock
+        self.shared = shared
         self._buckets: dict[tuple[str, str], tuple[float, float]] = {}
         self._lock = threading.Lock()
         self.refused = 0
@@ -675,8 +687,19 @@ class RateLimiter:
 
         Raises:
             RateLimitedError: a bucket is empty (``retry_after_s`` says when it has a token).
+            StoreUnavailableError: the shared table stayed locked (see
+                :meth:`~hopweave.adapters.shared_buckets.SharedBuckets.take`).
         """
         if not self.active:
+            return
+        if self.shared is not None:
+            wait = self.shared.take([(f"tenant\0{tenant_id}", self.per_tenant), (f"caller\0{caller_id}", self.per_caller)],
+                                    self._clock())
+            if wait > 0:
+                with self._lock:
+                    self.refused += 1
+                raise RateLimitedError(f"rate limit reached for tenant {tenant_id!r} / caller {caller_id}; "
+                                       f"retry in {wait:.2f} s", retry_after_s=wait)
             return
         with self._lock:
             now = self._clock()

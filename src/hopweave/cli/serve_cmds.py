@@ -140,10 +140,10 @@ def serve(
     if engine_processes and workers > 1:
         raise InputError("use either --workers N (engines in the server processes) or --engine-processes N, not both")
     check_workers(graph, vectors, workers)  # fail here, not in N workers at once
-    if (rate_limit_tenant or rate_limit_caller or tenant_concurrency) and workers > 1:
-        typer.echo(f"hopweave serve: the rate limits and the tenant concurrency cap are shared among the {workers} "
-                   f"workers: each allows 1/{workers} of them (a caller whose connections all reach one worker gets "
-                   "that share)", err=True)
+    if tenant_concurrency and workers > 1:
+        typer.echo(f"hopweave serve: the tenant concurrency cap is shared among the {workers} workers: each allows "
+                   f"1/{workers} of it (a tenant whose connections all reach one worker gets that share); the rate "
+                   "limits are counted once for all the workers", err=True)
     if graph_refresh_s < 0:
         raise InputError("--graph-refresh-s must be >= 0")
     sys.setswitchinterval(switch_interval_ms / 1000.0)
@@ -169,8 +169,22 @@ def serve(
     # from the factory), replaces one that dies, and on SIGTERM/SIGINT sends each a SIGTERM and
     # waits for it (every worker drains its requests and traces). A worker busy with a burst still
     # answers the supervisor's health pings from a thread; 30 s before it counts as hung.
-    uvicorn.run("hopweave.adapters.http:app_from_env", factory=True, host=host, port=port, log_level=log_level,
-                timeout_graceful_shutdown=30, workers=workers, timeout_worker_healthcheck=30)
+    limits_dir = None
+    os.environ.pop("HOPWEAVE_SERVE_LIMITS", None)
+    if workers > 1 and (rate_limit_tenant or rate_limit_caller):
+        import shutil
+        import tempfile
+
+        # one table of rate-limit buckets for all the workers (a client's keep-alive connection
+        # sends every request to one worker); private to this server, removed when it stops
+        limits_dir = tempfile.mkdtemp(prefix="hopweave-serve-limits-")
+        os.environ["HOPWEAVE_SERVE_LIMITS"] = os.path.join(limits_dir, "buckets")
+    try:
+        uvicorn.run("hopweave.adapters.http:app_from_env", factory=True, host=host, port=port, log_level=log_level,
+                    timeout_graceful_shutdown=30, workers=workers, timeout_worker_healthcheck=30)
+    finally:
+        if limits_dir is not None:
+            shutil.rmtree(limits_dir, ignore_errors=True)
 
 
 @app.command("api-key")

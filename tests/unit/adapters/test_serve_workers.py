@@ -169,6 +169,45 @@ def test_two_workers_serve_record_and_stop_cleanly(store: Path, tmp_path: Path) 
     assert all(graph.get_node(MARIA["tenant_id"], t) is not None for t in traces)  # no trace lost
 
 
+@pytest.mark.slow  # two workers start (processes, copies, warm-up): the slow suite, which CI also runs
+def test_two_workers_count_a_rate_limit_once_for_a_client_on_one_connection(store: Path, tmp_path: Path) -> None:
+    import httpx
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    port = 19000 + os.getpid() % 1000
+    env = dict(os.environ, TMPDIR=str(scratch), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    proc = subprocess.Popen([sys.executable, "-c", "from hopweave.cli import app; app()", "serve", "--graph", str(store),
+                             "--port", str(port), "--workers", "2", "--rate-limit-tenant", "2"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        pids: set[int] = set()
+        deadline = time.monotonic() + 240
+        while len(pids) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            try:
+                pids.add(httpx.get(f"{url}/readyz", timeout=5).json()["pid"])
+            except (httpx.HTTPError, KeyError, ValueError):
+                time.sleep(0.5)
+        assert len(pids) == 2, proc.stderr.read() if proc.poll() is not None and proc.stderr else pids
+        assert len(list(scratch.glob("hopweave-serve-limits-*"))) == 1  # one table for both workers
+        time.sleep(1.5)  # the readiness polls above spent no tokens; let any clock skew settle
+        body = {"query": "late fee waiver", "top_k": 3, "session": MARIA}
+        with httpx.Client(base_url=url, timeout=60) as c:  # one keep-alive connection: one worker
+            t = time.monotonic()
+            codes = [c.post("/v1/tool/retrieve", json=body).status_code for _ in range(6)]
+            elapsed = time.monotonic() - t
+        ok = codes.count(200)
+        assert set(codes) <= {200, 429}, codes
+        # the service's burst of 2 (not the 1 a worker's half of the limit would allow), plus
+        # what 2 per second refill while the calls ran, and no more
+        assert 2 <= ok <= 2 + int(2 * elapsed) + 1, (codes, elapsed)
+    finally:
+        stop_serve(proc)
+    assert proc.returncode == 0
+    assert list(scratch.glob("hopweave-serve-limits-*")) == []  # removed when the server stopped
+
+
 def test_a_worker_sees_traces_other_processes_commit_within_the_refresh_interval(tmp_path: Path) -> None:
     from domains import write_deltabank_settings
 
