@@ -99,22 +99,31 @@ _ARRIVED: contextvars.ContextVar[float] = contextvars.ContextVar("hopweave_arriv
 
 
 #: A refusal the front layer sends itself: status, headers (ASGI byte pairs), JSON body.
-Refusal = tuple[int, list[tuple[bytes, bytes]], bytes]
+Refusal = tuple[int, list[tuple[bytes, bytes]], bytes, float]
 #: The front layer's check of one ``/v1`` request before the app runs: the refusal to send, or
 #: None to go on; the ``receive`` to go on with (another when it read the body); and what to
 #: call once the app has answered (None: nothing).
 FrontCheck = Callable[[Any, Any, float], Awaitable[tuple[Optional[Refusal], Any, Optional[Callable[[], None]]]]]
 
 
+#: Refusals held back at once per server process (:class:`_Front`); past it, answered at once.
+MAX_HELD_REFUSALS = 1024
+
+
 class _Front:
     """Outermost ASGI middleware: stamps each HTTP request's arrival (before the body is read,
     parsed and validated, so its budget covers all of that and any queueing), then runs
-    ``check`` on ``/v1`` and ``/mcp`` requests and sends its refusal at once when it has one: no
-    routing, no body parsing, no exception handler, so a refusal costs a small fraction of an answer."""
+    ``check`` on ``/v1`` and ``/mcp`` requests and sends its refusal when it has one: no
+    routing, no body parsing, no exception handler, so a refusal costs a small fraction of an
+    answer. A refusal with a hold (a rate-limit 429: until the caller's bucket has a token, see
+    ``IdentityConfig.refusal_hold_ms``) is sent that much later, without using the CPU meanwhile,
+    while fewer than :data:`MAX_HELD_REFUSALS` are held; a client that retries at once then sends
+    about one request per token instead of as many as the server can refuse."""
 
     def __init__(self, app: Any, check: Optional[FrontCheck] = None) -> None:
         self.app = app
         self.check = check
+        self.held = 0
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -123,7 +132,13 @@ class _Front:
             if self.check is not None and (scope["path"].startswith("/v1/") or _is_mcp(scope["path"])):
                 refusal, receive, done = await self.check(scope, receive, arrived)
                 if refusal is not None:
-                    status, headers, body = refusal
+                    status, headers, body, hold_s = refusal
+                    if hold_s > 0 and self.held < MAX_HELD_REFUSALS:
+                        self.held += 1
+                        try:
+                            await asyncio.sleep(hold_s)
+                        finally:
+                            self.held -= 1
                     timing = f"total;dur={(time.perf_counter() - arrived) * 1000:.1f}".encode()
                     await send({"type": "http.response.start", "status": status,
                                 "headers": [*headers, (b"server-timing", timing)]})
@@ -143,9 +158,11 @@ def _is_mcp(path: str) -> bool:
     return path == "/mcp" or path.startswith("/mcp/")
 
 
-def _refusal(exc: HopweaveError, retry_after_s: int, extra: tuple[tuple[bytes, bytes], ...] = ()) -> Refusal:
+def _refusal(exc: HopweaveError, retry_after_s: int, extra: tuple[tuple[bytes, bytes], ...] = (),
+             hold_ms: int = 0) -> Refusal:
     """The front layer's answer to ``exc``: the same status, headers and JSON body as the app's
-    exception handler gives it."""
+    exception handler gives it, and how long to hold it (a RateLimitedError: until it is due to
+    be retried, at most ``hold_ms``; anything else: 0)."""
     status = _status(exc)
     headers = [(b"content-type", b"application/json"), *extra]
     if status == 503:
@@ -156,7 +173,8 @@ def _refusal(exc: HopweaveError, retry_after_s: int, extra: tuple[tuple[bytes, b
         headers.append((b"www-authenticate", b'Bearer realm="hopweave"'))
     body = json.dumps({"error": type(exc).__name__, "message": str(exc)}).encode()
     headers.append((b"content-length", str(len(body)).encode()))
-    return status, headers, body
+    hold = min(exc.retry_after_s, hold_ms / 1000.0) if isinstance(exc, RateLimitedError) else 0.0
+    return status, headers, body, max(0.0, hold)
 
 
 #: The request headers the front layer's identity check reads.
@@ -459,8 +477,9 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
             client = scope.get("client")
             try:
                 caller = verifier.caller(headers, client[0] if client else None)
-            except (AuthenticationError, RateLimitedError) as exc:
-                return _refusal(exc, retry_after_s, tuple(worker_header_raw)), receive, None
+            except (AuthenticationError, RateLimitedError) as exc:  # a source past its failures: held too
+                return _refusal(exc, retry_after_s, tuple(worker_header_raw),
+                                verifier.config.refusal_hold_ms), receive, None
             state["caller"] = caller
             if _is_mcp(scope["path"]):  # verified; each tool call takes its rate limits itself
                 return None, receive, None
@@ -472,7 +491,8 @@ def create_app(engine: "Retriever", *, max_inflight: int = 128, retry_after_s: i
                         raise too_many(caller.tenant_id, held)
                     limiter.take(caller.tenant_id, caller.id)
                 except RateLimitedError as exc:
-                    return _refusal(exc, retry_after_s, tuple(worker_header_raw)), receive, None
+                    return _refusal(exc, retry_after_s, tuple(worker_header_raw),
+                                    verifier.config.refusal_hold_ms), receive, None
                 state["rate_taken"] = True
         if scope["path"] != "/v1/retrieve" or admission is None:
             return None, receive, None

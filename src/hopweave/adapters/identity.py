@@ -171,6 +171,10 @@ class IdentityConfig:
         decision_scope: the OAuth scope a JWT must grant (``scope`` / ``scp`` claim) to record
             an outcome (None: any verified JWT may, for its own customer's traces). Service
             keys of scope ``full`` always may; the gateway and loopback modes are not checked.
+        refusal_hold_ms: how late, at most, a verified caller's rate-limit 429 may be sent: the
+            front layer holds it until the caller's bucket next has a token (0: at once), so a
+            client retrying at once is paced by its answers instead of costing the server a
+            refusal per retry.
     """
 
     jwt_secret_file: Optional[str] = None
@@ -186,6 +190,7 @@ class IdentityConfig:
     rate_per_caller: float = 0.0
     tenant_concurrency: int = 0
     decision_scope: Optional[str] = None
+    refusal_hold_ms: int = 1000
 
     @property
     def jwt(self) -> bool:

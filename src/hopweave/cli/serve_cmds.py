@@ -66,10 +66,14 @@ def serve(
         "session as it is (logged at start; not with token or key verification)."),
     rate_limit_tenant: float = typer.Option(
         0.0, "--rate-limit-tenant", help="Requests per second per tenant for the service (0: unlimited); over it: "
-        "429 + Retry-After. With --workers N each worker allows 1/N of it."),
+        "429 + Retry-After. With --workers N the workers share one count."),
     rate_limit_caller: float = typer.Option(
         0.0, "--rate-limit-caller", help="Requests per second per caller (token subject or key) for the service; "
-        "with --workers N each worker allows 1/N of it."),
+        "with --workers N the workers share one count."),
+    refusal_hold_ms: int = typer.Option(
+        1000, "--refusal-hold-ms", help="Send a rate-limit 429 when the caller's bucket next has a token, at most this "
+        "late (0: at once), so a client that retries at once is paced by its own answers; at most 1024 refusals are "
+        "held at a time per worker, the rest answered at once."),
     tenant_concurrency: int = typer.Option(
         0, "--tenant-concurrency", help="Requests of one tenant in progress at once (0: no cap); past it: 429 + "
         "Retry-After. With --workers N each worker allows 1/N of it (at least 1). Below --max-active, it keeps "
@@ -104,7 +108,9 @@ def serve(
         jwt_secret_file=jwt_secret_file, jwt_public_key=jwt_public_key, jwks_file=jwks_file, jwt_issuer=jwt_issuer,
         jwt_audience=jwt_audience, claims=claims, api_keys_file=api_keys, trust_body_session=trust_body_session,
         rate_per_tenant=rate_limit_tenant, rate_per_caller=rate_limit_caller, tenant_concurrency=tenant_concurrency,
-        decision_scope=jwt_decision_scope or None)
+        decision_scope=jwt_decision_scope or None, refusal_hold_ms=refusal_hold_ms)
+    if refusal_hold_ms < 0:
+        raise InputError("--refusal-hold-ms must be >= 0")
     if tenant_concurrency < 0:
         raise InputError("--tenant-concurrency must be >= 0")
     check_bind(host, identity)

@@ -132,6 +132,34 @@ def test_over_the_limit_is_refused_before_the_body_is_read(sib: Engine, secret_f
         assert c.post("/v1/tool/retrieve", json=TOOL).status_code == 401  # no credential
 
 
+def test_a_rate_limit_refusal_is_held_until_a_token_is_due(sib: Engine, secret_file: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import hopweave.adapters.http as http
+
+    maria = bearer(token(MARIA))
+
+    def refusals(hold_ms: int, seconds: float) -> list[float]:
+        ident = IdentityConfig(jwt_secret_file=secret_file, jwt_audience=AUD, rate_per_tenant=1,
+                               refusal_hold_ms=hold_ms)
+        took = []
+        with TestClient(create_app(sib, warm=False, close=False, identity=ident)) as c:
+            assert c.post("/v1/tool/retrieve", json=TOOL, headers=maria).status_code == 200  # the burst of 1
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:  # a client retrying at once
+                t = time.monotonic()
+                res = c.post("/v1/tool/retrieve", json=TOOL, headers=maria)
+                assert res.status_code == 429 and int(res.headers["Retry-After"]) >= 1
+                took.append(time.monotonic() - t)
+        return took
+
+    held = refusals(200, 0.5)  # the token is about 1 s away: each refusal held the 200 ms cap
+    assert 2 <= len(held) <= 3 and min(held) >= 0.19
+    at_once = refusals(0, 0.3)
+    assert len(at_once) > 3 * len(held) and min(at_once) < 0.1
+    monkeypatch.setattr(http, "MAX_HELD_REFUSALS", 0)  # every hold taken: answered at once
+    assert min(refusals(200, 0.2)) < 0.1
+
+
 def test_limits_are_shared_among_the_worker_processes() -> None:
     now = [0.0]
     rl = RateLimiter(per_tenant=4, clock=lambda: now[0], processes=2)
