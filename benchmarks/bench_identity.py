@@ -14,7 +14,7 @@ Phase 2, rate limits: a real server on 127.0.0.1 with ``--rate-limit-tenant``; o
 (bounded count and concurrency) while another sends agent-tool calls at a steady pace; reports
 the flooder's 429s and the other tenant's p99 during the flood against its quiet p99. By default
 the server runs in this process (uvicorn on a thread) and the flood is ``--flood-n`` calls; with
-``--served`` it is a ``hopweave serve --workers 1`` process and the flooder a process of its own
+``--served`` it is a ``hopweave serve --workers N`` process (``--serve-workers``, default 1) and the flooder a process of its own
 that floods for the whole timed series (at most ``--flood-n`` calls), so no client shares a GIL
 with the server or with the timed caller; between quiet and flood the timed series runs once more
 while the flooding tenant sends about 0.9x its limit (its admitted share alone, no excess), so
@@ -314,14 +314,81 @@ def _flood_client(url: str, tok: str, max_n: int, conc: int, pace_s: float = 0.0
             await asyncio.gather(*(caller(client) for _ in range(conc)))
             return time.perf_counter() - t
 
+    cpu0 = time.process_time()
     wall = asyncio.run(run())
-    print(json.dumps({"codes": dict(codes), "sent": sent[0], "wall_s": round(wall, 2)}), flush=True)
+    print(json.dumps({"codes": dict(codes), "sent": sent[0], "wall_s": round(wall, 2),
+                      "client_cpu_s": round(time.process_time() - cpu0, 2)}), flush=True)
+
+
+def _raw_flood_client(url: str, tok: str, max_n: int, conc: int, pace_s: float = 0.0) -> None:
+    """:func:`_flood_client` on plain asyncio streams: each of ``conc`` callers keeps one HTTP/1.1
+    keep-alive connection and writes prepared request bytes, reading only the status line and the
+    ``Content-Length`` body of each answer. httpx spends about 2 ms of CPU a call, so at hundreds of
+    calls a second the load generator itself took a whole core of the machine the server runs
+    on; this client spends a fraction of that, as a flood from elsewhere would."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host, port, path = parts.hostname or "127.0.0.1", parts.port or 80, parts.path
+    stop = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    codes: Counter[int | str] = Counter()
+    sent = [0]
+
+    def request(i: int) -> bytes:
+        body = json.dumps({"query": TOOL_QUERIES[i % len(TOOL_QUERIES)], "top_k": 5}).encode()
+        return (f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {tok}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+
+    prepared = [request(i) for i in range(len(TOOL_QUERIES))]
+
+    async def one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, i: int) -> int:
+        writer.write(prepared[i % len(prepared)])
+        head = await reader.readuntil(b"\r\n\r\n")
+        status = int(head[9:12])
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line[:15].lower() == b"content-length:":
+                length = int(line[15:])
+        await reader.readexactly(length)
+        return status
+
+    async def caller() -> None:
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            while not stop.is_set() and sent[0] < max_n:
+                sent[0] += 1
+                try:
+                    codes[await one(reader, writer, sent[0])] += 1
+                except (OSError, asyncio.IncompleteReadError) as exc:  # counted, then a new connection
+                    codes[type(exc).__name__] += 1
+                    writer.close()
+                    reader, writer = await asyncio.open_connection(host, port)
+                    continue
+                if pace_s:
+                    await asyncio.sleep(pace_s)
+        finally:
+            writer.close()
+
+    async def run() -> float:
+        reader, writer = await asyncio.open_connection(host, port)
+        await one(reader, writer, 0)  # warm
+        writer.close()
+        print("ready", flush=True)
+        t = time.perf_counter()
+        await asyncio.gather(*(caller() for _ in range(conc)))
+        return time.perf_counter() - t
+
+    cpu0 = time.process_time()
+    wall = asyncio.run(run())
+    print(json.dumps({"codes": dict(codes), "sent": sent[0], "wall_s": round(wall, 2),
+                      "client_cpu_s": round(time.process_time() - cpu0, 2)}), flush=True)
 
 
 def phase_flood_served(store: Path, secret: Path, rate: float, flood_n: int, steady_n: int,
                        tenant_concurrency: int, conc: int = 16, port: int = 8893,
-                       pin_flooder: bool = False) -> dict[str, Any]:
-    """Phase 2 against a real ``hopweave serve --workers 1`` process (the one of ``PYTHONPATH``),
+                       pin_flooder: bool = False, workers: int = 1, raw_flood: bool = False) -> dict[str, Any]:
+    """Phase 2 against a real ``hopweave serve --workers N`` process (the one of ``PYTHONPATH``),
     the flooder in a process of its own (so neither the server nor the flooder shares a GIL with
     the timed caller): quiet, then while the flood runs for the whole timed series. With
     ``pin_flooder`` the flooder's process runs on the last CPU and the server (with its search
@@ -342,7 +409,7 @@ def phase_flood_served(store: Path, secret: Path, rate: float, flood_n: int, ste
     victim = json.loads((PACKS[1] / "sessions" / "ana.json").read_text())
     flooder = json.loads((PACKS[0] / "sessions" / "maria.json").read_text())
     exe = str(Path(sys.executable).with_name("hopweave"))
-    cmd = [exe, "serve", "--store", str(store), "--workers", "1", "--port", str(port), "--log-level", "warning",
+    cmd = [exe, "serve", "--store", str(store), "--workers", str(workers), "--port", str(port), "--log-level", "warning",
            "--jwt-secret-file", str(secret), "--jwt-audience", AUD, "--rate-limit-tenant", str(rate)]
     if tenant_concurrency:
         cmd += ["--tenant-concurrency", str(tenant_concurrency)]
@@ -367,7 +434,8 @@ def phase_flood_served(store: Path, secret: Path, rate: float, flood_n: int, ste
             return lat
 
         def flooding(n_callers: int, pace_s: float) -> "subprocess.Popen[str]":
-            proc = subprocess.Popen([sys.executable, __file__, "--flood-client", url, token(flooder), str(flood_n),
+            proc = subprocess.Popen([sys.executable, __file__, "--raw-flood-client" if raw_flood else "--flood-client",
+                                     url, token(flooder), str(flood_n),
                                      str(n_callers), str(pace_s)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     text=True, preexec_fn=lambda: os.sched_setaffinity(0, flood_cpus))
             assert proc.stdout is not None and proc.stdin is not None
@@ -403,10 +471,10 @@ def phase_flood_served(store: Path, secret: Path, rate: float, flood_n: int, ste
     def p99(xs: list[float]) -> float:
         return round(sorted(xs)[max(0, int(len(xs) * 0.99) - 1)], 1)
 
-    return {"served": True, "rate_per_tenant": rate, "tenant_concurrency": tenant_concurrency,
+    return {"served": True, "workers": workers, "flood_client": "raw" if raw_flood else "httpx", "rate_per_tenant": rate, "tenant_concurrency": tenant_concurrency,
             "pinned": {"flooder": sorted(flood_cpus), "server_and_caller": sorted(rest)} if pin_flooder else None,
             "flood_concurrency": conc, "flood_requests": flood_out["sent"], "flood_wall_s": flood_out["wall_s"],
-            "flood_codes": flood_out["codes"],
+            "flood_codes": flood_out["codes"], "flood_client_cpu_s": flood_out.get("client_cpu_s"),
             "victim_quiet_p50_ms": round(statistics.median(quiet), 1), "victim_quiet_p99_ms": p99(quiet),
             "at_limit_requests": limit_out["sent"], "at_limit_wall_s": limit_out["wall_s"],
             "at_limit_codes": limit_out["codes"],
@@ -421,8 +489,8 @@ def phase_flood_served(store: Path, secret: Path, rate: float, flood_n: int, ste
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--flood-client":
-        _flood_client(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
+    if argv is None and len(sys.argv) > 1 and sys.argv[1] in ("--flood-client", "--raw-flood-client"):
+        (_raw_flood_client if sys.argv[1] == "--raw-flood-client" else _flood_client)(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
                       float(sys.argv[6]) if len(sys.argv) > 6 else 0.0)
         return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -438,6 +506,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=8893, help="the served phase's port")
     ap.add_argument("--pin-flooder", action="store_true", help="with --served: the flooder on the last CPU, the "
                     "server and the timed caller on the others (the load generator as on a machine of its own)")
+    ap.add_argument("--serve-workers", type=int, default=1, help="with --served: `hopweave serve --workers N` (its "
+                    "default is the CPU count; each worker holds 1/N of the rate limit)")
+    ap.add_argument("--raw-flood", action="store_true", help="with --served: the flooder on plain asyncio streams "
+                    "(a fraction of httpx's CPU a call, so the load generator does not take a core of the server's "
+                    "machine)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     build_s = ensure_store(args.store)
@@ -453,7 +526,8 @@ def main(argv: list[str] | None = None) -> int:
         report: dict[str, Any] = {"benchmark": "bench_identity", "date": datetime.now(timezone.utc).isoformat(
             timespec="seconds"), "machine": machine(), "command": " ".join(sys.argv), "store_build_s": build_s,
             "flood": phase_flood_served(args.store, secret, args.rate, args.flood_n, args.steady_n,
-                                        args.tenant_concurrency, port=args.port, pin_flooder=args.pin_flooder)}
+                                        args.tenant_concurrency, port=args.port, pin_flooder=args.pin_flooder,
+                                        workers=args.serve_workers, raw_flood=args.raw_flood)}
         text = json.dumps(report, indent=2)
         print(text)
         if args.out:
